@@ -1,0 +1,367 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: day1_facts
+short_description: Read what a running OpenShift cluster needs to accept day-2 worker nodes
+version_added: 0.1.0
+author:
+  - openshift_agent.day2 developers
+description:
+  - Reads the objects that C(node-joiner) (what C(oc adm node-image create) runs) reads from a running cluster
+    installed with the agent-based installer, and returns them as facts in C(ansible_facts.day1_cluster).
+  - Identity, version, platform, architecture, networks, proxy, mirrors, SSH key, RHCOS boot images, the worker
+    Ignition endpoint, the existing nodes and the cluster's health.
+  - Decides whether the cluster can take day-2 workers (C(supported)) and says why not (C(unsupported_reasons)).
+  - Only reads. It makes exactly 17 GET requests on the resources listed in the notes (the kubernetes client may add
+    its own discovery requests the first time it meets an API server; it caches them in a temporary file).
+  - Secret contents are never returned. For the pull secret only its presence and the registries it covers are
+    returned.
+notes:
+  - "The 17 requests: ClusterVersion C(version); Infrastructure, Network and Proxy C(cluster); ConfigMaps
+    C(kube-system/cluster-config-v1), C(openshift-config/user-ca-bundle),
+    C(openshift-machine-config-operator/coreos-bootimages); Secrets C(openshift-config/pull-secret) and
+    C(openshift-machine-api/worker-user-data-managed); the Node list; the ImageDigestMirrorSet and
+    ImageContentSourcePolicy lists; MachineConfigs C(99-worker-ssh), C(99-worker-fips) and
+    C(50-workers-chrony-configuration); the ClusterOperator list; MachineConfigPool C(worker)."
+  - The identity needs C(get) on the named objects and C(list) on the lists, as the C(cluster-reader) role grants,
+    plus C(get) on the two Secrets. A missing permission on ClusterVersion, Infrastructure, the install-config
+    ConfigMap or Nodes fails the module with the resource and the verb; a missing permission elsewhere is reported
+    in C(unsupported_reasons) or C(health.problems). Without permission on the mirror sets, mirrors are taken from
+    the install-config, as node-joiner does.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - openshift_agent.day2.attributes
+  - openshift_agent.day2.attributes.READ_ONLY
+  - openshift_agent.day2.attributes.FACTS
+options: {}
+requirements:
+  - python >= 3.9
+  - kubernetes >= 24.2.0
+  - PyYAML >= 5.4
+seealso:
+  - module: kubernetes.core.k8s_cluster_info
+  - name: Adding worker nodes to an on-premise cluster (oc adm node-image)
+    description: The OpenShift documentation of the day-2 node-joiner workflow this collection automates.
+    link: https://docs.openshift.com/container-platform/latest/nodes/nodes/nodes-nodes-adding-node-iso.html
+"""
+
+EXAMPLES = r"""
+- name: Read the day-1 cluster with the current kubeconfig
+  openshift_agent.day2.day1_facts:
+
+- name: Read it with an explicit kubeconfig and refuse clusters that cannot take day-2 workers
+  openshift_agent.day2.day1_facts:
+    kubeconfig: /home/admin/auth/kubeconfig
+  register: day1
+
+- name: Stop when the cluster is not supported
+  ansible.builtin.assert:
+    that: ansible_facts.day1_cluster.supported
+    fail_msg: "{{ ansible_facts.day1_cluster.unsupported_reasons | join('; ') }}"
+
+- name: Use a bearer token, as an AWX "OpenShift or Kubernetes API Bearer Token" credential provides
+  openshift_agent.day2.day1_facts:
+    host: https://api.mycluster.example.com:6443
+    api_key: "{{ openshift_token }}"
+    ca_cert: /etc/pki/mycluster-ca.crt
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts about the day-1 cluster.
+  returned: success
+  type: dict
+  contains:
+    day1_cluster:
+      description: What node-joiner reads from the cluster, interpreted.
+      returned: success
+      type: dict
+      contains:
+        cluster_id:
+          description: ClusterVersion C(spec.clusterID).
+          type: str
+          sample: 1b7e7a38-0c0e-4a59-8a3f-5d5a4f2a6c11
+        name:
+          description: Cluster name (install-config C(metadata.name)).
+          type: str
+          sample: mycluster
+        base_domain:
+          description: Base DNS domain (install-config C(baseDomain)).
+          type: str
+          sample: example.com
+        infrastructure_name:
+          description: Infrastructure C(status.infrastructureName).
+          type: str
+          sample: mycluster-7xk2p
+        api_url:
+          description: External API URL (Infrastructure C(status.apiServerURL)).
+          type: str
+          sample: https://api.mycluster.example.com:6443
+        api_int_url:
+          description: Internal API URL (Infrastructure C(status.apiServerInternalURI)).
+          type: str
+          sample: https://api-int.mycluster.example.com:6443
+        api_dns_name:
+          description: Host name of the external API URL.
+          type: str
+          sample: api.mycluster.example.com
+        version:
+          description: Cluster version (ClusterVersion C(status.desired.version)).
+          type: str
+          sample: 4.18.3
+        release_image:
+          description: Release payload pull spec (ClusterVersion C(status.desired.image)).
+          type: str
+          sample: quay.io/openshift-release-dev/ocp-release@sha256:0123...
+        version_history:
+          description: ClusterVersion C(status.history), newest first.
+          type: list
+          elements: dict
+          contains:
+            version:
+              description: Version.
+              type: str
+            state:
+              description: C(Completed) or C(Partial).
+              type: str
+            image:
+              description: Release image of that version.
+              type: str
+        architecture:
+          description: Architecture of the control plane, as Go names it (C(amd64), C(arm64), C(ppc64le), C(s390x)).
+          type: str
+          sample: amd64
+        rpm_architecture:
+          description: The same architecture as RPM names it (C(x86_64), C(aarch64), ...), as ISO names use it.
+          type: str
+          sample: x86_64
+        platform:
+          description: Infrastructure C(spec.platformSpec.type).
+          type: str
+          sample: BareMetal
+        api_vips:
+          description: API virtual IPs (baremetal-like platforms), empty otherwise.
+          type: list
+          elements: str
+          sample: [192.168.111.5]
+        ingress_vips:
+          description: Ingress virtual IPs (baremetal-like platforms), empty otherwise.
+          type: list
+          elements: str
+          sample: [192.168.111.4]
+        machine_networks:
+          description: Machine network CIDRs (install-config C(networking.machineNetwork)).
+          type: list
+          elements: str
+          sample: [192.168.111.0/24]
+        cluster_networks:
+          description: Pod networks.
+          type: list
+          elements: dict
+          contains:
+            cidr:
+              description: CIDR.
+              type: str
+            host_prefix:
+              description: Prefix length of each node's slice.
+              type: int
+        service_networks:
+          description: Service network CIDRs.
+          type: list
+          elements: str
+          sample: [172.30.0.0/16]
+        network_type:
+          description: Cluster network plugin.
+          type: str
+          sample: OVNKubernetes
+        proxy:
+          description: Cluster-wide proxy (Proxy C(status), else C(spec), else install-config).
+          type: dict
+          contains:
+            enabled:
+              description: Whether an HTTP or HTTPS proxy is set.
+              type: bool
+            http_proxy:
+              description: HTTP proxy URL or empty.
+              type: str
+            https_proxy:
+              description: HTTPS proxy URL or empty.
+              type: str
+            no_proxy:
+              description: Comma-separated exclusions or empty.
+              type: str
+        mirrors:
+          description: Image mirrors (ImageDigestMirrorSets and ImageContentSourcePolicies, else install-config).
+          type: list
+          elements: dict
+          contains:
+            source:
+              description: Source repository.
+              type: str
+            mirrors:
+              description: Mirror repositories.
+              type: list
+              elements: str
+            origin:
+              description: Where the entry comes from, for example C(ImageDigestMirrorSet/mirror-set).
+              type: str
+        ssh_key:
+          description: Public SSH key(s) of user C(core) (MachineConfig C(99-worker-ssh), else install-config).
+          type: str
+        fips:
+          description: Whether FIPS mode is on (MachineConfig C(99-worker-fips)).
+          type: bool
+        chrony_configured:
+          description: Whether MachineConfig C(50-workers-chrony-configuration) writes C(/etc/chrony.conf).
+          type: bool
+        pull_secret:
+          description: Pull secret presence and coverage. The credentials are never returned.
+          type: dict
+          contains:
+            present:
+              description: Whether Secret C(openshift-config/pull-secret) has C(.dockerconfigjson).
+              type: bool
+            registries:
+              description: Registries the pull secret has credentials for.
+              type: list
+              elements: str
+              sample: [quay.io, registry.redhat.io]
+        user_ca_bundle:
+          description: Whether ConfigMap C(openshift-config/user-ca-bundle) holds an additional CA bundle.
+          type: bool
+        boot_images:
+          description: RHCOS boot images per RPM architecture, from ConfigMap C(coreos-bootimages).
+          type: dict
+          sample:
+            x86_64:
+              release: 418.94.202410090804-0
+              iso: {location: "https://.../rhcos-live.x86_64.iso", sha256: "4a..."}
+              pxe:
+                kernel: {location: "https://.../rhcos-live-kernel-x86_64", sha256: "1b..."}
+                initramfs: {location: "https://.../rhcos-live-initramfs.x86_64.img", sha256: "2c..."}
+                rootfs: {location: "https://.../rhcos-live-rootfs.x86_64.img", sha256: "3d..."}
+        worker_ignition:
+          description: The worker Ignition endpoint from Secret C(openshift-machine-api/worker-user-data-managed).
+          type: dict
+          contains:
+            url:
+              description: The machine-config server URL new workers fetch their config from.
+              type: str
+              sample: https://api-int.mycluster.example.com:22623/config/worker
+            has_ca:
+              description: Whether the pointer config carries the machine-config server CA.
+              type: bool
+            ignition_version:
+              description: Ignition spec version of the pointer config.
+              type: str
+        nodes:
+          description: Existing nodes, sorted by name.
+          type: list
+          elements: dict
+          contains:
+            name:
+              description: Node name.
+              type: str
+            roles:
+              description: Roles from the C(node-role.kubernetes.io/*) labels.
+              type: list
+              elements: str
+            internal_ips:
+              description: InternalIP addresses.
+              type: list
+              elements: str
+            hostname:
+              description: Hostname address.
+              type: str
+            architecture:
+              description: C(status.nodeInfo.architecture).
+              type: str
+            ready:
+              description: Whether the Ready condition is True.
+              type: bool
+        health:
+          description: Cluster health as seen by ClusterOperators, the worker MachineConfigPool and the Nodes.
+          type: dict
+          contains:
+            healthy:
+              description: True when C(problems) is empty.
+              type: bool
+            problems:
+              description: One readable line per problem.
+              type: list
+              elements: str
+            cluster_operators:
+              description: Counts and lists of degraded, unavailable and progressing operators (name, message).
+              type: dict
+            worker_pool:
+              description: MachineConfigPool C(worker) state (updated, updating, degraded, machine counts, message), or null when it does not exist.
+              type: dict
+        supported:
+          description: Whether this cluster can take day-2 workers through node-joiner.
+          type: bool
+        unsupported_reasons:
+          description: Why not; empty when C(supported).
+          type: list
+          elements: str
+          sample: ["cluster version 4.16.20 is older than 4.17, the first release whose node-joiner can add nodes"]
+api_calls:
+  description: Number of API requests this module made for its reads (discovery requests of the client excluded).
+  returned: success
+  type: int
+  sample: 17
+"""
+
+import copy
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, ApiReader
+from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
+    READS,
+    FactsError,
+    build_facts,
+)
+
+
+def read_cluster(reader):
+    """Fetch every object of READS; return (objects, unreadable reasons)."""
+    objects, unreadable = {}, {}
+    for key, target, required in READS:
+        try:
+            objects[key] = reader.get(target)
+        except ApiAccessError as error:
+            if required or error.status != 403:
+                raise
+            objects[key] = None
+            unreadable[key] = str(error)
+        if required and objects[key] is None:
+            raise FactsError(
+                "%s does not exist: this does not look like an OpenShift cluster installed by the "
+                "OpenShift installer (check that the kubeconfig points at the right cluster)" % target.describe()
+            )
+    return objects, unreadable
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=copy.deepcopy(AUTH_ARG_SPEC), supports_check_mode=True)
+    try:
+        reader = ApiReader(get_api_client(module=module).client)
+        objects, unreadable = read_cluster(reader)
+        facts = build_facts(objects, unreadable)
+    except (ApiAccessError, FactsError, CoreException) as error:
+        module.fail_json(msg="day1_facts: %s" % error)
+    module.exit_json(changed=False, ansible_facts={"day1_cluster": facts}, api_calls=reader.calls)
+
+
+if __name__ == "__main__":
+    main()
