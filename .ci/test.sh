@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Every test of the project, in order of speed: units, the lab's own tests, integration against the lab,
+# ansible-test sanity (two ansible-core releases), ansible-lint. Prints a timing table at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PWD/.venv/bin:$PATH
+export ANSIBLE_COLLECTIONS_PATH=$PWD/.collections
+
+declare -a TIMES=()
+step() {
+    local name=$1; shift
+    local start=$SECONDS
+    echo "=== $name: $*"
+    "$@"
+    TIMES+=("$(printf '%-12s %4ds' "$name" $((SECONDS - start)))")
+}
+
+step units       bash .ci/units.sh
+step lab         python -m pytest -q -p no:cacheprovider tests/lab_tests
+step integration python -m pytest -q -p no:cacheprovider tests/integration
+step sanity      bash .ci/sanity.sh
+step lint        bash .ci/lint.sh
+
+echo "=== timings"
+printf '%s\n' "${TIMES[@]}"

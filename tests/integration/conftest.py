@@ -1,0 +1,122 @@
+"""Integration tests: the collection's modules and playbooks against the lab (tests/lab)."""
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LABCTL = REPO / "tests" / "lab" / "labctl"
+VENV_BIN = REPO / ".venv" / "bin"
+sys.path.insert(0, str(REPO / "tests" / "lab"))
+
+# Paths the kubernetes client asks for on its own (resource discovery); never counted as module calls.
+DISCOVERY_PREFIXES = ("/version", "/api?", "/apis?", "/openapi")
+
+
+def is_discovery(path):
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare in ("/version", "/api", "/apis", "/api/v1"):
+        return True
+    parts = bare.strip("/").split("/")
+    return parts[0] == "apis" and len(parts) == 3 or parts[0] == "openapi"
+
+
+class Lab:
+    """A running lab: paths of its files and access to its control API."""
+
+    def __init__(self, state):
+        self.state = Path(state)
+        self.info = json.loads((self.state / "lab.json").read_text())
+        self.kubeconfig = str(self.state / "kubeconfig")
+        self.inventory = str(self.state / "inventory.yml")
+
+    def control(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.info["control_url"].rstrip("/") + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+    def dump(self):
+        return json.loads(labctl("dump", "--state", str(self.state)).stdout)
+
+    def requests(self):
+        return self.control("GET", "/requests")
+
+    def reset_log(self):
+        self.control("POST", "/reset-log", {})
+
+    def writes(self):
+        return [r for r in self.requests() if r["method"] not in ("GET", "HEAD", "OPTIONS")]
+
+
+def labctl(*args, check=True):
+    result = subprocess.run([str(LABCTL), *args], capture_output=True, text=True, timeout=120)
+    if check and result.returncode != 0:
+        raise AssertionError("labctl %s failed (%s):\n%s\n%s" % (" ".join(args), result.returncode, result.stdout, result.stderr))
+    return result
+
+
+@pytest.fixture(scope="module")
+def lab_factory(tmp_path_factory):
+    """Start labs on demand; every lab started is stopped at the end of the module."""
+    started = []
+
+    def start(*args):
+        state = tmp_path_factory.mktemp("lab")
+        labctl("start", "--state", str(state), *args)
+        started.append(state)
+        return Lab(state)
+
+    yield start
+    for state in started:
+        labctl("stop", "--state", str(state), check=False)
+
+
+def ansible_env(**extra):
+    env = dict(os.environ)
+    env.update(
+        PATH="%s:%s" % (VENV_BIN, env.get("PATH", "")),
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_PYTHON_INTERPRETER=str(VENV_BIN / "python"),
+    )
+    for key in [k for k in env if k.startswith("K8S_AUTH_")]:
+        del env[key]
+    env.update(extra)
+    return env
+
+
+def run_module(module, args, check_mode=False, env=None, verbosity=0):
+    """Run one module on localhost; return (result dict, full output)."""
+    command = [str(VENV_BIN / "ansible"), "localhost", "-m", module, "-a", json.dumps(args)]
+    if check_mode:
+        command.append("--check")
+    if verbosity:
+        command.append("-" + "v" * verbosity)
+    environment = ansible_env(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {}))
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, cwd=str(REPO))
+    output = proc.stdout + proc.stderr
+    start = proc.stdout.find("{")
+    try:
+        document = json.loads(proc.stdout[start:])
+    except ValueError:
+        raise AssertionError("no JSON from ansible (rc %s):\n%s" % (proc.returncode, output))
+    result = document["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return result, output
+
+
+def run_playbook(playbook, *args, env=None, timeout=1200):
+    command = [str(VENV_BIN / "ansible-playbook"), str(playbook), *args]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=ansible_env(**(env or {})), cwd=str(REPO))
+    return proc.returncode, proc.stdout + proc.stderr

@@ -1,0 +1,211 @@
+"""day1_facts against every lab variant, compared with the variant's seed files."""
+
+import base64
+import json
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO, is_discovery, run_module, run_playbook
+from lab.seeds import load_seed
+
+VARIANTS = ["default", "old", "proxy", "disconnected", "ipv6", "dualstack", "arm64", "none", "degraded"]
+MODULE = "openshift_agent.day2.day1_facts"
+MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
+
+
+def seed_object(seed, kind, name, namespace=None):
+    for obj in seed:
+        meta = obj.get("metadata", {})
+        if obj.get("kind") == kind and meta.get("name") == name and meta.get("namespace") == namespace:
+            return obj
+    return None
+
+
+def seed_objects(seed, kind):
+    return [obj for obj in seed if obj.get("kind") == kind]
+
+
+def expected_from_seed(variant):
+    """What the facts must say, derived from the seed files themselves."""
+    seed = load_seed(variant)
+    cv = seed_object(seed, "ClusterVersion", "version")
+    infra = seed_object(seed, "Infrastructure", "cluster")
+    install_config = yaml.safe_load(seed_object(seed, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"])
+    pull = seed_object(seed, "Secret", "pull-secret", "openshift-config")
+    pull_json = pull.get("data", {}).get(".dockerconfigjson") or base64.b64encode(
+        pull.get("stringData", {}).get(".dockerconfigjson", "").encode()
+    ).decode()
+    nodes = sorted(seed_objects(seed, "Node"), key=lambda n: n["metadata"]["name"])
+    masters = [n for n in nodes if "node-role.kubernetes.io/master" in n["metadata"].get("labels", {})]
+    ptype = infra["spec"]["platformSpec"]["type"]
+    pstatus = infra["status"].get("platformStatus", {}).get(ptype.lower(), {})
+    proxy = seed_object(seed, "Proxy", "cluster")
+    mirrors = sum(len(o["spec"].get("imageDigestMirrors", [])) for o in seed_objects(seed, "ImageDigestMirrorSet"))
+    mirrors += sum(len(o["spec"].get("repositoryDigestMirrors", [])) for o in seed_objects(seed, "ImageContentSourcePolicy"))
+    stream = json.loads(seed_object(seed, "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")["data"]["stream"])
+    degraded_cos = [
+        o["metadata"]["name"]
+        for o in seed_objects(seed, "ClusterOperator")
+        if any(c["type"] == "Degraded" and c["status"] == "True" for c in o["status"]["conditions"])
+    ]
+    return {
+        "cluster_id": cv["spec"]["clusterID"],
+        "version": cv["status"]["desired"]["version"],
+        "release_image": cv["status"]["desired"]["image"],
+        "name": install_config["metadata"]["name"],
+        "base_domain": install_config["baseDomain"],
+        "api_url": infra["status"]["apiServerURL"],
+        "api_int_url": infra["status"]["apiServerInternalURI"],
+        "platform": ptype,
+        "api_vips": pstatus.get("apiServerInternalIPs", []),
+        "ingress_vips": pstatus.get("ingressIPs", []),
+        "machine_networks": [m["cidr"] for m in install_config["networking"]["machineNetwork"]],
+        "architecture": masters[0]["status"]["nodeInfo"]["architecture"],
+        "node_names": [n["metadata"]["name"] for n in nodes],
+        "node_ips": {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"] for n in nodes},
+        "registries": sorted(json.loads(base64.b64decode(pull_json))["auths"]),
+        "https_proxy": (proxy.get("status") or {}).get("httpsProxy", ""),
+        "mirror_count": mirrors,
+        "boot_arches": sorted(stream["architectures"]),
+        "degraded_cos": degraded_cos,
+    }
+
+
+@pytest.fixture(scope="module")
+def labs(lab_factory):
+    cache = {}
+
+    def get(variant):
+        if variant not in cache:
+            cache[variant] = lab_factory("--variant", variant, "--hosts", "0")
+        return cache[variant]
+
+    return get
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_facts_match_the_seed(labs, variant):
+    lab = labs(variant)
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    assert not result.get("failed"), output
+    facts = result["ansible_facts"]["day1_cluster"]
+    want = expected_from_seed(variant)
+    for key in ("cluster_id", "version", "release_image", "name", "base_domain", "api_url", "api_int_url",
+                "platform", "api_vips", "ingress_vips", "machine_networks", "architecture"):
+        assert facts[key] == want[key], key
+    assert [n["name"] for n in facts["nodes"]] == want["node_names"]
+    assert {n["name"]: n["internal_ips"] for n in facts["nodes"]} == want["node_ips"]
+    assert facts["pull_secret"] == {"present": True, "registries": want["registries"]}
+    assert facts["proxy"]["https_proxy"] == want["https_proxy"]
+    assert len(facts["mirrors"]) == want["mirror_count"]
+    assert sorted(facts["boot_images"]) == want["boot_arches"]
+    assert facts["worker_ignition"]["url"] == "https://api-int.%s.%s:22623/config/worker" % (want["name"], want["base_domain"])
+    assert MARKER not in output
+    if variant == "old":
+        assert facts["supported"] is False
+        assert any(want["version"] in r and "4.17" in r for r in facts["unsupported_reasons"])
+    elif variant == "degraded":
+        assert facts["health"]["healthy"] is False
+        for name in want["degraded_cos"]:
+            assert any(name in p and "Degraded" in p for p in facts["health"]["problems"])
+        assert any("MachineConfigPool worker is Degraded" in p for p in facts["health"]["problems"])
+    else:
+        assert facts["supported"] is True, facts["unsupported_reasons"]
+        assert facts["health"]["healthy"] is True, facts["health"]["problems"]
+
+
+def test_api_calls_are_few_counted_and_read_only(labs):
+    lab = labs("default")
+    run_module(MODULE, {"kubeconfig": lab.kubeconfig})  # warm the client's discovery cache
+    lab.reset_log()
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    assert not result.get("failed"), output
+    requests = [r for r in lab.requests() if not is_discovery(r["path"])]
+    assert all(r["method"] == "GET" for r in requests), requests
+    assert len(requests) == result["api_calls"] == 17
+
+
+def test_check_mode_is_a_normal_read(labs):
+    lab = labs("default")
+    normal, _ = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    lab.reset_log()
+    checked, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig}, check_mode=True)
+    assert checked["changed"] is False
+    assert checked["ansible_facts"] == normal["ansible_facts"]
+    assert lab.writes() == []
+
+
+def test_environment_and_token_auth(labs):
+    lab = labs("default")
+    result, output = run_module(MODULE, {}, env={"K8S_AUTH_KUBECONFIG": lab.kubeconfig})
+    assert result["ansible_facts"]["day1_cluster"]["name"] == "lab", output
+    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    token = kubeconfig["users"][0]["user"]["token"]
+    args = {"host": kubeconfig["clusters"][0]["cluster"]["server"], "api_key": token, "ca_cert": str(lab.state / "ca.crt")}
+    result, output = run_module(MODULE, args)
+    assert result["ansible_facts"]["day1_cluster"]["name"] == "lab", output
+    assert token not in output
+
+
+def test_readonly_identity_can_read(labs):
+    lab = labs("default")
+    result, output = run_module(MODULE, {"kubeconfig": str(lab.state / "kubeconfig-readonly")})
+    assert result["ansible_facts"]["day1_cluster"]["supported"] is True, output
+
+
+def test_identity_without_read_access_names_the_resource(labs):
+    lab = labs("default")
+    result, output = run_module(MODULE, {"kubeconfig": str(lab.state / "kubeconfig-bootstrapper")})
+    assert result["failed"] is True
+    assert "403" in result["msg"] and "clusterversions" in result["msg"] and "get" in result["msg"], result["msg"]
+
+
+def test_forbidden_optional_object_makes_cluster_unsupported(labs):
+    lab = labs("default")
+    lab.control("POST", "/faults", {"deny": "get:secrets"})
+    try:
+        result, output = run_module(MODULE, {"kubeconfig": str(lab.state / "kubeconfig-readonly")})
+    finally:
+        lab.control("DELETE", "/faults")
+    facts = result["ansible_facts"]["day1_cluster"]
+    assert facts["supported"] is False
+    assert any("cannot read the pull secret" in r and "secrets" in r for r in facts["unsupported_reasons"])
+
+
+def test_wrong_token_is_401(labs):
+    lab = labs("default")
+    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    args = {"host": kubeconfig["clusters"][0]["cluster"]["server"], "api_key": "not-a-token", "ca_cert": str(lab.state / "ca.crt")}
+    result, _ = run_module(MODULE, args)
+    assert result["failed"] is True and "401" in result["msg"]
+
+
+def test_unreachable_api_says_so(tmp_path, labs):
+    lab = labs("default")
+    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    kubeconfig["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    result, _ = run_module(MODULE, {"kubeconfig": str(path)})
+    assert result["failed"] is True and "cannot reach the API server https://127.0.0.1:1" in result["msg"]
+
+
+def test_malformed_install_config_fails_clearly(lab_factory):
+    from kubernetes import client, config
+
+    lab = lab_factory("--hosts", "0")
+    api = client.CoreV1Api(config.new_client_from_config(lab.kubeconfig))
+    api.patch_namespaced_config_map("cluster-config-v1", "kube-system", {"data": {"install-config": "metadata: [unclosed"}})
+    result, _ = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    assert result["failed"] is True and "cluster-config-v1" in result["msg"] and "not valid YAML" in result["msg"]
+
+
+def test_summary_playbook_never_leaks_the_pull_secret(labs):
+    lab = labs("default")
+    rc, output = run_playbook(REPO / "playbooks" / "cluster_summary.yml", "-vvv", "-e", "kubeconfig=%s" % lab.kubeconfig)
+    assert rc == 0, output
+    assert "Cluster        lab.day2.example.test" in output
+    assert MARKER not in output
+    assert not re.search(r"dockerconfigjson\W+\w{20,}", output)
