@@ -1,0 +1,435 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure codec tests: cpio newc, embed-area payloads, kernel arguments, add-nodes summary."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import datetime
+import gzip
+import json
+import lzma
+import os
+import shutil
+import subprocess
+from urllib.parse import quote
+
+import pytest
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _cpio
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
+
+CONFIG = {"ignition": {"version": "3.2.0"}, "storage": {"files": []}}
+CONFIG_BYTES = json.dumps(CONFIG).encode()
+AREA = 256 * 1024
+
+
+def _xz(data, check=lzma.CHECK_CRC32):
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=check)
+
+
+def _padded(data, size=AREA):
+    return data + b"\0" * (size - len(data))
+
+
+def _cpio_of(*files):
+    return _cpio.build_archive(list(files))
+
+
+# --- cpio newc -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name_len", range(1, 9))
+@pytest.mark.parametrize("data_len", [0, 1, 2, 3, 4, 5, 511])
+def test_cpio_round_trip_keeps_alignment(name_len, data_len):
+    name = "n" * name_len
+    data = bytes(range(256)) * 2
+    archive = _cpio.build_archive([(name, data[:data_len]), ("second", b"xyz", 0o100755)])
+    assert len(archive) % 4 == 0
+    assert archive.startswith(b"070701")
+    entries, end = _cpio.read_archive(archive)
+    assert end == len(archive)
+    assert entries == [_cpio.CpioEntry(name, 0o100644, data[:data_len]),
+                       _cpio.CpioEntry("second", 0o100755, b"xyz")]
+
+
+def test_cpio_archive_ends_with_trailer():
+    archive = _cpio.build_archive([("config.ign", b"{}")])
+    assert b"TRAILER!!!\0" in archive[-128:]
+
+
+def test_cpio_is_reproducible():
+    assert _cpio.build_archive([("a", b"1")]) == _cpio.build_archive([("a", b"1")])
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda a: b"070707" + a[6:], "bad cpio magic"),
+    (lambda a: a[:50], "truncated cpio header"),
+    (lambda a: a[:6] + b"ZZZZZZZZ" + a[14:], "non-hex"),
+    (lambda a: a[:140], "data bytes expected"),
+    (lambda a: a[:115], "truncated or empty cpio entry name"),
+])
+def test_cpio_rejects_malformed(mutate, message):
+    archive = _cpio.build_archive([("config.ign", b"x" * 64)])
+    with pytest.raises(_cpio.CpioError, match=message):
+        _cpio.read_archive(mutate(archive))
+
+
+@pytest.mark.parametrize("name", ["", "TRAILER!!!"])
+def test_cpio_refuses_reserved_names(name):
+    with pytest.raises(_cpio.CpioError):
+        _cpio.build_archive([(name, b"")])
+
+
+# --- embed area payload ----------------------------------------------------------------------
+
+def test_pack_then_extract_round_trip():
+    area = _iso.pack_ignition(CONFIG, AREA)
+    assert len(area) == AREA
+    assert _iso.extract_config(area) == json.dumps(CONFIG, separators=(",", ":")).encode()
+
+
+def test_writer_uses_xz_crc32_check():
+    area = _iso.pack_ignition(CONFIG, AREA)
+    # xz stream header: 6 magic bytes, then stream flags 0x00 and the check id (1 = CRC32, 4 = CRC64)
+    assert area[:6] == b"\xfd7zXZ\x00"
+    assert area[6:8] == b"\x00\x01"
+
+
+def test_written_config_is_the_only_member_with_mode_0644():
+    files = _iso.unpack_embed_area(_iso.pack_ignition(CONFIG_BYTES, AREA))
+    assert list(files) == ["config.ign"]
+    assert files["config.ign"].mode == 0o100644
+
+
+def test_written_area_is_zero_after_payload():
+    area = _iso.pack_ignition(CONFIG, AREA)
+    payload_end = len(area.rstrip(b"\0"))
+    assert payload_end < 4096
+    assert area[payload_end:].count(b"\0") == AREA - payload_end
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(lambda archive: _xz(archive), id="xz-crc32"),
+    pytest.param(lambda archive: _xz(archive, lzma.CHECK_CRC64), id="xz-crc64"),
+    pytest.param(lambda archive: gzip.compress(archive), id="gzip"),
+    pytest.param(lambda archive: archive, id="uncompressed"),
+])
+def test_reads_every_supported_encoding(encode):
+    area = _padded(encode(_cpio_of(("config.ign", CONFIG_BYTES))))
+    assert _iso.extract_config(area) == CONFIG_BYTES
+
+
+def test_reads_concatenated_archives_with_nul_padding_later_wins():
+    first = _xz(_cpio_of(("config.ign", b'{"old": 1}'), ("etc/x", b"1")))
+    second = gzip.compress(_cpio_of(("./config.ign", CONFIG_BYTES)))
+    third = _cpio_of(("other", b"2"))
+    head = first + b"\0" * 4 + second
+    area = _padded(head + b"\0" * (8 + (-len(head) % 4)) + third)
+    files = _iso.unpack_embed_area(area)
+    assert sorted(files) == ["config.ign", "etc/x", "other"]
+    assert _iso.extract_config(area) == CONFIG_BYTES
+
+
+def test_reads_concatenated_archives_inside_one_stream():
+    inner = _cpio_of(("a", b"1")) + b"\0" * 512 + _cpio_of(("config.ign", CONFIG_BYTES))
+    assert _iso.extract_config(_padded(_xz(inner))) == CONFIG_BYTES
+
+
+def test_all_zero_area_means_no_config():
+    assert _iso.unpack_embed_area(b"\0" * AREA) is None
+    assert _iso.extract_config(b"\0" * AREA) is None
+
+
+def test_archive_without_config_ign_has_no_config():
+    assert _iso.extract_config(_padded(_xz(_cpio_of(("etc/other", b"1"))))) is None
+
+
+def _corrupt_xz():
+    good = bytearray(_xz(_cpio_of(("config.ign", CONFIG_BYTES))))
+    good[len(good) // 2] ^= 0xFF
+    return bytes(good)
+
+
+@pytest.mark.parametrize("area, message", [
+    pytest.param(_corrupt_xz(), "corrupt xz stream", id="corrupt-xz"),
+    # a cut stream is followed by the area's zero fill, which the decoder sees as corrupt data
+    pytest.param(_xz(b"x" * 1000)[:30], "corrupt xz stream", id="truncated-xz"),
+    pytest.param(gzip.compress(_cpio_of(("config.ign", CONFIG_BYTES)))[:-12], "corrupt gzip", id="truncated-gzip"),
+    pytest.param(b"\x28\xb5\x2f\xfd" + b"1" * 20, "unsupported zstd", id="zstd"),
+    pytest.param(b"garbage!", "unrecognised data", id="garbage"),
+    pytest.param(_cpio_of(("config.ign", CONFIG_BYTES))[:200], "non-hex cpio header", id="truncated-cpio"),
+    pytest.param(b"\0" + _cpio_of(("config.ign", CONFIG_BYTES)), "not 4-byte aligned", id="unaligned-cpio"),
+    pytest.param(_xz(gzip.compress(b"x")), "nested", id="nested-compression"),
+])
+def test_rejects_undecodable_area(area, message):
+    with pytest.raises(_iso.EmbedAreaError, match=message):
+        _iso.extract_config(_padded(area))
+
+
+def test_error_hierarchy_has_one_root():
+    for cls in (_iso.IsoLayoutError, _iso.EmbedAreaError, _iso.CapacityError,
+                _iso.KargsMismatchError, _iso.IgnitionContentError):
+        assert issubclass(cls, _iso.IsoError)
+
+
+def test_refuses_config_larger_than_area():
+    incompressible = base64.b64encode(os.urandom(6000)).decode()
+    with pytest.raises(_iso.CapacityError, match="embed area holds only 4096"):
+        _iso.pack_ignition({"ignition": {"version": "3.2.0"}, "x": incompressible}, 4096)
+
+
+@pytest.mark.parametrize("value", [b"not json", "[1, 2]", b"\xff"])
+def test_refuses_config_that_is_not_a_json_object(value):
+    with pytest.raises(_iso.IgnitionContentError):
+        _iso.pack_ignition(value, AREA)
+
+
+# --- peers: the system cpio, xz and gzip ------------------------------------------------------
+
+def _run(cmd, data=None, cwd=None):
+    return subprocess.run(cmd, input=data, cwd=cwd, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE).stdout
+
+
+@pytest.fixture(scope="module")
+def system_tools():
+    missing = [tool for tool in ("cpio", "xz", "gzip") if shutil.which(tool) is None]
+    assert not missing, "setup must install %s (.ci/setup.sh)" % ", ".join(missing)
+
+
+@pytest.fixture
+def gnu_cpio_archive(tmp_path, system_tools):
+    (tmp_path / "config.ign").write_bytes(CONFIG_BYTES)
+    return _run(["cpio", "-o", "-H", "newc", "--quiet"], b"config.ign\n", cwd=str(tmp_path))
+
+
+@pytest.mark.parametrize("compressor", [
+    ["xz", "--check=crc32", "--format=xz", "-c"],
+    ["gzip", "-c"],
+    ["cat"],
+])
+def test_reads_archives_written_by_system_tools(gnu_cpio_archive, compressor):
+    area = _padded(_run(compressor, gnu_cpio_archive))
+    assert _iso.extract_config(area) == CONFIG_BYTES
+
+
+def test_system_tools_read_our_archive(tmp_path, system_tools):
+    area = _iso.pack_ignition(CONFIG_BYTES, AREA)
+    payload = area.rstrip(b"\0")
+    _run(["xz", "-t"], payload)
+    archive = _run(["xz", "-dc"], payload)
+    assert _run(["cpio", "-t", "--quiet"], archive) == b"config.ign\n"
+    _run(["cpio", "-i", "--quiet"], archive, cwd=str(tmp_path))
+    assert (tmp_path / "config.ign").read_bytes() == CONFIG_BYTES
+    assert oct((tmp_path / "config.ign").stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --- kernel arguments ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, pad, end, expected", [
+    (b"a b\n####", "#", "\n", "a b"),
+    (b"a b\n\n##", "#", "\n", "a b"),
+    (b"  a  b \n#", "#", "\n", "a  b"),
+    (b"a=#1\n####", "#", "\n", "a=#1"),
+    (b"a b;    ", " ", ";", "a b"),
+    (b"\n######", "#", "\n", ""),
+])
+def test_parse_kargs_region(raw, pad, end, expected):
+    assert _iso.parse_kargs_region(raw, pad, end) == expected
+
+
+@pytest.mark.parametrize("kargs, size, pad, end, expected", [
+    ("a b", 8, "#", "\n", b"a b\n####"),
+    (" a b ", 8, "#", "\n", b"a b\n####"),
+    ("a b", 4, "#", "\n", b"a b\n"),
+    ("", 3, "#", "\n", b"\n##"),
+    ("a", 5, " ", ";", b"a;   "),
+])
+def test_format_kargs_region(kargs, size, pad, end, expected):
+    formatted = _iso.format_kargs_region(kargs, size, pad, end)
+    assert formatted == expected
+    assert _iso.parse_kargs_region(formatted, pad, end) == kargs.strip()
+
+
+def test_format_kargs_refuses_too_long():
+    with pytest.raises(_iso.CapacityError, match="at most 3"):
+        _iso.format_kargs_region("abcd", 4)
+
+
+def test_non_utf8_kargs_region():
+    with pytest.raises(_iso.IsoLayoutError, match="UTF-8"):
+        _iso.parse_kargs_region(b"\xff\xfe\n###")
+
+
+@pytest.mark.parametrize("kargs, expected", [
+    ("a b  c", ["a", "b", "c"]),
+    ('a foo="x y" b', ["a", 'foo="x y"', "b"]),
+    ('"quoted all" z', ['"quoted all"', "z"]),
+    ("", []),
+    (" \t\n", []),
+])
+def test_split_kargs(kargs, expected):
+    assert _iso.split_kargs(kargs) == expected
+
+
+@pytest.mark.parametrize("current, additions, expected", [
+    ("a b", "c", "a b c"),
+    ("a b", ["c", "d e"], "a b c d e"),
+    ("a b c", ["c", "b"], "a b c"),
+    ("a", ["c", "c"], "a c"),
+    ("a", 'x="1 2"', 'a x="1 2"'),
+    ("", "ip=dhcp", "ip=dhcp"),
+    ("console=tty0", "console=ttyS0", "console=tty0 console=ttyS0"),
+])
+def test_merge_kargs(current, additions, expected):
+    merged = _iso.merge_kargs(current, additions)
+    assert merged == expected
+    assert _iso.merge_kargs(merged, additions) == merged
+
+
+# --- add-nodes ignition summary -------------------------------------------------------------------
+
+def _b64_url(text):
+    return "data:text/plain;charset=utf-8;base64," + base64.b64encode(text.encode()).decode()
+
+
+def _gzip_b64_url(text):
+    return "data:;base64," + base64.b64encode(gzip.compress(text.encode())).decode()
+
+
+def _file(path, source, compression=None):
+    contents = {"source": source}
+    if compression:
+        contents["compression"] = compression
+    return {"path": path, "mode": 420, "contents": contents}
+
+
+ADD_NODES_ENV = (
+    "CLUSTER_ID=3bd3f9ad-6e2e-4b50-9d0f-0e5bc2b1c7a1\n"
+    "CLUSTER_NAME=ostest\n"
+    "CLUSTER_API_VIP_DNS_NAME=api.ostest.example.com\n"
+    "AUTH_TOKEN_EXPIRY=2030-01-02T03:04:05Z\n"
+)
+
+
+def add_nodes_ignition():
+    return {
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [
+            _file("/etc/assisted/add-nodes.env", _b64_url(ADD_NODES_ENV)),
+            _file("/etc/assisted/rendezvous-host.env",
+                  "data:," + quote("NODE_ZERO_IP=127.0.0.1\nWORKFLOW_TYPE=addnodes\n")),
+            _file("/etc/assisted/network/host1/mac_interface.ini",
+                  _gzip_b64_url("00:02:46:E3:9E:7D=eth0\n52:54:00:00:00:02=eth1\n"), "gzip"),
+            _file("/etc/assisted/network/host1/eth0.nmconnection", _b64_url("[connection]\n")),
+            _file("/etc/assisted/network/host0/mac_interface.ini",
+                  "data:," + quote("00:02:46:e3:9e:7c=eth0\n")),
+            _file("/etc/assisted/network/host0/hostname", "data:,extra-worker-0%0A"),
+            _file("/etc/assisted/hostnames/00:02:46:e3:9e:7d", "data:,extra-worker-1"),
+            _file("/etc/assisted/network/host10/mac_interface.ini", "data:,eth0%3D52:54:00:00:00:10"),
+            _file("/usr/local/bin/add-node.sh", "https://example.invalid/not-a-data-url"),
+        ]},
+    }
+
+
+def test_summarize_add_nodes_ignition():
+    summary = _iso.summarize_add_nodes_ignition(add_nodes_ignition())
+    assert summary["cluster_id"] == "3bd3f9ad-6e2e-4b50-9d0f-0e5bc2b1c7a1"
+    assert summary["cluster_name"] == "ostest"
+    assert summary["api_dns_name"] == "api.ostest.example.com"
+    assert summary["auth_token_expiry"] == "2030-01-02T03:04:05Z"
+    assert summary["hosts"] == [
+        {"name": "host0", "hostname": "extra-worker-0", "mac_addresses": ["00:02:46:e3:9e:7c"],
+         "interfaces": [{"mac_address": "00:02:46:e3:9e:7c", "name": "eth0"}]},
+        {"name": "host1", "hostname": "extra-worker-1",
+         "mac_addresses": ["00:02:46:e3:9e:7d", "52:54:00:00:00:02"],
+         "interfaces": [{"mac_address": "00:02:46:e3:9e:7d", "name": "eth0"},
+                        {"mac_address": "52:54:00:00:00:02", "name": "eth1"}]},
+        {"name": "host10", "hostname": None, "mac_addresses": ["52:54:00:00:00:10"],
+         "interfaces": [{"mac_address": "52:54:00:00:00:10", "name": "eth0"}]},
+    ]
+
+
+def test_summary_of_unrelated_ignition_is_empty():
+    assert _iso.summarize_add_nodes_ignition({"ignition": {"version": "3.2.0"}}) == {
+        "cluster_id": None, "cluster_name": None, "api_dns_name": None,
+        "auth_token_expiry": None, "hosts": []}
+
+
+def test_summary_later_file_entry_wins():
+    ignition = add_nodes_ignition()
+    ignition["storage"]["files"].append(
+        _file("/etc/assisted/add-nodes.env", "data:," + quote("CLUSTER_NAME='other'\n")))
+    assert _iso.summarize_add_nodes_ignition(ignition)["cluster_name"] == "other"
+
+
+@pytest.mark.parametrize("path, source, message", [
+    ("/etc/assisted/add-nodes.env", "https://example.invalid/env", "expected a data: URL"),
+    ("/etc/assisted/add-nodes.env", "data:;base64,@@@", "undecodable"),
+    ("/etc/assisted/network/host0/mac_interface.ini", "data:,eth0%3Deth1", "no MAC address"),
+])
+def test_summary_reports_undecodable_files(path, source, message):
+    ignition = {"storage": {"files": [_file(path, source)]}}
+    with pytest.raises(_iso.IgnitionContentError, match=message) as info:
+        _iso.summarize_add_nodes_ignition(ignition)
+    assert path in str(info.value) or "mac_interface" in str(info.value)
+
+
+@pytest.mark.parametrize("source, compression, expected", [
+    ("data:,hello%20world", None, b"hello world"),
+    ("data:text/plain;base64,aGk=", None, b"hi"),
+    ("data:;base64,aGk%3D", None, b"hi"),
+    ("data:;base64," + base64.b64encode(gzip.compress(b"zipped")).decode(), "gzip", b"zipped"),
+    ("data:,", "", b""),
+])
+def test_decode_data_url(source, compression, expected):
+    assert _iso.decode_data_url(source, compression) == expected
+
+
+@pytest.mark.parametrize("compression, message", [("xz", "unsupported compression"), ("gzip", "corrupt gzip")])
+def test_decode_data_url_compression_errors(compression, message):
+    with pytest.raises(_iso.IgnitionContentError, match=message):
+        _iso.decode_data_url("data:,plain", compression)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A=1\nexport B=two\n# C=3\n\nD=\"quoted value\"\nE='x'\nF=a=b\n",
+     {"A": "1", "B": "two", "D": "quoted value", "E": "x", "F": "a=b"}),
+])
+def test_parse_env_file(text, expected):
+    assert _iso.parse_env_file(text) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("2030-01-02T03:04:05Z", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)),
+    ("2030-01-02T03:04:05.5+02:00",
+     datetime.datetime(2030, 1, 2, 1, 4, 5, 500000, tzinfo=datetime.timezone.utc)),
+    ("2030-01-02t03:04:05-01:30",
+     datetime.datetime(2030, 1, 2, 4, 34, 5, tzinfo=datetime.timezone.utc)),
+])
+def test_parse_rfc3339(value, expected):
+    assert _iso.parse_rfc3339(value) == expected
+
+
+@pytest.mark.parametrize("value", ["2030-01-02", "2030-13-02T03:04:05Z", "", None, "2030-01-02T03:04:05"])
+def test_parse_rfc3339_rejects(value):
+    with pytest.raises(_iso.IgnitionContentError):
+        _iso.parse_rfc3339(value)
+
+
+@pytest.mark.parametrize("data, message", [
+    (_xz(b"x" * 1000)[:30], "truncated xz stream"),
+    (gzip.compress(b"x" * 1000)[:-12], "truncated gzip stream"),
+])
+def test_stream_cut_at_the_end_of_the_area(data, message):
+    with pytest.raises(_iso.EmbedAreaError, match=message):
+        _iso.extract_config(data)
