@@ -1,0 +1,236 @@
+"""``labctl``: start, stop and inspect the lab (the contract is documented in docs/lab.md).
+
+A new subcommand is one function ``cmd_NAME(args)`` plus one entry in ``SUBCOMMANDS``; a new start option
+is one ``add_argument`` in ``add_start_options`` (the daemon parses the same options, read them as
+``ctx.options.NAME``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+LAB_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class LabError(Exception):
+    """A failure labctl reports on stderr with exit code 1."""
+
+
+def add_start_options(parser: argparse.ArgumentParser) -> None:
+    from . import seeds  # the daemon imports this module too; seeds stays a light import
+
+    parser.add_argument("--state", required=True, help="state directory (kubeconfigs, inventory, lab.json, lab.log)")
+    parser.add_argument("--hosts", type=int, default=3, help="number of new hosts in the inventory (default 3)")
+    parser.add_argument("--variant", default="default", choices=seeds.variants(), help="seeded cluster variant")
+    parser.add_argument("--api-port", type=int, default=0, help="API server port (default: a free port)")
+    parser.add_argument("--event-window", type=int, default=2000,
+                        help="watch events retained; older resourceVersions get 410 Gone")
+
+
+# ----- helpers -------------------------------------------------------------------------------------
+def read_lab(state: str) -> dict | None:
+    try:
+        with open(os.path.join(state, "lab.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else fields[19]  # a zombie is as good as gone
+
+
+def _ours(lab: dict, pid: int) -> bool:
+    """The pid is alive and is still the process the lab recorded (not a reuse of its number)."""
+    started = _start_time(pid)
+    return started is not None and started == lab.get("pid_start_times", {}).get(str(pid))
+
+
+def _log_tail(state: str, lines: int = 30) -> str:
+    try:
+        with open(os.path.join(state, "lab.log"), encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+    except OSError:
+        return "(no lab.log)"
+
+
+def _control(lab: dict, method: str, path: str, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(lab["control_url"] + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise LabError(f"control API {method} {path}: {exc.code} {exc.read().decode(errors='replace')}") from None
+    except OSError as exc:
+        raise LabError(f"control API {method} {path} unreachable ({exc}); is the lab running?") from None
+
+
+def _running_lab(state: str) -> dict:
+    lab = read_lab(state)
+    if lab is None:
+        raise LabError(f"no lab in {state} (no lab.json); start one with: labctl start --state {state}")
+    return lab
+
+
+# ----- subcommands ---------------------------------------------------------------------------------
+def cmd_start(args, start_argv: list) -> int:
+    state = os.path.abspath(args.state)
+    os.makedirs(state, exist_ok=True)
+    previous = read_lab(state)
+    if previous and any(_ours(previous, pid) for pid in previous.get("pids", [])):
+        raise LabError(f"a lab is already running in {state}; stop it first: labctl stop --state {state}")
+    lab_json = os.path.join(state, "lab.json")
+    if os.path.exists(lab_json):
+        os.unlink(lab_json)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [LAB_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+    with open(os.path.join(state, "lab.log"), "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "lab.daemon", *start_argv], stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabError(f"the lab exited with code {process.returncode} while starting:\n{_log_tail(state)}")
+        lab = read_lab(state)
+        if lab and lab.get("pids", [None])[0] == process.pid:
+            print(json.dumps(lab, indent=2))
+            return 0
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    raise LabError(f"the lab was not ready after {READY_TIMEOUT:.0f} s:\n{_log_tail(state)}")
+
+
+def cmd_stop(args) -> int:
+    """SIGTERM every recorded process (and the daemon's process group), wait, SIGKILL what is left."""
+    state = os.path.abspath(args.state)
+    lab = read_lab(state)
+    if lab is None:
+        return 0
+    alive = [pid for pid in lab.get("pids", []) if _ours(lab, pid)]
+    daemon = lab["pids"][0] if lab.get("pids") else None
+    groups = [daemon] if daemon in alive else []
+    for pid in reversed(alive):  # components first, the daemon last
+        _signal(pid, signal.SIGTERM)
+    for group in groups:
+        _signal_group(group, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while time.monotonic() < deadline and (any(_ours(lab, pid) for pid in alive) or any(map(_group_alive, groups))):
+        time.sleep(0.05)
+    for pid in alive:
+        if _ours(lab, pid):
+            _signal(pid, signal.SIGKILL)
+    for group in groups:
+        _signal_group(group, signal.SIGKILL)
+    print(f"lab in {state} stopped")
+    return 0
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    # The daemon leads its own session (start_new_session), so its group holds only lab processes.
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[2] == str(pgid) and fields[0] != "Z":
+                return True
+    return False
+
+
+def cmd_dump(args) -> int:
+    print(json.dumps(_control(_running_lab(args.state), "GET", "/state"), indent=2))
+    return 0
+
+
+def cmd_fault(args) -> int:
+    lab = _running_lab(args.state)
+    if args.clear:
+        result = _control(lab, "DELETE", "/faults")
+    elif args.faults:
+        wanted = {}
+        for item in args.faults:
+            name, has_value, value = item.partition("=")
+            wanted[name] = value if has_value else None
+        result = _control(lab, "POST", "/faults", wanted)
+    else:
+        result = _control(lab, "GET", "/state")["faults"]
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _configure_fault(parser: argparse.ArgumentParser) -> None:
+    from .faults import FAULTS
+
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--clear", action="store_true", help="switch every fault off")
+    parser.add_argument("faults", nargs="*", metavar="NAME[=VALUE]",
+                        help="; ".join(f"{spec.name}: {spec.help}" for spec in FAULTS.values()))
+
+
+def _configure_state_only(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", required=True)
+
+
+# name -> (help, configure(parser), handler(args))
+SUBCOMMANDS = {
+    "start": ("start a lab in the background and wait until it is ready", add_start_options, None),
+    "stop": ("stop every process of the lab (idempotent)", _configure_state_only, cmd_stop),
+    "dump": ("print objects, request log and approvals as JSON", _configure_state_only, cmd_dump),
+    "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault,
+              cmd_fault),
+}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="labctl", description="Run the openshift_agent.day2 lab.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (help_text, configure, _handler) in SUBCOMMANDS.items():
+        configure(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "start":
+            # The daemon re-parses the same options, so new start options need no forwarding code.
+            return cmd_start(args, argv[argv.index("start") + 1:])
+        return SUBCOMMANDS[args.command][2](args)
+    except LabError as exc:
+        print(f"labctl {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

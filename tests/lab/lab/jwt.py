@@ -1,0 +1,121 @@
+"""ES256 JSON Web Tokens as node-joiner mints them for the agent API (RFC 7515/7518).
+
+node-joiner signs ``{"infra_env_id": ..., "exp": ...}`` with a fresh P-256 key,
+keeps only the public key (in Secret ``openshift-config/agent-auth-token``) and
+discards the private key: an unexpired token is reused, an old one replaced by a
+new key pair and token.
+"""
+
+import base64
+import json
+import time
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+
+HEADER = {"alg": "ES256", "typ": "JWT"}
+COORDINATE_BYTES = 32  # P-256
+
+
+class TokenError(Exception):
+    """The token is malformed, wrongly signed or expired."""
+
+
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _b64url_decode(text):
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as exc:
+        raise TokenError("token segment is not base64url: %s" % exc)
+
+
+def new_key():
+    """A fresh P-256 private key."""
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def public_pem(private_key):
+    """The PEM of the public key, with the "EC PUBLIC KEY" label node-joiner writes
+    (the body is a standard SubjectPublicKeyInfo)."""
+    pem = private_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return pem.replace("BEGIN PUBLIC KEY", "BEGIN EC PUBLIC KEY").replace("END PUBLIC KEY", "END EC PUBLIC KEY")
+
+
+def load_public_pem(pem):
+    """Load a P-256 public key from PEM, labelled "PUBLIC KEY" or "EC PUBLIC KEY"."""
+    if isinstance(pem, bytes):
+        pem = pem.decode()
+    normal = pem.replace("BEGIN EC PUBLIC KEY", "BEGIN PUBLIC KEY").replace("END EC PUBLIC KEY", "END PUBLIC KEY")
+    try:
+        key = serialization.load_pem_public_key(normal.encode())
+    except ValueError as exc:
+        raise TokenError("cannot load the public key: %s" % exc)
+    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
+        raise TokenError("the public key is not an ECDSA P-256 key")
+    return key
+
+
+def mint(private_key, infra_env_id, exp):
+    """A compact ES256 JWT with claims infra_env_id and exp (unix seconds)."""
+    claims = {"infra_env_id": infra_env_id, "exp": int(exp)}
+    signing_input = "%s.%s" % (_b64url(json.dumps(HEADER, separators=(",", ":")).encode()),
+                                _b64url(json.dumps(claims, separators=(",", ":")).encode()))
+    der = private_key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+    r, s = decode_dss_signature(der)
+    # JWS uses the raw r||s form (RFC 7518 section 3.4), not DER.
+    raw = r.to_bytes(COORDINATE_BYTES, "big") + s.to_bytes(COORDINATE_BYTES, "big")
+    return "%s.%s" % (signing_input, _b64url(raw))
+
+
+def unverified_claims(token):
+    """The claims of a token without checking anything (to read ``exp``)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenError("token must have 3 dot-separated segments, found %d" % len(parts))
+    try:
+        return json.loads(_b64url_decode(parts[1]))
+    except ValueError:
+        raise TokenError("token claims are not JSON")
+
+
+def verify(token, public_pem_text, now=None):
+    """Return the claims of ``token`` after checking its ES256 signature and expiry.
+
+    Raises TokenError naming what is wrong.
+    """
+    if now is None:
+        now = time.time()
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenError("token must have 3 dot-separated segments, found %d" % len(parts))
+    try:
+        header = json.loads(_b64url_decode(parts[0]))
+    except ValueError:
+        raise TokenError("token header is not JSON")
+    if header.get("alg") != "ES256":
+        raise TokenError("unexpected signing method %r, expected ES256" % header.get("alg"))
+    raw = _b64url_decode(parts[2])
+    if len(raw) != 2 * COORDINATE_BYTES:
+        raise TokenError("ES256 signature must be %d bytes, found %d" % (2 * COORDINATE_BYTES, len(raw)))
+    der = encode_dss_signature(int.from_bytes(raw[:COORDINATE_BYTES], "big"),
+                               int.from_bytes(raw[COORDINATE_BYTES:], "big"))
+    try:
+        load_public_pem(public_pem_text).verify(der, ("%s.%s" % (parts[0], parts[1])).encode(),
+                                               ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        raise TokenError("token signature is invalid")
+    claims = unverified_claims(token)
+    exp = claims.get("exp")
+    if not isinstance(exp, (int, float)):
+        raise TokenError("token has no numeric exp claim")
+    if now >= exp:
+        raise TokenError("token is expired (exp %s, now %s)" % (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp)),
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))))
+    return claims
