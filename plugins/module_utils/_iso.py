@@ -310,8 +310,7 @@ def _iter_entries(data, allow_compressed=True):
             if not allow_compressed:
                 raise EmbedAreaError("compressed stream nested inside a compressed stream at offset %d" % pos)
             payload, used = _decompress(data, pos)
-            for entry in _iter_entries(payload, allow_compressed=False):
-                yield entry
+            yield from _iter_entries(payload, allow_compressed=False)
             pos += used
         elif data[pos:pos + 6] in (NEWC_MAGIC, NEWC_CRC_MAGIC):
             if pos % 4:
@@ -321,8 +320,7 @@ def _iter_entries(data, allow_compressed=True):
                 entries, pos = read_archive(data, pos)
             except CpioError as exc:
                 raise EmbedAreaError(str(exc))
-            for entry in entries:
-                yield entry
+            yield from entries
         else:
             for magic, kind in _OTHER_COMPRESSIONS:
                 if data.startswith(magic, pos):

@@ -127,7 +127,7 @@ def edited(live_iso, tmp_path_factory):
 
 
 def test_edit_reports_the_patched_areas(edited, live_iso):
-    _, result = edited
+    result = edited[1]
     layout = _layout(live_iso)
     assert result.changed is True
     assert [(e["what"], e["offset"], e["length"], e["changed"]) for e in result.edits] == [
@@ -138,7 +138,7 @@ def test_edit_reports_the_patched_areas(edited, live_iso):
 
 
 def test_edit_round_trip(edited):
-    path, _ = edited
+    path = edited[0]
     assert _iso.read_embedded_ignition(path) == IGNITION
     assert _iso.read_kargs(path) == DEFAULT_KARGS + " console=ttyS0,115200n8"
     summary = _iso.inspect_iso(path)["summary"]
@@ -163,13 +163,13 @@ def test_edit_leaves_every_other_byte_alone(edited, live_iso):
 
 @pytest.mark.parametrize("report", ["-report_el_torito", "-report_system_area"])
 def test_xorriso_sees_the_same_boot_records(edited, live_iso, report):
-    path, _ = edited
+    path = edited[0]
     assert (_run(["xorriso", "-indev", path, report, "plain"])
             == _run(["xorriso", "-indev", live_iso, report, "plain"]).replace(live_iso.encode(), path.encode()))
 
 
 def test_peer_tools_decode_the_extracted_embed_area(edited, tmp_path):
-    path, _ = edited
+    path = edited[0]
     area = _extract(path, "/images/ignition.img", str(tmp_path / "ignition.img"))
     payload = area.rstrip(b"\0")
     assert payload[6:8] == b"\x00\x01"  # xz check id CRC32
@@ -187,14 +187,14 @@ def test_peer_tools_decode_the_extracted_embed_area(edited, tmp_path):
     ("/EFI/redhat/grub.cfg", layout_builder.GRUB_PREFIX, layout_builder.GRUB_SUFFIX),
 ])
 def test_peer_reads_back_the_kargs_regions(edited, tmp_path, iso_file, prefix, suffix):
-    path, _ = edited
+    path = edited[0]
     text = _extract(path, iso_file, str(tmp_path / "cfg")).decode()
     kargs = DEFAULT_KARGS + " console=ttyS0,115200n8"
     assert text == prefix + kargs + "\n" + "#" * (1139 - len(kargs) - 1) + suffix
 
 
 def test_result_mode_defaults_to_0600_and_is_configurable(edited, live_iso, tmp_path):
-    path, _ = edited
+    path = edited[0]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     other = str(tmp_path / "public.iso")
     _iso.write_edited_iso(live_iso, other, kargs="a b", mode=0o644)
@@ -203,7 +203,7 @@ def test_result_mode_defaults_to_0600_and_is_configurable(edited, live_iso, tmp_
 
 
 def test_rewriting_the_same_content_is_unchanged(edited, tmp_path):
-    path, _ = edited
+    path = edited[0]
     again = str(tmp_path / "again.iso")
     result = _iso.write_edited_iso(path, again, ignition=IGNITION, append_kargs="console=ttyS0,115200n8")
     assert result.changed is False
@@ -364,7 +364,10 @@ def test_failed_write_leaves_destination_untouched(live_iso, tmp_path, monkeypat
 
 
 def test_failed_write_creates_no_destination(live_iso, tmp_path, monkeypatch):
-    monkeypatch.setattr(_iso.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    def fail_fsync(fd):
+        raise OSError(5, "I/O error")
+
+    monkeypatch.setattr(_iso.os, "fsync", fail_fsync)
     with pytest.raises(OSError, match="I/O error"):
         _iso.write_edited_iso(live_iso, str(tmp_path / "node.iso"), kargs="a")
     _assert_nothing_written(str(tmp_path), [])
