@@ -65,7 +65,7 @@ def data_url(content):
 
 def decode_data_url(url):
     """The bytes of a base64 or percent-encoded data URL (for tests and the lab hosts)."""
-    header, _, payload = url.partition(",")
+    header, _comma, payload = url.partition(",")
     if header.endswith(";base64"):
         return base64.b64decode(payload)
     return unquote_to_bytes(payload)
@@ -165,7 +165,8 @@ def registries_conf(mirrors):
     """containers-registries.conf(5) v2 for IDMS-style ``[{source, mirrors}]``."""
     out = ['unqualified-search-registries = []\n']
     for entry in mirrors:
-        out.append('\n[[registry]]\n  prefix = ""\n  location = "%s"\n  mirror-by-digest-only = true\n' % entry["source"])
+        out.append('\n[[registry]]\n  prefix = ""\n  location = "%s"\n'
+                   '  mirror-by-digest-only = true\n' % entry["source"])
         for mirror in entry.get("mirrors") or []:
             out.append('\n  [[registry.mirror]]\n    location = "%s"\n' % mirror)
     return "".join(out)

@@ -86,7 +86,7 @@ def _build_iso(work, arch, filler_bytes, name):
     else:
         cmd += ["-c", "images/boot.cat"]
     cmd += ["-e", "images/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat", tree]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if proc.returncode != 0:
         raise RuntimeError("xorriso failed (%d): %s" % (proc.returncode, proc.stderr.decode(errors="replace")))
     shutil.rmtree(tree)

@@ -64,8 +64,9 @@ def load_public_pem(pem):
 def mint(private_key, infra_env_id, exp):
     """A compact ES256 JWT with claims infra_env_id and exp (unix seconds)."""
     claims = {"infra_env_id": infra_env_id, "exp": int(exp)}
-    signing_input = "%s.%s" % (_b64url(json.dumps(HEADER, separators=(",", ":")).encode()),
-                                _b64url(json.dumps(claims, separators=(",", ":")).encode()))
+    header = _b64url(json.dumps(HEADER, separators=(",", ":")).encode())
+    payload = _b64url(json.dumps(claims, separators=(",", ":")).encode())
+    signing_input = "%s.%s" % (header, payload)
     der = private_key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
     r, s = decode_dss_signature(der)
     # JWS uses the raw r||s form (RFC 7518 section 3.4), not DER.
@@ -105,9 +106,9 @@ def verify(token, public_pem_text, now=None):
         raise TokenError("ES256 signature must be %d bytes, found %d" % (2 * COORDINATE_BYTES, len(raw)))
     der = encode_dss_signature(int.from_bytes(raw[:COORDINATE_BYTES], "big"),
                                int.from_bytes(raw[COORDINATE_BYTES:], "big"))
+    signing_input = ("%s.%s" % (parts[0], parts[1])).encode()
     try:
-        load_public_pem(public_pem_text).verify(der, ("%s.%s" % (parts[0], parts[1])).encode(),
-                                               ec.ECDSA(hashes.SHA256()))
+        load_public_pem(public_pem_text).verify(der, signing_input, ec.ECDSA(hashes.SHA256()))
     except InvalidSignature:
         raise TokenError("token signature is invalid")
     claims = unverified_claims(token)

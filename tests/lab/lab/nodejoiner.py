@@ -179,7 +179,8 @@ def _root_device_hint_errors(path, hints):
     errors = []
     for key in sorted(hints):
         if key == "wwnWithExtension":
-            errors.append(_forbidden(path + ".wwnWithExtension", "WWN extensions are not supported in root device hints"))
+            errors.append(_forbidden(path + ".wwnWithExtension",
+                                     "WWN extensions are not supported in root device hints"))
         elif key == "wwnVendorExtension":
             errors.append(_forbidden(path + ".wwnVendorExtension",
                                      "WWN vendor extensions are not supported in root device hints"))

@@ -330,12 +330,11 @@ def _redirections(tokens):
 
 def _chain(iterators):
     for it in iterators:
-        for chunk in it:
-            yield chunk
+        yield from it
 
 
 def _drain(iterator):
-    for _ in iterator:
+    for _chunk in iterator:
         pass
 
 
@@ -354,8 +353,9 @@ def _dd_summary(copied, bs):
         amount = "%d bytes" % copied
     else:
         amount = "%d bytes (%.1f MB, %.1f MiB)" % (copied, copied / 1e6, copied / 1048576.0)
-    return "%s records in\n%s records out\n%s copied, 0.001 s, %.1f MB/s\n" % (records, records, amount,
-                                                                                copied / 1e3)
+    # The lab claims every copy took 1 ms.
+    rate = copied / 1e3
+    return "%s records in\n%s records out\n%s copied, 0.001 s, %.1f MB/s\n" % (records, records, amount, rate)
 
 
 def _tar_entries(name, real):
@@ -363,8 +363,7 @@ def _tar_entries(name, real):
     yield name, real
     if os.path.isdir(real) and not os.path.islink(real):
         for entry in sorted(os.listdir(real)):
-            for item in _tar_entries(posixpath.join(name, entry), os.path.join(real, entry)):
-                yield item
+            yield from _tar_entries(posixpath.join(name, entry), os.path.join(real, entry))
 
 
 def _tar_stream(members):
