@@ -397,6 +397,8 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
                     raise ConnectionResetError("lab fault watch_cut_seconds")
                 break
             event = await watch.next(min(remaining, 1.0))  # re-check faults switched on mid-watch
+            if watch.ended or request.transport is None or request.transport.is_closing():
+                break
             if event is not None:
                 await response.write((json.dumps(event) + "\n").encode())
         await response.write_eof()

@@ -63,6 +63,17 @@ async def clear_faults(request: web.Request) -> web.Response:
     return json_response(faults.snapshot())
 
 
+async def client_cert(request: web.Request) -> web.Response:
+    """Body ``{"user": CN, "groups": [O, ...]}``: a client certificate the API server accepts as that identity."""
+    try:
+        wanted = json.loads(await request.read() or b"{}")
+        user, groups = wanted["user"], list(wanted.get("groups", []))
+    except (ValueError, KeyError, TypeError):
+        return json_response({"error": 'the body must be {"user": NAME, "groups": [GROUP, ...]}'}, 400)
+    cert_pem, key_pem = request.app[CTX].pki.issue_client_cert(user, groups)
+    return json_response({"cert": cert_pem.decode(), "key": key_pem.decode()})
+
+
 def build_control_app(ctx) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[CTX] = ctx
@@ -72,6 +83,7 @@ def build_control_app(ctx) -> web.Application:
     app.router.add_post("/reset-log", reset_log)
     app.router.add_post("/faults", set_faults)
     app.router.add_delete("/faults", clear_faults)
+    app.router.add_post("/client-cert", client_cert)
     for method, path, handler in ctx.control_routes:
         app.router.add_route(method, path, handler)
     return app

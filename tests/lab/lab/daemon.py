@@ -92,7 +92,7 @@ def write_state_files(ctx, tokens: dict) -> None:
 
 
 async def _serve(app: web.Application, port: int, ssl_context=None) -> tuple:
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context, reuse_address=True)
     await site.start()
@@ -134,6 +134,7 @@ async def run(options) -> None:
             await shutdown()
         except Exception:  # keep stopping the rest
             LOG.exception("shutdown step failed")
+    ctx.store.end_watches()
     await api_runner.cleanup()
     await control_runner.cleanup()
 

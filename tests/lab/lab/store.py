@@ -17,9 +17,10 @@ from datetime import datetime, timezone
 
 from . import kinds as kinds_table
 from .errors import already_exists, conflict, gone, invalid, not_found
-from .selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
+from .matching import fields_match, labels_match, parse_field_selector, parse_label_selector
 
 LOG = logging.getLogger(__name__)
+_END = object()  # queued to end a watch
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet kube-apiserver uses for generateName suffixes
 
 
@@ -42,6 +43,7 @@ class Watch:
         self.label_req = label_req
         self.field_req = field_req
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.ended = False
 
     def wants(self, kind, obj: dict) -> bool:
         if kind is not self.kind:
@@ -56,11 +58,19 @@ class Watch:
             self.queue.put_nowait({"type": event_type, "object": obj})
 
     async def next(self, timeout: float | None) -> dict | None:
-        """The next event, or None when ``timeout`` seconds pass first."""
+        """The next event, or None when ``timeout`` seconds pass first (or the watch was ended)."""
+        if self.ended:
+            return None
         try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
+            event = await asyncio.wait_for(self.queue.get(), timeout)
         except asyncio.TimeoutError:
             return None
+        return None if event is _END else event
+
+    def end(self) -> None:
+        """Wake the reader up and make it finish (the lab is stopping)."""
+        self.ended = True
+        self.queue.put_nowait(_END)
 
     def close(self) -> None:
         self.store._watches.discard(self)
@@ -201,6 +211,10 @@ class Store:
                     watch.offer(event_type, event_kind, obj)
         self._watches.add(watch)
         return watch
+
+    def end_watches(self) -> None:
+        for watch in list(self._watches):
+            watch.end()
 
     # ----- internals -----------------------------------------------------------------------------
     def _bucket(self, kind) -> dict:
