@@ -1,0 +1,155 @@
+"""In-process tests of the lab's pure parts: selectors, patches, store, and the seeds against FACTS.md."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+import yaml
+
+from lab import kinds, seeds
+from lab.errors import ApiError
+from lab.matching import labels_match, parse_label_selector
+from lab.patch import json_patch, merge_patch, strategic_merge_patch
+from lab.store import Store
+
+MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
+CM = kinds.by_kind("v1", "ConfigMap")
+
+
+@pytest.mark.parametrize("selector, labels, expected", [
+    ("a=1", {"a": "1"}, True), ("a=1", {"a": "2"}, False), ("a!=1", {}, True),
+    ("a in (1, 2),b", {"a": "2", "b": ""}, True), ("a notin (1)", {"a": "1"}, False),
+    ("!a", {"a": "x"}, False), ("a", {}, False), ("", {"x": "y"}, True),
+])
+def test_label_selectors(selector, labels, expected):
+    assert labels_match(parse_label_selector(selector), labels) is expected
+
+
+def test_bad_selector_is_a_400():
+    with pytest.raises(ApiError) as caught:
+        parse_label_selector("a in (1")
+    assert caught.value.code == 400
+
+
+def test_patches():
+    assert merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
+    assert json_patch({"l": [1, 3]}, [{"op": "add", "path": "/l/1", "value": 2},
+                                      {"op": "move", "from": "/l/0", "path": "/first"}]) == {"l": [2, 3], "first": 1}
+    merged = strategic_merge_patch({"conditions": [{"type": "A", "status": "x"}, {"type": "B"}], "list": [1, 2]},
+                                   {"conditions": [{"type": "A", "status": "y"}, {"type": "C"}], "list": [3]})
+    assert merged == {"conditions": [{"type": "A", "status": "y"}, {"type": "B"}, {"type": "C"}], "list": [3]}
+
+
+def test_store_window_and_watch_replay():
+    async def scenario():
+        store = Store(event_window=3)
+        store.create(kinds.NAMESPACE, {"metadata": {"name": "ns"}})
+        first = store.create(CM, {"metadata": {"name": "a", "namespace": "ns"}})
+        rv = first["metadata"]["resourceVersion"]
+        watch = store.watch(CM, "ns", resource_version=rv)
+        store.update(CM, dict(first, data={"x": "1"}, metadata={"name": "a", "namespace": "ns"}))
+        event = await watch.next(1)
+        assert event["type"] == "MODIFIED" and event["object"]["data"] == {"x": "1"}
+        for index in range(4):
+            store.create(CM, {"metadata": {"name": f"b{index}", "namespace": "ns"}})
+        with pytest.raises(ApiError) as caught:
+            store.watch(CM, "ns", resource_version=rv)
+        assert caught.value.code == 410
+        with pytest.raises(ApiError) as caught:
+            store.update(CM, first)
+        assert caught.value.code == 409
+
+    asyncio.run(scenario())
+
+
+def test_every_variant_only_replaces_default_files_or_adds_its_own():
+    defaults = set(seeds.seed_files("default"))
+    for variant in seeds.variants():
+        objects = seeds.load_seed(variant)
+        keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
+        assert len(keys) == len(set(keys)), f"{variant}: an object is seeded twice"
+        assert defaults <= set(seeds.seed_files(variant))
+        store = Store()
+        assert seeds.load_into(store, variant) == len(objects)
+
+
+def _install_config(objects) -> dict:
+    return yaml.safe_load(seeds.find(objects, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"])
+
+
+def test_default_seed_matches_facts():
+    objects = seeds.load_seed("default")
+    version = seeds.find(objects, "ClusterVersion", "version")
+    assert version["status"]["desired"]["version"].startswith("4.18.")
+    assert version["status"]["history"][0]["version"] == version["status"]["desired"]["version"]
+    assert len(version["spec"]["clusterID"]) == 36
+    infra = seeds.find(objects, "Infrastructure", "cluster")
+    assert infra["status"]["apiServerURL"] == "https://api.lab.day2.example.test:6443"
+    assert infra["status"]["apiServerInternalURI"] == "https://api-int.lab.day2.example.test:6443"
+    assert infra["spec"]["platformSpec"]["type"] == "BareMetal"
+    assert infra["status"]["platformStatus"]["baremetal"]["apiServerInternalIPs"] == ["127.0.111.5"]
+    assert infra["status"]["platformStatus"]["baremetal"]["ingressIPs"] == ["127.0.111.4"]
+    install = _install_config(objects)
+    assert install["metadata"]["name"] == "lab" and install["baseDomain"] == "day2.example.test"
+    assert install["networking"]["machineNetwork"] == [{"cidr": "127.0.111.0/24"}]
+    assert "pullSecret" not in install and install["fips"] is False
+    pull = seeds.find(objects, "Secret", "pull-secret", "openshift-config")
+    assert pull["type"] == "kubernetes.io/dockerconfigjson"
+    auths = json.loads(pull["stringData"][".dockerconfigjson"])["auths"]
+    assert set(auths) == {"quay.io", "registry.redhat.io", "cloud.openshift.com"}
+    assert all(MARKER in entry["auth"] for entry in auths.values())
+    user_data = seeds.find(objects, "Secret", "worker-user-data-managed", "openshift-machine-api")
+    pointer = json.loads(user_data["stringData"]["userData"])
+    assert pointer["ignition"]["version"] == "3.2.0"
+    assert pointer["ignition"]["config"]["merge"][0]["source"] == \
+        "https://api-int.lab.day2.example.test:22623/config/worker"
+    ca_source = pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
+    assert base64.b64decode(ca_source.split(",", 1)[1]).startswith(b"-----BEGIN CERTIFICATE-----")
+    stream = json.loads(seeds.find(objects, "ConfigMap", "coreos-bootimages",
+                                   "openshift-machine-config-operator")["data"]["stream"])
+    assert set(stream["architectures"]) == {"x86_64", "aarch64", "ppc64le", "s390x"}
+    metal = stream["architectures"]["x86_64"]["artifacts"]["metal"]
+    assert metal["release"] and len(metal["formats"]["iso"]["disk"]["sha256"]) == 64
+    assert set(metal["formats"]["pxe"]) == {"kernel", "initramfs", "rootfs"}
+    installer = json.loads(seeds.find(objects, "ConfigMap", "installer-images", "openshift-config")["data"]["images.json"])
+    assert "@sha256:" in installer["installer"]
+    assert seeds.find(objects, "MachineConfig", "99-worker-fips")["spec"]["fips"] is False
+    ssh = seeds.find(objects, "MachineConfig", "99-worker-ssh")["spec"]["config"]["passwd"]["users"][0]
+    assert ssh["name"] == "core" and ssh["sshAuthorizedKeys"][0] == install["sshKey"]
+    chrony = seeds.find(objects, "MachineConfig", "50-workers-chrony-configuration")
+    assert chrony["spec"]["config"]["storage"]["files"][0]["path"] == "/etc/chrony.conf"
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    assert [n["metadata"]["name"] for n in nodes] == ["master-0", "master-1", "master-2"]
+    assert [n["status"]["addresses"][0]["address"] for n in nodes] == ["127.0.111.10", "127.0.111.11", "127.0.111.12"]
+    assert all(n["status"]["nodeInfo"]["architecture"] == "amd64" for n in nodes)
+    for operator in (o for o in objects if o["kind"] == "ClusterOperator"):
+        conditions = {c["type"]: c["status"] for c in operator["status"]["conditions"]}
+        assert (conditions["Available"], conditions["Degraded"], conditions["Progressing"]) == ("True", "False", "False")
+    assert seeds.find(objects, "Proxy", "cluster")["status"] == {}
+
+
+def test_variants_match_their_purpose():
+    old = seeds.find(seeds.load_seed("old"), "ClusterVersion", "version")
+    assert old["status"]["desired"]["version"].startswith("4.16.")
+    proxy = seeds.load_seed("proxy")
+    assert seeds.find(proxy, "Proxy", "cluster")["status"]["httpsProxy"] == "http://127.0.0.1:3128"
+    assert "proxy" in _install_config(proxy)
+    disconnected = seeds.load_seed("disconnected")
+    mirrors = seeds.find(disconnected, "ImageDigestMirrorSet", "image-digest-mirror")["spec"]["imageDigestMirrors"]
+    assert _install_config(disconnected)["imageDigestSources"] == mirrors
+    assert seeds.find(disconnected, "ClusterVersion", "version")["status"]["desired"]["image"].startswith(
+        "mirror.lab.day2.example.test:5000/")
+    assert ":" in _install_config(seeds.load_seed("ipv6"))["networking"]["machineNetwork"][0]["cidr"]
+    assert len(_install_config(seeds.load_seed("dualstack"))["networking"]["machineNetwork"]) == 2
+    arm = [o for o in seeds.load_seed("arm64") if o["kind"] == "Node"]
+    assert {n["status"]["nodeInfo"]["architecture"] for n in arm} == {"arm64"}
+    none = seeds.find(seeds.load_seed("none"), "Infrastructure", "cluster")
+    assert none["spec"]["platformSpec"]["type"] == "None" and "baremetal" not in none["status"]["platformStatus"]
+    degraded = seeds.load_seed("degraded")
+    pool = seeds.find(degraded, "MachineConfigPool", "worker")
+    assert {c["type"]: c["status"] for c in pool["status"]["conditions"]}["Degraded"] == "True"
+    assert any({c["type"]: c["status"] for c in o["status"]["conditions"]}["Degraded"] == "True"
+               for o in degraded if o["kind"] == "ClusterOperator")
