@@ -153,3 +153,43 @@ def test_variants_match_their_purpose():
     assert {c["type"]: c["status"] for c in pool["status"]["conditions"]}["Degraded"] == "True"
     assert any({c["type"]: c["status"] for c in o["status"]["conditions"]}["Degraded"] == "True"
                for o in degraded if o["kind"] == "ClusterOperator")
+
+
+def test_pod_hooks_are_called_for_created_and_cascade_deleted_pods():
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from lab import auth
+    from lab.apiserver import build_app
+    from lab.context import LabContext
+    from lab.faults import Faults
+
+    class RecordingPods:
+        def __init__(self):
+            self.events = []
+
+        async def on_created(self, pod):
+            self.events.append(("created", pod["metadata"]["name"]))
+
+        async def on_deleted(self, pod):
+            self.events.append(("deleted", pod["metadata"]["name"]))
+
+    class Options:
+        variant = "default"
+
+    async def scenario():
+        store = Store()
+        seeds.load_into(store)
+        ctx = LabContext("/nonexistent", Options(), store, None, Faults(), auth.Authenticator())
+        ctx.pods = RecordingPods()
+        headers = {"Authorization": f"Bearer {ctx.auth.add_token(auth.ADMIN)}"}
+        async with TestClient(TestServer(build_app(ctx))) as client:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "joiner"}}
+            assert (await client.post("/api/v1/namespaces", json=namespace, headers=headers)).status == 201
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "image": "x"}]}}
+            assert (await client.post("/api/v1/namespaces/joiner/pods", json=pod, headers=headers)).status == 201
+            assert (await client.delete("/api/v1/namespaces/joiner", headers=headers)).status == 200
+            await asyncio.sleep(0.05)
+        return ctx.pods.events
+
+    assert asyncio.run(scenario()) == [("created", "p"), ("deleted", "p")]

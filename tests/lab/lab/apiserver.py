@@ -442,10 +442,24 @@ async def not_found(_request: web.Request) -> web.Response:
     return error_response(_NO_RESOURCE)
 
 
+def _tell_pods_about_deletions(ctx):
+    """A store listener: every deleted pod (directly or with its namespace) goes to ``ctx.pods.on_deleted``."""
+    pending: set = set()  # keep references so the tasks are not garbage collected mid-run
+
+    def listener(event_type: str, kind, obj: dict) -> None:
+        if event_type == "DELETED" and kind is kinds.POD and ctx.pods is not None:
+            task = asyncio.get_running_loop().create_task(ctx.pods.on_deleted(obj))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+    return listener
+
+
 def build_app(ctx) -> web.Application:
     app = web.Application(middlewares=[log_middleware, auth_middleware, fault_middleware],
                           client_max_size=64 * 1024 * 1024)
     app[CTX] = ctx
+    ctx.store.add_listener(_tell_pods_about_deletions(ctx))
     app.router.add_get("/version", version)
     for path in ("/healthz", "/readyz", "/livez"):
         app.router.add_get(path, healthz)
