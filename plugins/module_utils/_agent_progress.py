@@ -1,0 +1,378 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Interpret what the agents of new hosts report; decide progress, success and failure.
+
+Pure code: no network, no clock of its own. The caller (``_agent_client``) polls
+every host, turns each poll into an :class:`Observation` and hands it to the
+host's :class:`HostProgress` with the time of the poll. The field names are the
+assisted-service ones (``cluster``/``host``/``event`` definitions of its swagger):
+``host.status``, ``host.status_info``, ``host.progress.current_stage``,
+``host.progress.installation_percentage``, ``host.validations_info`` (a JSON
+string ``{category: [{id, status, message}]}``), ``cluster.status``,
+``event.message``, ``event.event_time``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import format_rfc3339
+
+# The values of option ``until``, in the order a host passes them.
+TARGETS = ("discovered", "validated", "installing", "rebooted")
+_LEVEL = dict((name, index + 1) for index, name in enumerate(TARGETS))
+
+# Host statuses of the assisted-service state machine, grouped by the target they reach.
+VALIDATED_STATUSES = frozenset(["known"])
+INSTALLING_STATUSES = frozenset(
+    ["preparing-for-installation", "preparing-successful", "installing", "installing-in-progress"]
+)
+REBOOTED_STATUSES = frozenset(["added-to-existing-cluster", "installed"])
+# Install stages that come once the disk is written: the host is rebooting from it or has.
+REBOOTED_STAGES = frozenset(["Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done"])
+
+PENDING_USER_ACTION = "installing-pending-user-action"
+BOOT_ORDER_ADVICE = (
+    "the host booted the ISO again after writing the disk: eject the virtual media or fix the boot "
+    "order so it boots from disk"
+)
+TOKEN_ADVICE = (
+    "the token is invalid or expired: rebuild the ISO with day2_iso (force: true) and boot it again; "
+    "tokens live 48 h and an ISO stops working when its token expires"
+)
+NEVER_ANSWERED = (
+    "never answered: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, expired token) "
+    "or unreachable at %s:%s"
+)
+
+
+class Observation:
+    """What one poll of one host saw.
+
+    ``kind`` is ``answered`` (the agent served the cluster list), ``unreachable``
+    (connection refused, reset or timed out), ``rejected`` (401/403: the token)
+    or ``http_error`` (any other HTTP error, or a body that is not JSON).
+    ``cluster``/``host``/``event`` are the agent's JSON objects, ``None`` when not
+    known yet; ``kubelet_tls`` is ``None`` when the kubelet port was not probed.
+    """
+
+    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet_tls=None):
+        self.kind = kind
+        self.detail = detail
+        self.cluster = cluster
+        self.host = host
+        self.event = event
+        self.kubelet_tls = kubelet_tls
+
+
+def find_host(clusters, name, mac_address=None):
+    """Return ``(cluster, host)`` for the host called ``name`` in an agent's cluster list.
+
+    In the add-nodes flow every node runs its own assisted-service with one cluster
+    that holds only that node, so a cluster with a single host is taken even when
+    the names differ (the hostname may not be set yet while discovering). A host
+    matches by MAC address in its inventory, ``requested_hostname`` or inventory
+    hostname. A cluster without ``hosts`` (the list was served without them) is
+    returned with ``host`` None so the caller can fetch it.
+    """
+    clusters = [c for c in (clusters or []) if isinstance(c, dict)]
+    for cluster in clusters:
+        for host in cluster.get("hosts") or []:
+            if _host_matches(host, name, mac_address):
+                return cluster, host
+    for cluster in clusters:
+        hosts = cluster.get("hosts") or []
+        if len(hosts) == 1:
+            return cluster, hosts[0]
+    for cluster in clusters:
+        if "hosts" not in cluster:
+            return cluster, None
+    return (clusters[0], None) if clusters else (None, None)
+
+
+def _host_matches(host, name, mac_address):
+    inventory = _json_object(host.get("inventory"))
+    if mac_address:
+        wanted = mac_address.lower()
+        for interface in inventory.get("interfaces") or []:
+            if str(interface.get("mac_address") or "").lower() == wanted:
+                return True
+    return name in (host.get("requested_hostname"), inventory.get("hostname"))
+
+
+def _json_object(text):
+    """The agent sends several fields as JSON strings; an unreadable one counts as empty."""
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text) if text else {}
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def failing_validations(validations_info):
+    """``{id: message}`` of the validations in status ``failure``, in the agent's order."""
+    failing = {}
+    for results in _json_object(validations_info).values():
+        for result in results if isinstance(results, list) else []:
+            if isinstance(result, dict) and result.get("status") == "failure":
+                failing[str(result.get("id"))] = result.get("message") or ""
+    return failing
+
+
+def newest_event(events, host_id=None):
+    """The newest event of a list (by ``event_time``; the later one in the list on a tie).
+
+    Events of other hosts are skipped; events without ``host_id`` (cluster or
+    infra-env events) are kept.
+    """
+    newest = None
+    for event in events or []:
+        if not isinstance(event, dict):
+            continue
+        if host_id and event.get("host_id") not in (None, "", host_id):
+            continue
+        if newest is None or str(event.get("event_time") or "") >= str(newest.get("event_time") or ""):
+            newest = event
+    return newest
+
+
+def level_of(status, stage):
+    """How far a host with this status and install stage got, as an index into TARGETS (+1)."""
+    if status in REBOOTED_STATUSES or stage in REBOOTED_STAGES:
+        return _LEVEL["rebooted"]
+    if status in INSTALLING_STATUSES:
+        return _LEVEL["installing"]
+    if status in VALIDATED_STATUSES:
+        return _LEVEL["validated"]
+    return _LEVEL["discovered"] if status else 0
+
+
+class HostProgress:
+    """Everything known about one host across polls."""
+
+    def __init__(self, name, address, agent_port, mac_address=None):
+        self.name = name
+        self.address = address
+        self.agent_port = agent_port
+        self.mac_address = mac_address
+        self.status = None
+        self.status_info = None
+        self.stage = None
+        self.percentage = None
+        self.cluster_status = None
+        self.cluster_status_info = None
+        self.last_event = None
+        self.failing = {}  # validation id -> {"message": ..., "since": datetime}
+        self.timeline = []
+        self.unreachable_since = None
+        self.unreachable_reason = None
+        self.agent_error = None
+        self.rejected = None
+        self.answered = False
+        self.level = 0
+        self._last_key = None
+
+    # -- observing ---------------------------------------------------------------------
+
+    def observe(self, seen, now):
+        """Fold one poll (an Observation) taken at ``now`` (aware datetime) into the state."""
+        note = None
+        if seen.kind == "unreachable":
+            note = self._observe_unreachable(seen, now)
+        else:
+            self.answered = True
+            self.unreachable_since = None
+            self.unreachable_reason = None
+            if seen.kind == "rejected":
+                self.rejected = seen.detail
+                note = "the agent rejected the token: %s" % seen.detail
+            elif seen.kind == "http_error":
+                self.agent_error = seen.detail
+                note = "the agent answered with an error: %s" % seen.detail
+            else:
+                self.agent_error = None
+                self._observe_answer(seen, now)
+                note = self.last_event
+        self._record(note, now)
+
+    def _observe_unreachable(self, seen, now):
+        if self.unreachable_since is None:
+            self.unreachable_since = now
+        self.unreachable_reason = seen.detail
+        # The agent runs from the ISO: once the disk is written it goes away with the reboot,
+        # and the installed system's kubelet is what answers next.
+        if seen.kubelet_tls and self.level >= _LEVEL["installing"]:
+            self.level = _LEVEL["rebooted"]
+            return "the agent is gone and the kubelet answers TLS: the host rebooted from its disk"
+        return "the agent does not answer"
+
+    def _observe_answer(self, seen, now):
+        cluster = seen.cluster or {}
+        if cluster:
+            self.cluster_status = cluster.get("status")
+            self.cluster_status_info = cluster.get("status_info")
+        host = seen.host
+        if host:
+            progress = host.get("progress") or {}
+            self.status = host.get("status")
+            self.status_info = host.get("status_info")
+            self.stage = progress.get("current_stage") or None
+            self.percentage = progress.get("installation_percentage")
+            self._track_validations(failing_validations(host.get("validations_info")), now)
+            self.level = max(self.level, level_of(self.status, self.stage))
+        if seen.event:
+            self.last_event = seen.event.get("message")
+
+    def _track_validations(self, failing, now):
+        # A validation keeps the time it was first seen failing until it passes again.
+        self.failing = dict(
+            (vid, {"message": message, "since": self.failing.get(vid, {}).get("since") or now})
+            for vid, message in failing.items()
+        )
+
+    def _record(self, note, now):
+        key = (self.status, self.stage, self.percentage, note)
+        if key == self._last_key:
+            return
+        self._last_key = key
+        self.timeline.append(
+            {
+                "time": format_rfc3339(now),
+                "status": self.status,
+                "stage": self.stage,
+                "percentage": self.percentage,
+                "event": note,
+            }
+        )
+
+    # -- deciding ----------------------------------------------------------------------
+
+    def wants_kubelet_probe(self):
+        """Probe the kubelet only when the agent may be gone because the host rebooted."""
+        return self.level >= _LEVEL["installing"]
+
+    def reached(self, until):
+        return self.level >= _LEVEL[until]
+
+    def phase(self):
+        """The furthest target reached, or ``waiting``."""
+        return TARGETS[self.level - 1] if self.level else "waiting"
+
+    def failure(self, grace_seconds, now, until="rebooted"):
+        """Why this host cannot get further (a message), or None. Checked after each poll of it.
+
+        A failing validation only matters for a host that has neither reached ``until``
+        nor started installing: some validations are informational and never block.
+        """
+        where = "host %s (%s)" % (self.name, self.address)
+        if self.rejected:
+            return "%s: the agent at %s:%s rejected the token (%s): %s." % (
+                where, self.address, self.agent_port, self.rejected, TOKEN_ADVICE)
+        if self.status == PENDING_USER_ACTION:
+            return "%s is in status %s%s: %s. %s." % (
+                where, self.status, self._stage_text(), self.status_info or "", BOOT_ORDER_ADVICE)
+        if self.status == "error" or self.stage == "Failed":
+            return "%s failed: status %s%s: %s%s" % (
+                where, self.status, self._stage_text(), self.status_info or "(no status_info)", self._event_text())
+        if self.cluster_status in ("error", PENDING_USER_ACTION):
+            advice = " %s." % BOOT_ORDER_ADVICE if self.cluster_status == PENDING_USER_ACTION else ""
+            return "%s: the agent's cluster is in status %s: %s.%s" % (
+                where, self.cluster_status, self.cluster_status_info or "(no status_info)", advice)
+        if self.level < _LEVEL["installing"] and not self.reached(until):
+            return self._validation_failure(where, grace_seconds, now)
+        return None
+
+    def _validation_failure(self, where, grace_seconds, now):
+        expired = [
+            (failure["since"], vid, failure["message"])
+            for vid, failure in self.failing.items()
+            if (now - failure["since"]).total_seconds() >= grace_seconds
+        ]
+        if not expired:
+            return None
+        since, vid, message = min(expired)
+        others = len(self.failing) - 1
+        return "%s: validation %s has been failing since %s (longer than validation_grace %d s): %s%s " \
+            "(host status %s: %s)" % (
+                where, vid, format_rfc3339(since), grace_seconds, message,
+                "; %d more failing validation(s) in the result" % others if others else "",
+                self.status, self.status_info or "")
+
+    def _stage_text(self):
+        if not self.stage:
+            return ""
+        if self.percentage is None:
+            return " at stage %s" % self.stage
+        return " at stage %s (%s%%)" % (self.stage, self.percentage)
+
+    def _event_text(self):
+        return "; last agent event: %s" % self.last_event if self.last_event else ""
+
+    def describe(self):
+        """One line for a timeout message: where this host is."""
+        if not self.answered:
+            last = " (last attempt: %s)" % self.unreachable_reason if self.unreachable_reason else ""
+            return "%s: %s%s" % (self.name, NEVER_ANSWERED % (self.address, self.agent_port), last)
+        parts = ["%s: reached %s" % (self.name, self.phase())]
+        if self.status:
+            parts.append("status %s%s" % (self.status, self._stage_text()))
+        if self.status_info:
+            parts.append(self.status_info)
+        if self.failing:
+            parts.append("failing validations: %s" % ", ".join(sorted(self.failing)))
+        if self.unreachable_since is not None:
+            parts.append("agent not answering since %s (%s)" % (
+                format_rfc3339(self.unreachable_since), self.unreachable_reason))
+        elif self.agent_error:
+            parts.append("agent error: %s" % self.agent_error)
+        if self.last_event:
+            parts.append("last event: %s" % self.last_event)
+        return "; ".join(parts)
+
+    def result(self, until):
+        """The per-host entry of the module result."""
+        return {
+            "address": self.address,
+            "answered": self.answered,
+            "phase": self.phase(),
+            "reached": self.reached(until),
+            "status": self.status,
+            "status_info": self.status_info,
+            "stage": self.stage,
+            "percentage": self.percentage,
+            "cluster_status": self.cluster_status,
+            "failing_validations": [
+                {"id": vid, "message": failure["message"], "since": format_rfc3339(failure["since"])}
+                for vid, failure in self.failing.items()
+            ],
+            "last_event": self.last_event,
+            "timeline": list(self.timeline),
+            "unreachable_since": format_rfc3339(self.unreachable_since) if self.unreachable_since else None,
+        }
+
+
+def round_verdict(progress, polled, until, grace_seconds, now):
+    """After a poll round: ``("failed", message)``, ``("done", None)`` or ``("waiting", None)``.
+
+    Failures are judged on the hosts ``polled`` in this round; a host that reached
+    ``until`` earlier is no longer polled and keeps its result.
+    """
+    failures = [p.failure(grace_seconds, now, until) for p in polled]
+    failures = [message for message in failures if message]
+    if failures:
+        return "failed", " | ".join(failures)
+    if all(p.reached(until) for p in progress):
+        return "done", None
+    return "waiting", None
+
+
+def timeout_message(progress, until, seconds):
+    late = [p for p in progress if not p.reached(until)]
+    return "timed out after %d s waiting for %d of %d host(s) to reach %s: %s" % (
+        seconds, len(late), len(progress), until, " | ".join(p.describe() for p in late))

@@ -1,0 +1,393 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: agent_wait
+short_description: Follow the agent of every new host through validation, installation and reboot
+version_added: 0.1.0
+author:
+  - openshift_agent.day2 developers (@openshift-agent-day2)
+description:
+  - Polls the agent (assisted-service) that runs on every host booted from the day-2 ISO, all hosts concurrently,
+    and waits until every host has reached the stage named by O(until).
+  - Fails at once, not at the timeout, when a host cannot get further, with the host, its state and the agent's own
+    messages. See O(validation_grace) and the notes for the conditions.
+  - Returns per host the status, install stage and percentage, failing validations, the newest agent event and a
+    timeline of every change it saw, so that a playbook or an AWX job can show and act on where each host is.
+  - The agent API is plain HTTP on port O(agent_port) of each host
+    (C(http://<address>:8090/api/assisted-install/v2)); the agent checks the token in the C(Watcher-Authorization)
+    header. Per host and poll at most two requests are made, C(GET /clusters) (C(with_hosts=true) the first time,
+    C(GET /clusters/{id}) afterwards) and C(GET /events?infra_env_id=...).
+  - After the host writes its disk it reboots and the agent goes away. A host that was seen installing and whose
+    agent no longer answers counts as rebooted once its kubelet port O(kubelet_port) completes a TLS handshake.
+  - The Kubernetes API of the cluster is only used to read the default O(token), with the usual kubernetes.core
+    authentication options.
+notes:
+  - "Fail-fast conditions: a host in status C(error) (or at install stage C(Failed)); a host in
+    C(installing-pending-user-action) (it booted the ISO again after writing the disk: eject the virtual media or fix
+    the boot order); the agent's cluster in status C(error) or C(installing-pending-user-action); a validation that
+    has been failing for longer than O(validation_grace) on a host that has not started installing; the agent
+    rejecting the token (HTTP 401 or 403: rebuild the ISO with M(openshift_agent.day2.day2_iso) and O(openshift_agent.day2.day2_iso#module:force=true))."
+  - "Connection refused, reset or timed out are tolerated at any time: a host may still be booting, or rebooting.
+    The result records since when a host has not answered (RV(hosts.unreachable_since))."
+  - "On timeout the message gives each late host's last state; a host whose agent never answered at all is named
+    as such, with the usual causes: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, expired
+    token), or not reachable at the address and port."
+  - "The kubelet check does not verify the certificate: a new node serves a self-signed certificate until its
+    serving CSR is approved, and the handshake only shows that the installed system is up. No data is exchanged.
+    The agent API has no TLS, so this module has no TLS options of its own; O(validate_certs) and the other
+    kubernetes.core options apply to the Kubernetes API only."
+  - "Hosts are polled by up to 32 threads, one round every O(wait_sleep) seconds, so waiting for 50 hosts takes as
+    long as waiting for one. A host that has reached O(until) is no longer polled."
+  - "A guide with a troubleshooting section for each failure is in the collection's C(docs/agent-wait.md)."
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - openshift_agent.day2.attributes
+  - openshift_agent.day2.attributes.READ_ONLY
+options:
+  hosts:
+    description:
+      - The new hosts to follow.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description:
+          - The host name, as in the inventory and C(nodes-config.yaml). Used as the key of RV(hosts), and to find
+            the host in the agent's answer (C(requested_hostname) or the inventory hostname).
+        type: str
+        required: true
+      address:
+        description:
+          - The IP address (or DNS name) where the host's agent and kubelet are reachable.
+        type: str
+        required: true
+      mac_address:
+        description:
+          - A MAC address of the host. When given, the host is also recognised by it in the agent's inventory.
+        type: str
+  until:
+    description:
+      - How far every host must get.
+      - V(discovered) - the agent answers and knows its host.
+      - V(validated) - the host's validations pass (status C(known) or later).
+      - V(installing) - the installation started (C(preparing-for-installation), C(installing) and later).
+      - V(rebooted) - the disk is written and the host reboots from it - install stage C(Rebooting) or later, or status
+        C(added-to-existing-cluster), or the agent gone after installing and the kubelet port answering TLS.
+    type: str
+    choices: [discovered, validated, installing, rebooted]
+    default: rebooted
+  wait:
+    description:
+      - Whether to wait until every host reached O(until).
+      - With V(false), every host is polled once and the snapshot is returned; hosts that have not reached O(until)
+        do not fail the task, but the fail-fast conditions still do. A role can loop on it with C(until:) and show
+        progress on every iteration.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - How many seconds to wait in total before failing with each late host's state.
+    type: int
+    default: 3600
+  wait_sleep:
+    description:
+      - Seconds between the starts of two poll rounds.
+    type: int
+    default: 5
+  agent_port:
+    description:
+      - TCP port of the agent API on every host.
+    type: int
+    default: 8090
+  kubelet_port:
+    description:
+      - TCP port of the kubelet on every host, probed with a TLS handshake once the agent is gone.
+    type: int
+    default: 10250
+  request_timeout:
+    description:
+      - Seconds to wait for the answer to one request (connect and read).
+    type: int
+    default: 5
+  validation_grace:
+    description:
+      - How long a validation may keep failing before the host is failed, on a host that has not started installing.
+      - Some validations pass late on a healthy host (for example C(ntp-synced) while the clock syncs).
+      - Seconds, or a duration such as V(90s), V(10m), V(1h).
+    type: raw
+    default: 600
+  token:
+    description:
+      - The agent token (the JWT node-joiner writes into the ISO).
+      - Default is key C(agentAuthToken) of Secret C(openshift-config/agent-auth-token), read with the kubernetes.core
+        authentication options. It is the one the last ISO was built with, as long as no ISO was built since.
+    type: str
+requirements:
+  - python >= 3.9
+  - kubernetes >= 24.2.0 (only to read the default O(token))
+seealso:
+  - module: openshift_agent.day2.day2_iso
+  - name: Adding worker nodes to an on-premise cluster (oc adm node-image)
+    description: The OpenShift documentation of the day-2 workflow whose monitor this module replaces.
+    link: https://docs.openshift.com/container-platform/latest/nodes/nodes/nodes-nodes-adding-node-iso.html
+"""
+
+EXAMPLES = r"""
+- name: Wait until all new workers rebooted from disk (token read from the cluster)
+  openshift_agent.day2.agent_wait:
+    hosts:
+      - {name: extra-worker-0, address: 192.168.111.90, mac_address: "00:02:46:e3:9e:7c"}
+      - {name: extra-worker-1, address: 192.168.111.91}
+    wait_timeout: 5400
+  register: install
+
+- name: Show each host's install timeline
+  ansible.builtin.debug:
+    msg: "{{ item.key }}: {{ item.value.timeline | map(attribute='stage') | unique | join(' -> ') }}"
+  loop: "{{ install.hosts | dict2items }}"
+
+- name: Build the host list from the inventory group new_workers
+  ansible.builtin.set_fact:
+    new_hosts: "{{ new_hosts | default([]) + [{'name': item, 'address': hostvars[item].ip,
+                   'mac_address': hostvars[item].mac_address}] }}"
+  loop: "{{ groups['new_workers'] }}"
+
+- name: Wait for them, giving NTP 20 minutes to sync before a failing ntp-synced validation fails the task
+  openshift_agent.day2.agent_wait:
+    hosts: "{{ new_hosts }}"
+    validation_grace: 20m
+
+- name: Loop visibly until every host is installing, one snapshot per iteration
+  openshift_agent.day2.agent_wait:
+    hosts: "{{ new_hosts }}"
+    until: installing
+    wait: false
+  register: snapshot
+  until: snapshot.hosts.values() | selectattr('reached') | list | length == new_hosts | length
+  retries: 120
+  delay: 10
+
+- name: Use an explicit token, for example from the day2_iso result
+  openshift_agent.day2.agent_wait:
+    hosts: "{{ new_hosts }}"
+    token: "{{ agent_token }}"
+    until: validated
+"""
+
+RETURN = r"""
+hosts:
+  description: State of every host, by name.
+  returned: always
+  type: dict
+  contains:
+    address:
+      description: The address that was polled.
+      type: str
+      sample: 192.168.111.90
+    answered:
+      description: Whether the agent ever answered (even with an error).
+      type: bool
+    phase:
+      description: The furthest of the O(until) values this host reached, or C(waiting).
+      type: str
+      sample: installing
+    reached:
+      description: Whether the host reached O(until).
+      type: bool
+    status:
+      description: The agent's host C(status), null before the agent knew its host.
+      type: str
+      sample: installing-in-progress
+    status_info:
+      description: The agent's host C(status_info).
+      type: str
+      sample: Installation is in progress
+    stage:
+      description: The install stage (C(progress.current_stage)).
+      type: str
+      sample: Writing image to disk
+    percentage:
+      description: C(progress.installation_percentage).
+      type: int
+      sample: 40
+    cluster_status:
+      description: C(status) of the agent's cluster.
+      type: str
+      sample: adding-hosts
+    failing_validations:
+      description: Validations in status C(failure) at the last poll.
+      type: list
+      elements: dict
+      contains:
+        id:
+          description: Validation id.
+          type: str
+          sample: ntp-synced
+        message:
+          description: The agent's message.
+          type: str
+          sample: Host couldn't synchronize with any NTP server
+        since:
+          description: When this module first saw it failing (RFC 3339, UTC).
+          type: str
+          sample: "2025-01-20T10:04:05Z"
+    last_event:
+      description: Message of the newest agent event.
+      type: str
+      sample: "Host extra-worker-0: reached installation stage Writing image to disk: 40%"
+    timeline:
+      description:
+        - One entry each time status, stage, percentage or event changed, oldest first.
+        - C(event) is the newest agent event, or what this module saw when the agent did not answer
+          (C(the agent does not answer), C(the agent is gone and the kubelet answers TLS...)).
+      type: list
+      elements: dict
+      sample:
+        - {time: "2025-01-20T10:04:05Z", status: known, stage: null, percentage: null, event: "Host is ready"}
+        - {time: "2025-01-20T10:06:15Z", status: installing-in-progress, stage: Writing image to disk,
+           percentage: 40, event: "reached installation stage Writing image to disk: 40%"}
+    unreachable_since:
+      description: Since when the agent has not answered (RFC 3339, UTC), null while it answers.
+      type: str
+duration:
+  description: Seconds spent.
+  returned: always
+  type: float
+  sample: 1312.4
+polls:
+  description: Number of poll rounds.
+  returned: always
+  type: int
+  sample: 263
+requests:
+  description: Number of HTTP requests sent to agents plus TLS handshakes with kubelets.
+  returned: always
+  type: int
+  sample: 520
+"""
+
+import base64
+import binascii
+import copy
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, ApiReader, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import TARGETS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client import AgentWatch
+
+TOKEN_SECRET = core_target("secrets", "agent-auth-token", "openshift-config")
+
+ARGUMENT_SPEC = dict(
+    hosts=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(
+            name=dict(type="str", required=True),
+            address=dict(type="str", required=True),
+            mac_address=dict(type="str"),
+        ),
+    ),
+    until=dict(type="str", choices=list(TARGETS), default="rebooted"),
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=3600),
+    wait_sleep=dict(type="int", default=5),
+    agent_port=dict(type="int", default=8090),
+    kubelet_port=dict(type="int", default=10250),
+    request_timeout=dict(type="int", default=5),
+    validation_grace=dict(type="raw", default=600),
+    token=dict(type="str", no_log=True),
+)
+
+
+class InputError(Exception):
+    pass
+
+
+def check_inputs(params):
+    """Return the validation grace in seconds; raise InputError for what the spec cannot check."""
+    if not params["hosts"]:
+        raise InputError("hosts is empty: give at least one {name, address}")
+    names = [h["name"] for h in params["hosts"]]
+    duplicates = sorted(set(n for n in names if names.count(n) > 1))
+    if duplicates:
+        raise InputError("hosts names must be unique; repeated: %s" % ", ".join(duplicates))
+    for option in ("wait_sleep", "request_timeout"):
+        if params[option] < 1:
+            raise InputError("%s must be at least 1 second, got %s" % (option, params[option]))
+    if params["wait_timeout"] < 0:
+        raise InputError("wait_timeout cannot be negative, got %s" % params["wait_timeout"])
+    try:
+        return parse_duration(params["validation_grace"])
+    except ValueError as error:
+        raise InputError("validation_grace: %s" % error)
+
+
+def read_token(module):
+    """The agentAuthToken of Secret openshift-config/agent-auth-token (what node-joiner put in the ISO)."""
+    module.requires("kubernetes")
+    # Imported here: the client is only needed when no token was given.
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+    secret = ApiReader(get_api_client(module=module).client).get(TOKEN_SECRET)
+    if secret is None:
+        raise InputError(
+            "Secret openshift-config/agent-auth-token does not exist. node-joiner creates it when it builds the "
+            "ISO: run day2_iso first, or pass token"
+        )
+    encoded = (secret.get("data") or {}).get("agentAuthToken")
+    if not encoded:
+        raise InputError("Secret openshift-config/agent-auth-token has no key agentAuthToken; pass token")
+    try:
+        return base64.b64decode(encoded).decode("utf-8").strip()
+    except (binascii.Error, ValueError):
+        raise InputError("key agentAuthToken of Secret openshift-config/agent-auth-token is not base64 text")
+
+
+def main():
+    argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
+    argument_spec.update(ARGUMENT_SPEC)
+    # The kubernetes library is only required to read the default token (see read_token).
+    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True, check_k8s=False)
+    params = module.params
+    try:
+        grace = check_inputs(params)
+        token = params["token"] or read_token(module)
+    except (InputError, ApiAccessError, CoreException) as error:
+        module.fail_json(msg="agent_wait: %s" % error)
+    # A token read from the cluster is as secret as a given one: keep it out of every output.
+    module._module.no_log_values.add(token)
+
+    watch = AgentWatch(
+        params["hosts"],
+        token,
+        agent_port=params["agent_port"],
+        kubelet_port=params["kubelet_port"],
+        request_timeout=params["request_timeout"],
+    )
+    failure, result = watch.run(
+        params["until"],
+        wait=params["wait"],
+        wait_timeout=params["wait_timeout"],
+        wait_sleep=params["wait_sleep"],
+        grace_seconds=grace,
+    )
+    if failure:
+        module.fail_json(msg="agent_wait: %s" % failure, changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

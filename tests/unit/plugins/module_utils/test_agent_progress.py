@@ -1,0 +1,433 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Table tests of the pure agent progress logic (FACTS.md section 4).
+
+The first part builds agent JSON in the shapes of the assisted-service swagger
+(definitions cluster, host, event); test_agent_client.py serves the same JSON.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import uuid
+
+import pytest
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _agent_progress as ap
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import (
+    HostProgress,
+    Observation,
+)
+
+
+CLUSTER_ID = "5e6bb4a4-4a35-4cfb-a9a3-7f2c52d1f0a1"
+INFRA_ENV_ID = "0b1b8c6e-1c5e-4a9e-9a39-3f4b0c0d1e2f"
+
+
+def host_id(name):
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
+
+
+def validations(failing=(), passing=("has-min-cpu-cores",)):
+    """validations_info as the agent sends it: a JSON string grouped by category."""
+    info = {"hardware": [], "network": []}
+    for vid in passing:
+        info["hardware"].append({"id": vid, "status": "success", "message": "%s passed" % vid})
+    for vid, message in failing:
+        info["network"].append({"id": vid, "status": "failure", "message": message})
+    return json.dumps(info)
+
+
+def host(name="worker-0", status="discovering", stage=None, percentage=None, status_info=None,
+         failing=(), mac="52:54:00:00:00:20", hostname=None):
+    entry = {
+        "kind": "AddToExistingClusterHost",
+        "id": host_id(name),
+        "href": "/api/assisted-install/v2/infra-envs/%s/hosts/%s" % (INFRA_ENV_ID, host_id(name)),
+        "cluster_id": CLUSTER_ID,
+        "infra_env_id": INFRA_ENV_ID,
+        "status": status,
+        "status_info": status_info if status_info is not None else "Host is %s" % status,
+        "validations_info": validations(failing),
+        "inventory": json.dumps({
+            "hostname": hostname or name,
+            "interfaces": [{"name": "eth0", "mac_address": mac}],
+        }),
+        "role": "worker",
+        "progress": {},
+    }
+    if stage:
+        entry["progress"] = {"current_stage": stage, "installation_percentage": percentage,
+                             "stage_started_at": "2025-01-20T10:00:00.000Z"}
+    return entry
+
+
+def cluster(hosts, status="adding-hosts", status_info="cluster is adding hosts to existing OCP cluster"):
+    return {
+        "kind": "AddHostsCluster",
+        "id": CLUSTER_ID,
+        "href": "/api/assisted-install/v2/clusters/%s" % CLUSTER_ID,
+        "name": "lab",
+        "image_info": {},
+        "status": status,
+        "status_info": status_info,
+        "hosts": hosts,
+    }
+
+
+def event(message, when, host_name=None):
+    entry = {
+        "name": "host_status_updated",
+        "cluster_id": CLUSTER_ID,
+        "infra_env_id": INFRA_ENV_ID,
+        "severity": "info",
+        "category": "user",
+        "message": message,
+        "event_time": when,
+    }
+    if host_name:
+        entry["host_id"] = host_id(host_name)
+    return entry
+
+
+# -- pure logic --------------------------------------------------------------------------
+
+T0 = datetime.datetime(2025, 1, 20, 10, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def at(seconds):
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+def answered(host_entry, cluster_status="adding-hosts", message=None):
+    return Observation("answered", cluster=cluster([host_entry], status=cluster_status),
+                       host=host_entry, event={"message": message} if message else None)
+
+
+def progress(name="worker-0"):
+    return HostProgress(name, "127.0.111.20", 8090, "52:54:00:00:00:20")
+
+
+@pytest.mark.parametrize("status, stage, phase", [
+    (None, None, "waiting"),
+    ("discovering", None, "discovered"),
+    ("insufficient", None, "discovered"),
+    ("pending-for-input", None, "discovered"),
+    ("known", None, "validated"),
+    ("preparing-for-installation", None, "installing"),
+    ("preparing-successful", None, "installing"),
+    ("installing", "Starting installation", "installing"),
+    ("installing-in-progress", "Writing image to disk", "installing"),
+    ("installing-in-progress", "Rebooting", "rebooted"),
+    ("installing-in-progress", "Configuring", "rebooted"),
+    ("installing-in-progress", "Joined", "rebooted"),
+    ("installing-in-progress", "Done", "rebooted"),
+    ("added-to-existing-cluster", None, "rebooted"),
+    ("added-to-existing-cluster", "Done", "rebooted"),
+])
+def test_level_of_status_and_stage(status, stage, phase):
+    level = ap.level_of(status, stage)
+    assert (ap.TARGETS[level - 1] if level else "waiting") == phase
+
+
+@pytest.mark.parametrize("until, reached_from", [
+    ("discovered", "discovering"),
+    ("validated", "known"),
+    ("installing", "preparing-for-installation"),
+    ("rebooted", "added-to-existing-cluster"),
+])
+def test_until_order(until, reached_from):
+    order = ["discovering", "known", "preparing-for-installation", "added-to-existing-cluster"]
+    for status in order:
+        p = progress()
+        p.observe(answered(host(status=status)), T0)
+        assert p.reached(until) == (order.index(status) >= order.index(reached_from)), status
+
+
+def test_reached_is_kept_when_the_status_moves_back():
+    p = progress()
+    p.observe(answered(host(status="known")), at(0))
+    p.observe(answered(host(status="insufficient", failing=[("ntp-synced", "not synced")])), at(5))
+    assert p.reached("validated")
+    assert p.status == "insufficient"
+
+
+def test_agent_answering_without_the_host_is_not_discovered():
+    p = progress()
+    p.observe(Observation("answered", cluster=cluster([])), T0)
+    assert p.answered and not p.reached("discovered")
+    assert p.describe().startswith("worker-0: reached waiting")
+
+
+@pytest.mark.parametrize("clusters, name, mac, expected_host", [
+    ([cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
+     "zzz", "52:54:00:00:00:02", "b"),
+    ([cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
+     "zzz", "52:54:00:00:00:0A", None),
+    ([cluster([host("a"), host("b", mac="52:54:00:00:00:09")])], "b", None, "b"),
+    ([cluster([host("a", hostname="localhost")])], "other", None, "a"),
+    ([cluster([])], "a", None, None),
+    ([], "a", None, None),
+])
+def test_find_host(clusters, name, mac, expected_host):
+    found_cluster, found_host = ap.find_host(clusters, name, mac)
+    if expected_host is None:
+        assert found_host is None
+    else:
+        assert found_host["id"] == host_id(expected_host)
+        assert found_cluster["id"] == CLUSTER_ID
+
+
+def test_find_host_by_requested_hostname():
+    entry = host("x", hostname="localhost")
+    entry["requested_hostname"] = "worker-7"
+    pair = ap.find_host([cluster([host("y"), entry])], "worker-7")
+    assert pair[1] is entry
+
+
+def test_find_host_returns_a_cluster_listed_without_hosts():
+    bare = cluster([])
+    del bare["hosts"]
+    assert ap.find_host([bare], "a") == (bare, None)
+
+
+@pytest.mark.parametrize("info, expected", [
+    (validations([("ntp-synced", "Host couldn't synchronize with any NTP server")]),
+     {"ntp-synced": "Host couldn't synchronize with any NTP server"}),
+    (validations(), {}),
+    ('{"network": [{"id": "x", "status": "pending", "message": "m"}, {"id": "y", "status": "error"}]}', {}),
+    ("", {}),
+    (None, {}),
+    ("not json", {}),
+    ("[1, 2]", {}),
+])
+def test_failing_validations(info, expected):
+    assert ap.failing_validations(info) == expected
+
+
+def test_newest_event_by_time_skipping_other_hosts():
+    events = [
+        event("old", "2025-01-20T10:00:01Z", "worker-0"),
+        event("other host, newest", "2025-01-20T10:00:09Z", "worker-1"),
+        event("cluster level", "2025-01-20T10:00:03Z"),
+        event("newest of ours", "2025-01-20T10:00:05Z", "worker-0"),
+        event("older again", "2025-01-20T10:00:02Z", "worker-0"),
+    ]
+    assert ap.newest_event(events, host_id("worker-0"))["message"] == "newest of ours"
+    assert ap.newest_event(events)["message"] == "other host, newest"
+    assert ap.newest_event([]) is None
+
+
+def test_newest_event_tie_takes_the_later_in_the_list():
+    events = [event("first", "2025-01-20T10:00:01Z"), event("second", "2025-01-20T10:00:01Z")]
+    assert ap.newest_event(events)["message"] == "second"
+
+
+def test_timeline_appends_only_on_change_and_keeps_write_percentages():
+    p = progress()
+    steps = [
+        (host(status="discovering"), "Host discovered"),
+        (host(status="discovering"), "Host discovered"),
+        (host(status="known"), "Host is ready"),
+        (host(status="installing-in-progress", stage="Writing image to disk", percentage=20), "40%"),
+        (host(status="installing-in-progress", stage="Writing image to disk", percentage=20), "40%"),
+        (host(status="installing-in-progress", stage="Writing image to disk", percentage=60), "60%"),
+        (host(status="installing-in-progress", stage="Writing image to disk", percentage=60), "60%"),
+        (host(status="installing-in-progress", stage="Rebooting", percentage=100), "Rebooting"),
+    ]
+    for second, (entry, message) in enumerate(steps):
+        p.observe(answered(entry, message=message), at(second * 5))
+    assert [(e["status"], e["stage"], e["percentage"]) for e in p.timeline] == [
+        ("discovering", None, None),
+        ("known", None, None),
+        ("installing-in-progress", "Writing image to disk", 20),
+        ("installing-in-progress", "Writing image to disk", 60),
+        ("installing-in-progress", "Rebooting", 100),
+    ]
+    assert p.timeline[1]["time"] == "2025-01-20T10:00:10Z"
+    assert p.timeline[1]["event"] == "Host is ready"
+    assert p.reached("rebooted")
+
+
+def test_a_new_event_alone_is_a_change():
+    p = progress()
+    p.observe(answered(host(status="known"), message="a"), at(0))
+    p.observe(answered(host(status="known"), message="b"), at(5))
+    assert [e["event"] for e in p.timeline] == ["a", "b"]
+
+
+GRACE = 600
+
+
+def test_failing_validation_fails_only_after_the_grace():
+    p = progress()
+    ntp = [("ntp-synced", "Host couldn't synchronize with any NTP server")]
+    p.observe(answered(host(status="insufficient", failing=ntp)), at(0))
+    p.observe(answered(host(status="insufficient", failing=ntp)), at(599))
+    assert p.failure(GRACE, at(599)) is None
+    p.observe(answered(host(status="insufficient", failing=ntp)), at(600))
+    message = p.failure(GRACE, at(600))
+    assert "validation ntp-synced" in message
+    assert "Host couldn't synchronize with any NTP server" in message
+    assert "since 2025-01-20T10:00:00Z" in message
+    assert "worker-0" in message
+    assert p.result("rebooted")["failing_validations"] == [
+        {"id": "ntp-synced", "message": "Host couldn't synchronize with any NTP server",
+         "since": "2025-01-20T10:00:00Z"}]
+
+
+def test_a_validation_that_passes_restarts_its_grace():
+    p = progress()
+    ntp = [("ntp-synced", "not synced")]
+    p.observe(answered(host(status="insufficient", failing=ntp)), at(0))
+    p.observe(answered(host(status="insufficient")), at(300))
+    p.observe(answered(host(status="insufficient", failing=ntp)), at(500))
+    assert p.failure(GRACE, at(900)) is None
+    assert p.failure(GRACE, at(1100)) is not None
+
+
+def test_the_oldest_expired_validation_is_named_first():
+    p = progress()
+    p.observe(answered(host(status="insufficient", failing=[("ntp-synced", "ntp")])), at(0))
+    p.observe(answered(host(status="insufficient", failing=[("ntp-synced", "ntp"),
+                                                            ("has-min-memory", "mem")])), at(100))
+    message = p.failure(GRACE, at(800))
+    assert "validation ntp-synced" in message and "1 more failing validation" in message
+
+
+def test_validations_do_not_matter_once_installing_or_reached():
+    failing = [("ntp-synced", "ntp")]
+    installing = progress()
+    installing.observe(answered(host(status="installing-in-progress", stage="Installing", failing=failing)), at(0))
+    assert installing.failure(GRACE, at(5000)) is None
+    known = progress()
+    known.observe(answered(host(status="known", failing=failing)), at(0))
+    assert known.failure(GRACE, at(5000), until="validated") is None
+    assert known.failure(GRACE, at(5000), until="rebooted") is not None
+
+
+@pytest.mark.parametrize("entry, cluster_status, fragments", [
+    (host(status="error", stage="Writing image to disk", percentage=40,
+          status_info="Host failed to install because its installation stage Writing image to disk took longer"),
+     "adding-hosts",
+     ["worker-0", "failed: status error at stage Writing image to disk (40%)",
+      "installation stage Writing image to disk took longer", "last agent event: boom"]),
+    (host(status="installing-in-progress", stage="Failed", status_info="coreos-installer exited 1"),
+     "adding-hosts", ["at stage Failed", "coreos-installer exited 1"]),
+    (host(status="installing-pending-user-action", stage="Rebooting",
+          status_info="Expected the host to boot from disk, but it booted the installation image"),
+     "adding-hosts",
+     ["installing-pending-user-action", "booted the installation image", "eject the virtual media",
+      "fix the boot order"]),
+    (host(status="known"), "error", ["cluster is in status error", "cluster is adding hosts"]),
+    (host(status="installing-in-progress", stage="Rebooting"), "installing-pending-user-action",
+     ["cluster is in status installing-pending-user-action", "fix the boot order"]),
+])
+def test_fail_fast_states(entry, cluster_status, fragments):
+    p = progress()
+    p.observe(answered(entry, cluster_status=cluster_status, message="boom"), T0)
+    message = p.failure(GRACE, T0)
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_fatal_state_wins_over_a_rebooted_stage():
+    p = progress()
+    p.observe(answered(host(status="installing-pending-user-action", stage="Rebooting")), T0)
+    assert p.reached("rebooted")
+    verdict, message = ap.round_verdict([p], [p], "rebooted", GRACE, T0)
+    assert verdict == "failed" and "fix the boot order" in message
+
+
+def test_a_rejected_token_says_to_rebuild_the_iso():
+    p = progress()
+    p.observe(Observation("rejected", "HTTP 401 on GET /clusters: token expired"), T0)
+    message = p.failure(GRACE, T0)
+    assert "rejected the token (HTTP 401 on GET /clusters: token expired)" in message
+    assert "rebuild the ISO with day2_iso (force: true)" in message and "48 h" in message
+    assert p.answered
+
+
+def test_other_http_errors_are_tolerated():
+    p = progress()
+    p.observe(Observation("http_error", "HTTP 503 on GET /clusters: starting"), T0)
+    assert p.failure(GRACE, T0) is None
+    assert "agent error: HTTP 503" in p.describe()
+
+
+@pytest.mark.parametrize("before, kubelet, rebooted", [
+    ("installing-in-progress", True, True),
+    ("installing-in-progress", False, False),
+    ("installing-in-progress", None, False),
+    ("known", True, False),
+    (None, True, False),
+])
+def test_rebooted_when_the_agent_is_gone_and_the_kubelet_answers(before, kubelet, rebooted):
+    p = progress()
+    if before:
+        p.observe(answered(host(status=before, stage="Writing image to disk" if "install" in before else None,
+                                percentage=100)), at(0))
+    p.observe(Observation("unreachable", "connection refused", kubelet_tls=kubelet), at(5))
+    assert p.reached("rebooted") == rebooted
+    assert p.wants_kubelet_probe() == (before == "installing-in-progress")
+    if rebooted:
+        assert "kubelet answers TLS" in p.timeline[-1]["event"]
+
+
+def test_unreachable_since_is_kept_until_the_agent_answers_again():
+    p = progress()
+    p.observe(answered(host(status="installing-in-progress", stage="Installing")), at(0))
+    p.observe(Observation("unreachable", "connection refused"), at(5))
+    p.observe(Observation("unreachable", "no answer within 5 s"), at(10))
+    assert p.result("rebooted")["unreachable_since"] == "2025-01-20T10:00:05Z"
+    assert p.failure(GRACE, at(10)) is None
+    assert [e["event"] for e in p.timeline] == [None, "the agent does not answer"]
+    p.observe(answered(host(status="installing-in-progress", stage="Installing")), at(25))
+    assert p.result("rebooted")["unreachable_since"] is None
+    assert len(p.timeline) == 3
+
+
+def test_never_answered_is_said_explicitly():
+    p = progress()
+    p.observe(Observation("unreachable", "connection refused"), T0)
+    text = p.describe()
+    assert text.startswith("worker-0: never answered: not booted, booted a wrong ISO")
+    assert text.endswith("MAC not in the ISO, expired token) or unreachable at 127.0.111.20:8090 "
+                         "(last attempt: connection refused)")
+
+
+def test_round_verdict_and_timeout_message():
+    done, late, broken = progress("done"), progress("late"), progress("broken")
+    done.observe(answered(host("done", status="added-to-existing-cluster")), T0)
+    late.observe(answered(host("late", status="installing-in-progress", stage="Writing image to disk",
+                               percentage=40), message="Writing image to disk: 40%"), T0)
+    assert ap.round_verdict([done, late], [done, late], "rebooted", GRACE, T0) == ("waiting", None)
+    assert ap.round_verdict([done, late], [done, late], "installing", GRACE, T0) == ("done", None)
+    broken.observe(answered(host("broken", status="error")), T0)
+    assert ap.round_verdict([done, broken], [done], "discovered", GRACE, T0) == ("done", None)
+    assert ap.round_verdict([done, broken], [broken], "discovered", GRACE, T0)[0] == "failed"
+    silent = progress("silent")
+    message = ap.timeout_message([done, late, silent], "rebooted", 3600)
+    assert message.startswith("timed out after 3600 s waiting for 2 of 3 host(s) to reach rebooted: ")
+    assert "late: reached installing; status installing-in-progress at stage Writing image to disk (40%)" in message
+    assert "last event: Writing image to disk: 40%" in message
+    assert "silent: never answered" in message
+    assert "done:" not in message
+
+
+def test_result_shape():
+    p = progress()
+    p.observe(answered(host(status="known"), message="Host is ready"), T0)
+    result = p.result("validated")
+    assert result == {
+        "address": "127.0.111.20", "answered": True, "phase": "validated", "reached": True,
+        "status": "known", "status_info": "Host is known", "stage": None, "percentage": None,
+        "cluster_status": "adding-hosts", "failing_validations": [], "last_event": "Host is ready",
+        "timeline": [{"time": "2025-01-20T10:00:00Z", "status": "known", "stage": None, "percentage": None,
+                      "event": "Host is ready"}],
+        "unreachable_since": None,
+    }
