@@ -22,7 +22,10 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported
     unquote_to_bytes = urlparse = None
 
-import yaml
+try:
+    import yaml
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyYAML
+    yaml = None
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
     core_target,

@@ -111,9 +111,13 @@ class ApiReader:
         self._client = dynamic_client
         self.api_url = getattr(getattr(dynamic_client, "configuration", None), "host", "?")
         self.calls = 0
+        self.writes = 0
 
-    def request(self, method, target, body=None, **params):
+    def request(self, method, target, body=None, raw=False, **params):
+        """One API request; JSON responses are decoded, ``raw`` returns the text."""
         self.calls += 1
+        if method != "GET":
+            self.writes += 1
         try:
             response = self._client.request(method, target.path, body=body, serialize=False, **params)
         except Exception as error:  # pylint: disable=broad-except
@@ -121,16 +125,32 @@ class ApiReader:
                 raise describe_api_error(error, target, self.api_url)
             raise
         data = response.data
-        if not data:
-            return None
-        return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", "replace")
+        if raw:
+            return data
+        return json.loads(data) if data else None
 
-    def get(self, target):
+    def get(self, target, **params):
         try:
-            return self.request("GET", target)
+            return self.request("GET", target, **params)
         except ApiAccessError as error:
             if error.status == 404:
                 return None
+            raise
+
+    def create(self, target, body):
+        return self.request("POST", target, body=body)
+
+    def delete(self, target, missing_ok=True):
+        """Delete in the background (dependents are garbage-collected); True when something was deleted."""
+        try:
+            self.request("DELETE", target, body={"kind": "DeleteOptions", "apiVersion": "v1",
+                                                 "propagationPolicy": "Background"})
+            return True
+        except ApiAccessError as error:
+            if error.status == 404 and missing_ok:
+                return False
             raise
 
 
@@ -162,6 +182,13 @@ def group_path(group, version, resource, name=None, namespace=None):
     return "/".join(parts)
 
 
+def with_query(target, **query):
+    """The same target with query parameters added to its path."""
+    pairs = "&".join("%s=%s" % (key, value) for key, value in sorted(query.items()) if value is not None)
+    return Target(target.path + ("?" + pairs if pairs else ""), target.verb, target.resource, target.group,
+                  target.name, target.namespace)
+
+
 def core_target(resource, name=None, namespace=None, verb=None):
     return Target(
         core_path(resource, name, namespace),
@@ -182,3 +209,23 @@ def group_target(group, version, resource, name=None, namespace=None, verb=None)
         name,
         namespace,
     )
+
+
+def connect(module):
+    """(kubernetes.core K8SClient, ApiReader) for a module; connection problems become ApiAccessError.
+
+    Creating the client already talks to the server (version and discovery), so an unreachable
+    API or bad credentials surface here first.
+    """
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+    try:
+        client = get_api_client(module=module)
+    except Exception as error:  # pylint: disable=broad-except
+        if not _is_api_error(error):
+            raise
+        pool = getattr(error, "pool", None)
+        host = module.params.get("host") or (
+            "%s://%s:%s" % (getattr(pool, "scheme", "https"), pool.host, pool.port) if pool else "(from the kubeconfig)")
+        raise describe_api_error(error, Target("/version", "get", "version"), host)
+    return client, ApiReader(client.client)

@@ -322,10 +322,9 @@ import copy
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, ApiReader
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
     READS,
     FactsError,
@@ -352,15 +351,19 @@ def read_cluster(reader):
     return objects, unreadable
 
 
+def gather(module):
+    reader = connect(module)[1]
+    objects, unreadable = read_cluster(reader)
+    return build_facts(objects, unreadable), reader.calls
+
+
 def main():
     module = AnsibleK8SModule(argument_spec=copy.deepcopy(AUTH_ARG_SPEC), supports_check_mode=True)
     try:
-        reader = ApiReader(get_api_client(module=module).client)
-        objects, unreadable = read_cluster(reader)
-        facts = build_facts(objects, unreadable)
+        facts, calls = gather(module)
     except (ApiAccessError, FactsError, CoreException) as error:
         module.fail_json(msg="day1_facts: %s" % error)
-    module.exit_json(changed=False, ansible_facts={"day1_cluster": facts}, api_calls=reader.calls)
+    module.exit_json(changed=False, ansible_facts={"day1_cluster": facts}, api_calls=calls)
 
 
 if __name__ == "__main__":

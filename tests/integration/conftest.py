@@ -99,7 +99,9 @@ def ansible_env(**extra):
 
 def run_module(module, args, check_mode=False, env=None, verbosity=0):
     """Run one module on localhost; return (result dict, full output)."""
-    command = [str(VENV_BIN / "ansible"), "localhost", "-m", module, "-a", json.dumps(args)]
+    command = [str(VENV_BIN / "ansible"), "localhost", "-m", module]
+    if args:
+        command += ["-a", json.dumps(args)]
     if check_mode:
         command.append("--check")
     if verbosity:

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Time helpers shared by the waiting modules: durations, deadlines, RFC 3339."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import re
+import time
+
+_DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s?)?\s*$")
+
+
+def parse_duration(value):
+    """Seconds in ``value``: an int, or text like ``90``, ``90s``, ``15m``, ``24h``, ``1d12h``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("a duration cannot be negative: %r" % (value,))
+        return int(value)
+    match = _DURATION.match(str(value or ""))
+    if not match or not any(match.groups()):
+        raise ValueError("%r is not a duration; use seconds or a form like 90s, 15m, 24h, 1d12h" % (value,))
+    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def parse_rfc3339(text):
+    """Parse an RFC 3339 timestamp (``Z`` or an offset, optional fraction) into an aware datetime."""
+    if not text:
+        return None
+    match = re.match(
+        r"^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d:?\d\d)?$", text.strip()
+    )
+    if not match:
+        raise ValueError("%r is not an RFC 3339 timestamp" % (text,))
+    day, clock, fraction, offset = match.groups()
+    micro = (fraction or "0")[:6].ljust(6, "0")
+    zone = "+0000" if not offset or offset in "Zz" else offset.replace(":", "")
+    return datetime.datetime.strptime("%sT%s.%s%s" % (day, clock, micro, zone), "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+def format_rfc3339(moment):
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Deadline:
+    """A monotonic deadline; ``sleep`` never sleeps past it."""
+
+    def __init__(self, seconds, clock=time.monotonic, sleeper=time.sleep):
+        self._clock = clock
+        self._sleep = sleeper
+        self.started = clock()
+        self.seconds = seconds
+        self.expires = self.started + seconds
+
+    def remaining(self):
+        return max(0.0, self.expires - self._clock())
+
+    def expired(self):
+        return self._clock() >= self.expires
+
+    def elapsed(self):
+        return self._clock() - self.started
+
+    def sleep(self, seconds):
+        self._sleep(max(0.0, min(seconds, self.remaining())))

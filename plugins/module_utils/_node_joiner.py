@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The objects of one node-joiner run and the interpretation of what it reports.
+
+Pure: builds manifests as dicts and reads report.json / image-references
+documents. The module drives the API; this file only knows the shapes that
+``oc adm node-image create`` uses (FACTS.md §1).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "openshift_agent.day2"
+RUN_LABEL = "openshift-agent.day2/run"
+NAMESPACE_PREFIX = "openshift-node-joiner-"
+SERVICE_ACCOUNT = "node-joiner"
+CONFIGMAP = "nodes-config"
+POD = "node-joiner"
+RELEASE_POD = "release-image-references"
+ASSETS = "/assets"
+INSTALLER_IMAGES_NAMESPACES = ("openshift-config", "openshift")
+IMAGE_REFERENCES = "/release-manifests/image-references"
+NODE_JOINER_TAG = "baremetal-installer"
+
+# What node-joiner reads and writes in the cluster, as oc grants it.
+CLUSTER_ROLE_RULES = [
+    {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions", "infrastructures", "proxies",
+                                                         "imagedigestmirrorsets"], "verbs": ["get", "list"]},
+    {"apiGroups": ["operator.openshift.io"], "resources": ["imagecontentsourcepolicies"], "verbs": ["get", "list"]},
+    {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigs"], "verbs": ["get", "list"]},
+    {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["configmaps", "nodes", "pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "update"]},
+]
+
+
+def labels(run_id):
+    return {MANAGED_BY_LABEL: MANAGED_BY, RUN_LABEL: run_id}
+
+
+def namespace_manifest(run_id):
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "generateName": NAMESPACE_PREFIX,
+            "labels": labels(run_id),
+            # Let the pod land on any node, as oc does.
+            "annotations": {"openshift.io/node-selector": ""},
+        },
+    }
+
+
+def owned_by_namespace(namespace):
+    """Owner reference that makes cluster-scoped objects go with the namespace."""
+    return [{
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "name": namespace["metadata"]["name"],
+        "uid": namespace["metadata"]["uid"],
+    }]
+
+
+def service_account_manifest(namespace, run_id):
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
+    }
+
+
+def cluster_role_manifest(namespace, run_id):
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": namespace["metadata"]["name"],
+            "labels": labels(run_id),
+            "ownerReferences": owned_by_namespace(namespace),
+        },
+        "rules": CLUSTER_ROLE_RULES,
+    }
+
+
+def cluster_role_binding_manifest(namespace, run_id):
+    name = namespace["metadata"]["name"]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": labels(run_id), "ownerReferences": owned_by_namespace(namespace)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": name}],
+    }
+
+
+def config_map_manifest(namespace, run_id, nodes_config_yaml):
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIGMAP, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
+        "data": {"nodes-config.yaml": nodes_config_yaml},
+    }
+
+
+def _restricted_security_context():
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def proxy_env(proxy):
+    """Pod environment for the cluster proxy (``Proxy/cluster`` status)."""
+    env = []
+    status = (proxy or {}).get("status") or {}
+    for name, key in (("HTTP_PROXY", "httpProxy"), ("HTTPS_PROXY", "httpsProxy"), ("NO_PROXY", "noProxy")):
+        if status.get(key):
+            env.append({"name": name, "value": status[key]})
+    return env
+
+
+def node_joiner_command(pxe):
+    flag = " --pxe" if pxe else ""
+    # sleep keeps the container alive so the artifacts can be copied out.
+    return (
+        "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600"
+        % (ASSETS, ASSETS, flag, ASSETS)
+    )
+
+
+def node_joiner_pod_manifest(namespace, run_id, image, pxe, proxy):
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": POD, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
+        "spec": {
+            "serviceAccountName": SERVICE_ACCOUNT,
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": POD,
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["/bin/bash", "-c", node_joiner_command(pxe)],
+                "env": proxy_env(proxy),
+                "securityContext": _restricted_security_context(),
+                "volumeMounts": [
+                    {"name": "nodes-config", "mountPath": "/config"},
+                    {"name": "assets", "mountPath": ASSETS},
+                ],
+            }],
+            "volumes": [
+                {"name": "nodes-config", "configMap": {"name": CONFIGMAP}},
+                {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}},
+            ],
+        },
+    }
+
+
+def release_pod_manifest(namespace, run_id, release_image):
+    """A short pod that runs the release image itself and prints its image references."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": RELEASE_POD, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
+        "spec": {
+            "serviceAccountName": SERVICE_ACCOUNT,
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "release",
+                "image": release_image,
+                "command": ["/bin/sh", "-c", "cat %s" % IMAGE_REFERENCES],
+                "securityContext": _restricted_security_context(),
+            }],
+        },
+    }
+
+
+class ReportError(Exception):
+    pass
+
+
+def installer_image_from_configmap(configmap):
+    """The node-joiner image from ConfigMap installer-images, or None."""
+    text = ((configmap or {}).get("data") or {}).get("images.json")
+    if not text:
+        return None
+    try:
+        return json.loads(text).get("installer") or None
+    except (ValueError, AttributeError):
+        return None
+
+
+def node_joiner_image_from_references(text):
+    """The ``baremetal-installer`` image from a release's image-references (an ImageStream JSON)."""
+    try:
+        stream = json.loads(text)
+    except ValueError:
+        raise ReportError("the release image printed no valid image-references document")
+    for tag in (stream.get("spec") or {}).get("tags") or []:
+        if tag.get("name") == NODE_JOINER_TAG:
+            return ((tag.get("from") or {}).get("name")) or None
+    raise ReportError("the release image-references list no %r image" % NODE_JOINER_TAG)
+
+
+def parse_report(text):
+    """Return the report dict, or None while it is not written or not complete JSON yet."""
+    if not text or not text.strip():
+        return None
+    try:
+        report = json.loads(text)
+    except ValueError:
+        return None  # being written
+    return report if isinstance(report, dict) else None
+
+
+def report_finished(report):
+    return bool(report) and isinstance(report.get("result"), dict)
+
+
+def report_failed(report):
+    return report_finished(report) and int(report["result"].get("exit_code") or 0) != 0
+
+
+def summarize_stages(report):
+    """Flat list of stages and sub-stages: id, description, result."""
+    rows = []
+
+    def walk(stages, prefix):
+        for stage in stages or []:
+            rows.append({
+                "id": stage.get("id"),
+                "description": stage.get("description"),
+                "result": stage.get("result") or "running",
+                "start_time": stage.get("start_time"),
+                "end_time": stage.get("end_time"),
+            })
+            walk(stage.get("sub_stages"), prefix + "  ")
+
+    walk((report or {}).get("stages"), "")
+    return rows
+
+
+def failure_message(report):
+    result = (report or {}).get("result") or {}
+    detail = result.get("detailed_error_message") or ""
+    message = result.get("error_message") or "node-joiner failed with exit code %s" % result.get("exit_code")
+    failed_stage = None
+    for stage in summarize_stages(report):
+        if stage["result"] not in ("success", "running"):
+            failed_stage = stage
+    where = " at stage %s (%s)" % (failed_stage["id"], failed_stage["description"]) if failed_stage else ""
+    return "node-joiner failed%s: %s%s" % (where, message, (" — " + detail) if detail and detail != message else "")
+
+
+def iso_name(rpm_arch):
+    return "node.%s.iso" % rpm_arch

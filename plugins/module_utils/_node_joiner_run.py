@@ -1,0 +1,272 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Drive one node-joiner run in the cluster and copy its artifacts back, verified.
+
+The run creates a namespace (and the objects of _node_joiner) and always
+deletes it again, on failure too, unless the caller keeps it for debugging.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import re
+import tempfile
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import Deadline
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+    ApiAccessError,
+    core_target,
+    group_target,
+    with_query,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _pod_exec
+
+IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
+LOG_TAIL_LINES = 40
+_SHA256_LINE = re.compile(r"^([0-9a-f]{64})\s")
+
+
+class RunError(Exception):
+    """A run failed; carries what is known so far for the module's result."""
+
+    def __init__(self, message, stages=None, log_tail=None):
+        super(RunError, self).__init__(message)
+        self.stages = stages or []
+        self.log_tail = log_tail
+
+
+class NodeJoinerRun:
+    """One namespace, one or more pods, their artifacts; use as a context manager."""
+
+    def __init__(self, api, configuration, run_id, proxy=None, wait_sleep=5, pod_start_timeout=900,
+                 build_timeout=1800, keep_on_failure=False, sleeper=None):
+        self.api = api
+        self.configuration = configuration
+        self.run_id = run_id
+        self.proxy = proxy
+        self.wait_sleep = wait_sleep
+        self.pod_start_timeout = pod_start_timeout
+        self.build_timeout = build_timeout
+        self.keep_on_failure = keep_on_failure
+        self._sleeper = sleeper
+        self.namespace = None
+        self.cleaned_up = False
+        self.kept = False
+        self.events = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self):
+        self.namespace = self.api.create(core_target("namespaces", verb="create"), nj.namespace_manifest(self.run_id))
+        name = self.ns_name
+        self.events.append("created namespace %s" % name)
+        self.api.create(core_target("serviceaccounts", namespace=name, verb="create"),
+                        nj.service_account_manifest(self.namespace, self.run_id))
+        self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
+                        nj.cluster_role_manifest(self.namespace, self.run_id))
+        self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
+                        nj.cluster_role_binding_manifest(self.namespace, self.run_id))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and self.keep_on_failure:
+            self.kept = True
+            return False
+        self.cleanup()
+        return False
+
+    @property
+    def ns_name(self):
+        return self.namespace["metadata"]["name"] if self.namespace else None
+
+    def cleanup(self):
+        """Delete everything this run created; the namespace takes its pods and config map with it."""
+        if not self.namespace:
+            return
+        name = self.ns_name
+        # The owner references make the cluster-scoped RBAC go with the namespace; delete it
+        # explicitly too, so nothing lingers while the garbage collector catches up.
+        for target in (
+            group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", name, verb="delete"),
+            group_target("rbac.authorization.k8s.io", "v1", "clusterroles", name, verb="delete"),
+            core_target("namespaces", name, verb="delete"),
+        ):
+            try:
+                self.api.delete(target)
+            except ApiAccessError as error:
+                self.events.append("clean-up: %s" % error)
+        self.cleaned_up = True
+
+    def _sleep(self, deadline, seconds):
+        if self._sleeper:
+            self._sleeper(min(seconds, deadline.remaining()))
+        else:
+            deadline.sleep(seconds)
+
+    # --- pods ------------------------------------------------------------------------------
+
+    def pod_log_tail(self, pod, lines=LOG_TAIL_LINES):
+        try:
+            target = with_query(core_target("pods", pod + "/log", self.ns_name), tailLines=lines)
+            return self.api.request("GET", target, raw=True) or ""
+        except ApiAccessError as error:
+            return "(pod log unavailable: %s)" % error
+
+    def wait_started(self, pod, image, until_phases=("Running", "Succeeded")):
+        """Wait until the pod runs; image-pull errors are retried until the start timeout."""
+        deadline = Deadline(self.pod_start_timeout)
+        last_waiting = None
+        while True:
+            obj = self.api.get(core_target("pods", pod, self.ns_name))
+            phase = ((obj or {}).get("status") or {}).get("phase")
+            if phase in until_phases:
+                return phase
+            if phase == "Failed":
+                raise RunError("pod %s/%s failed before it started its work" % (self.ns_name, pod),
+                               log_tail=self.pod_log_tail(pod))
+            for status in ((obj or {}).get("status") or {}).get("containerStatuses") or []:
+                waiting = (status.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason"):
+                    last_waiting = waiting
+            if deadline.expired():
+                if last_waiting and last_waiting.get("reason") in IMAGE_PULL_REASONS:
+                    raise RunError(
+                        "image pull failure: pod %s/%s could not pull %s for %ss (%s: %s). Check that the image "
+                        "exists, that the cluster pull secret covers its registry, and for a disconnected cluster "
+                        "that it is mirrored (ImageDigestMirrorSet); or pass node_joiner_image."
+                        % (self.ns_name, pod, image, self.pod_start_timeout, last_waiting.get("reason"),
+                           last_waiting.get("message", "")))
+                raise RunError("pod %s/%s did not start within %ss (phase %s%s)" % (
+                    self.ns_name, pod, self.pod_start_timeout, phase,
+                    ", %s" % last_waiting.get("reason") if last_waiting else ""))
+            self._sleep(deadline, self.wait_sleep)
+
+    def exec(self, pod, container, command, timeout=120):
+        try:
+            return _pod_exec.run(self.configuration, self.ns_name, pod, container, command, timeout=timeout)
+        except _pod_exec.ExecError as error:
+            raise RunError(str(error))
+
+    # --- node-joiner image -----------------------------------------------------------------
+
+    def image_from_release(self, release_image):
+        """Run the release image once and read its image-references (no registry access needed here)."""
+        self.api.create(core_target("pods", namespace=self.ns_name, verb="create"),
+                        nj.release_pod_manifest(self.namespace, self.run_id, release_image))
+        deadline = Deadline(self.pod_start_timeout)
+        self.wait_started(nj.RELEASE_POD, release_image, until_phases=("Succeeded",))
+        text = self.pod_log_tail(nj.RELEASE_POD, lines=100000)
+        try:
+            return nj.node_joiner_image_from_references(text)
+        except nj.ReportError as error:
+            raise RunError("cannot find the node-joiner image in release %s: %s (after %.0fs)"
+                           % (release_image, error, deadline.elapsed()))
+
+    # --- the build -------------------------------------------------------------------------
+
+    def start_build(self, image, nodes_config_yaml, pxe):
+        self.api.create(core_target("configmaps", namespace=self.ns_name, verb="create"),
+                        nj.config_map_manifest(self.namespace, self.run_id, nodes_config_yaml))
+        self.api.create(core_target("pods", namespace=self.ns_name, verb="create"),
+                        nj.node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy))
+        self.wait_started(nj.POD, image, until_phases=("Running",))
+
+    def wait_report(self, exit_code_only=False):
+        """Poll the report until it has a result; return (report or None, exit code)."""
+        deadline = Deadline(self.build_timeout)
+        report = None
+        while True:
+            if not exit_code_only:
+                result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/report.json"])
+                if result.returncode == 0:
+                    report = nj.parse_report(result.stdout.decode("utf-8", "replace")) or report
+                if nj.report_finished(report):
+                    return report, int(report["result"].get("exit_code") or 0)
+            if exit_code_only:
+                result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/exit_code"])
+                text = result.stdout.decode("utf-8", "replace").strip()
+                if result.returncode == 0 and text.lstrip("-").isdigit():
+                    return report, int(text)
+            pod = self.api.get(core_target("pods", nj.POD, self.ns_name))
+            phase = ((pod or {}).get("status") or {}).get("phase")
+            if phase in ("Failed", "Succeeded"):
+                raise RunError("the node-joiner pod ended (%s) without a result" % phase,
+                               stages=nj.summarize_stages(report), log_tail=self.pod_log_tail(nj.POD))
+            if deadline.expired():
+                raise RunError("node-joiner did not finish within build_timeout (%ss)" % self.build_timeout,
+                               stages=nj.summarize_stages(report), log_tail=self.pod_log_tail(nj.POD))
+            self._sleep(deadline, self.wait_sleep)
+
+    def remote_sha256(self, path):
+        result = self.exec(nj.POD, nj.POD, ["sha256sum", path])
+        match = _SHA256_LINE.match(result.stdout.decode("utf-8", "replace"))
+        if result.returncode != 0 or not match:
+            raise RunError("cannot checksum %s in the node-joiner pod: %s" % (
+                path, result.stderr.decode("utf-8", "replace").strip() or "no sha256sum output"))
+        return match.group(1)
+
+    def list_dir(self, path):
+        result = self.exec(nj.POD, nj.POD, ["ls", path])
+        if result.returncode != 0:
+            raise RunError("cannot list %s in the node-joiner pod: %s" % (path, result.stderr.decode("utf-8", "replace").strip()))
+        return sorted(line.strip() for line in result.stdout.decode("utf-8", "replace").splitlines() if line.strip())
+
+    def fetch(self, remote_path, dest_path, finish=None, attempts=2):
+        """Copy a file out of the pod into ``dest_path`` atomically, verified by sha256.
+
+        ``finish(temp_path)`` may edit the verified copy before it is renamed into place.
+        A broken transfer or a checksum mismatch is retried once. Returns (size, sha256 of the copy
+        as received).
+        """
+        expected = self.remote_sha256(remote_path)
+        directory = os.path.dirname(os.path.abspath(dest_path))
+        problem = None
+        for attempt in range(1, attempts + 1):
+            fd, temp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(dest_path), suffix=".part", dir=directory)
+            try:
+                os.fchmod(fd, 0o600)  # the artifacts carry the pull secret and the agent token
+                with os.fdopen(fd, "wb") as out:
+                    size, digest = _pod_exec.copy_file(self.configuration, self.ns_name, nj.POD, nj.POD, remote_path,
+                                                       out, timeout=self.build_timeout)
+                    out.flush()
+                    os.fsync(out.fileno())
+                if digest != expected:
+                    problem = "checksum mismatch for %s: the pod says %s, %d bytes received hash to %s" % (
+                        remote_path, expected, size, digest)
+                    raise _Retry()
+                if finish:
+                    finish(temp_path)
+                os.replace(temp_path, dest_path)
+                return size, digest
+            except _Retry:
+                _remove(temp_path)
+            except _pod_exec.ExecError as error:
+                _remove(temp_path)
+                problem = "transfer of %s interrupted: %s" % (remote_path, error)
+            except OSError as error:
+                _remove(temp_path)
+                if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                    raise RunError("no space left to write %s in %s (%s); free space there or choose another dest. "
+                                   "Nothing partial was left." % (os.path.basename(dest_path), directory, error.strerror))
+                raise
+            except BaseException:
+                _remove(temp_path)
+                raise
+        raise RunError("%s (after %d attempts)" % (problem, attempts))
+
+
+class _Retry(Exception):
+    pass
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
