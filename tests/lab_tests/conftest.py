@@ -19,7 +19,7 @@ SESSION_EVENT_WINDOW = 300
 
 
 def labctl(*args, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([LABCTL, *args], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([LABCTL, *args], capture_output=True, text=True, timeout=60, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"labctl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
     return result

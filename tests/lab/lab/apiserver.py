@@ -35,6 +35,14 @@ def error_response(error: ApiError) -> web.Response:
     return json_response(error.status(), error.code)
 
 
+def reset_connection(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """Drop the TCP connection (a fault); aiohttp then quietly fails to write ``response``."""
+    request["reset"] = True
+    if request.transport is not None:
+        request.transport.abort()
+    return response
+
+
 # ----- middlewares ---------------------------------------------------------------------------------
 @web.middleware
 async def log_middleware(request: web.Request, handler):
@@ -47,11 +55,10 @@ async def log_middleware(request: web.Request, handler):
     except web.HTTPException as exc:
         status = exc.status
         raise
-    except ConnectionResetError:
-        status = "reset"
-        raise
     finally:
         user = request.get("identity")
+        if request.get("reset"):
+            status = "reset"
         ctx.log_request(request.method, request.path_qs, user.name if user else None, status)
 
 
@@ -76,8 +83,7 @@ async def fault_middleware(request: web.Request, handler):
     if delay:
         await asyncio.sleep(delay)
     if faults.roll("api_reset_rate"):
-        request.transport.abort()
-        raise ConnectionResetError("lab fault api_reset_rate")
+        return reset_connection(request, web.Response())
     if faults.roll("api_error_rate"):
         code = faults.random.choice((500, 503))
         reason = "InternalError" if code == 500 else "ServiceUnavailable"
@@ -393,15 +399,15 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
             remaining = deadline - (time.monotonic() - started)
             if remaining <= 0:
                 if cut and cut <= timeout:
-                    request.transport.abort()
-                    raise ConnectionResetError("lab fault watch_cut_seconds")
+                    return reset_connection(request, response)
                 break
             event = await watch.next(min(remaining, 1.0))  # re-check faults switched on mid-watch
             if watch.ended or request.transport is None or request.transport.is_closing():
                 break
             if event is not None:
                 await response.write((json.dumps(event) + "\n").encode())
-        await response.write_eof()
+        if not request.transport.is_closing():
+            await response.write_eof()
     finally:
         watch.close()
     return response
@@ -413,8 +419,6 @@ async def group_info(request: web.Request) -> web.Response:
         return error_response(_NO_RESOURCE)
     return json_response({"kind": "APIGroup", "apiVersion": "v1",
                           **_group_entry(request.match_info["group"], versions)})
-
-
 
 
 def _proto_string(field_number: int, value: bytes) -> bytes:

@@ -53,7 +53,7 @@ class Authenticator:
         if peercert:
             return identity_from_peercert(peercert)
         if authorization_header:
-            scheme, _, token = authorization_header.partition(" ")
+            scheme, _sep, token = authorization_header.partition(" ")
             identity = self.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
             if identity is None:
                 raise UNAUTHORIZED

@@ -34,7 +34,6 @@ LOG = logging.getLogger("lab")
 COMPONENTS: list = []
 
 
-
 def inventory_hosts(count: int) -> list:
     """The new workers: extra-worker-N on 127.0.111.(20+N), each with a unique locally administered MAC."""
     return [

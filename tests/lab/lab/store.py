@@ -226,7 +226,7 @@ class Store:
 
     def _generate_name(self, kind, namespace, prefix: str) -> str:
         while True:
-            name = prefix + "".join(random.choice(_NAME_CHARS) for _ in range(5))
+            name = prefix + "".join(random.choice(_NAME_CHARS) for _index in range(5))
             if (namespace if kind.namespaced else None, name) not in self._bucket(kind):
                 return name
 
