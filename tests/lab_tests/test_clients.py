@@ -96,7 +96,9 @@ def test_kubectl_1_20(lab, tmp_path):
         return result.stdout
 
     assert "v1.20" in kubectl("version", "--client", "--short")
-    assert kubectl("get", "nodes").split()[0] == "NAME" and "master-2" in kubectl("get", "nodes")
+    nodes = [line.split() for line in kubectl("get", "nodes").splitlines()]
+    assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert nodes[3][:3] == ["master-2", "Ready", "control-plane,master"] and nodes[3][4] == "v1.31.7"
     masters = kubectl("get", "nodes", "-l", "node-role.kubernetes.io/master", "-o", "name").split()
     assert masters == ["node/master-0", "node/master-1", "node/master-2"]
     assert kubectl("get", "clusterversion", "version", "-o", "jsonpath={.status.desired.version}") == "4.18.12"
@@ -106,7 +108,11 @@ def test_kubectl_1_20(lab, tmp_path):
     manifest.write_text(yaml.safe_dump(csr_body("kubectl-csr")))
     assert "created" in kubectl("create", "-f", str(manifest))
     assert "kubectl-csr" in kubectl("get", "csr")
+    header, row = (line.split() for line in kubectl("get", "csr", "kubectl-csr").splitlines())
+    assert header == ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]
+    assert row[2:] == ["kubernetes.io/kube-apiserver-client-kubelet", "system:admin", "<none>", "Pending"]
     assert "approved" in kubectl("certificate", "approve", "kubectl-csr")
+    assert kubectl("get", "csr", "kubectl-csr").splitlines()[1].split()[-1] == "Approved"
     conditions = kubectl("get", "csr", "kubectl-csr", "-o", "jsonpath={.status.conditions[0].type}")
     assert conditions == "Approved"
     approval = next(entry for entry in lab.control("GET", "/approvals") if entry["csr"] == "kubectl-csr")

@@ -193,3 +193,24 @@ def test_pod_hooks_are_called_for_created_and_cascade_deleted_pods():
         return ctx.pods.events
 
     assert asyncio.run(scenario()) == [("created", "p"), ("deleted", "p")]
+
+
+def test_table_age_and_rows():
+    from datetime import datetime, timedelta, timezone
+
+    from lab import tables
+
+    def ago(**delta) -> str:
+        return (datetime.now(timezone.utc) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    assert tables.age(ago(seconds=5)) in ("5s", "6s")
+    assert tables.age(ago(minutes=3)) == "3m"
+    assert tables.age(ago(hours=5)) == "5h"
+    assert tables.age(ago(days=2)) == "2d"
+    node = seeds.find(seeds.load_seed("default"), "Node", "master-0")
+    node["metadata"]["creationTimestamp"] = ago(minutes=1)
+    rendered = tables.table(kinds.NODE, [node], "7", None)
+    assert rendered["kind"] == "Table" and [c["name"] for c in rendered["columnDefinitions"]][:5] == \
+        ["Name", "Status", "Roles", "Age", "Version"]
+    assert rendered["rows"][0]["cells"][:3] == ["master-0", "Ready", "control-plane,master"]
+    assert rendered["rows"][0]["object"]["kind"] == "PartialObjectMetadata"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import yaml
 from aiohttp import web
 
-from . import admission, kinds
+from . import admission, kinds, tables
 from .auth import ANONYMOUS_PATHS, Attributes, allowed
 from .errors import ApiError, bad_request, forbidden, status_body
 from .patch import APPLY, apply_patch
@@ -274,7 +274,11 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
             return _list(request, ctx, target)
         if verb == "get":
             _authorize(request, target, verb, target.name)
-            return json_response(ctx.store.get(target.kind, target.namespace, target.name))
+            obj = ctx.store.get(target.kind, target.namespace, target.name)
+            if tables.wants_table(request.headers.get("Accept", "")):
+                return json_response(tables.table(target.kind, [obj], obj["metadata"]["resourceVersion"],
+                                                  request.query.get("includeObject")))
+            return json_response(obj)
         if verb == "create":
             if target.name:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -302,6 +306,8 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
 def _list(request: web.Request, ctx, target: Target) -> web.Response:
     items, rv = ctx.store.list(target.kind, target.namespace, request.query.get("labelSelector"),
                                request.query.get("fieldSelector"))
+    if tables.wants_table(request.headers.get("Accept", "")):
+        return json_response(tables.table(target.kind, items, str(rv), request.query.get("includeObject")))
     return json_response({"kind": f"{target.kind.kind}List", "apiVersion": target.kind.api_version,
                           "metadata": {"resourceVersion": str(rv)}, "items": items})
 
@@ -391,6 +397,7 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
         await response.write_eof()
         return response
     started = time.monotonic()
+    as_table = tables.wants_table(request.headers.get("Accept", ""))
     try:
         await response.prepare(request)
         while True:
@@ -405,6 +412,11 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
             if watch.ended or request.transport is None or request.transport.is_closing():
                 break
             if event is not None:
+                if as_table:
+                    # kubectl get -w: each event carries a one-row Table (the real server does the same).
+                    obj = event["object"]
+                    event = {"type": event["type"], "object": tables.table(
+                        target.kind, [obj], obj["metadata"]["resourceVersion"], query.get("includeObject"))}
                 await response.write((json.dumps(event) + "\n").encode())
         if not request.transport.is_closing():
             await response.write_eof()
