@@ -12,7 +12,7 @@ module: day1_facts
 short_description: Read what a running OpenShift cluster needs to accept day-2 worker nodes
 version_added: 0.1.0
 author:
-  - openshift_agent.day2 developers
+  - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
   - Reads the objects that C(node-joiner) (what C(oc adm node-image create) runs) reads from a running cluster
     installed with the agent-based installer, and returns them as facts in C(ansible_facts.day1_cluster).

@@ -12,7 +12,7 @@ module: day2_iso
 short_description: Build the day-2 worker ISO (or PXE files) with node-joiner in the cluster
 version_added: 0.1.0
 author:
-  - openshift_agent.day2 developers
+  - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
   - Turns inventory hosts into C(nodes-config.yaml), runs the cluster's own node-joiner in a temporary pod (what
     C(oc adm node-image create) does) and streams the resulting C(node.<arch>.iso) (or the PXE boot artifacts) back
