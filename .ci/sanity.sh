@@ -25,7 +25,7 @@ run() {
     "$@"
 }
 
-# The default sanity test "shellcheck" is skipped silently when the tool is missing.
+# Without the tool ansible-test only warns and skips the default sanity test "shellcheck".
 ensure_shellcheck() {
     command -v shellcheck >/dev/null && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
