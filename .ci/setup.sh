@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-APT_PACKAGES=(xorriso isolinux syslinux-common ignition xz-utils cpio hyperfine git)
+APT_PACKAGES=(xorriso isolinux syslinux-common ignition xz-utils cpio dosfstools shellcheck hyperfine git make)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for p in "${APT_PACKAGES[@]}"; do

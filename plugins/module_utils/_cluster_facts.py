@@ -111,7 +111,7 @@ def decode_data_url(url):
     """Return the bytes of a ``data:`` URL (base64 or percent-encoded)."""
     if not url or not url.startswith("data:"):
         return None
-    header, _, payload = url[5:].partition(",")
+    header, _comma, payload = url[5:].partition(",")
     if header.endswith(";base64"):
         return base64.b64decode(payload)
     return unquote_to_bytes(payload)

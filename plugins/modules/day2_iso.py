@@ -502,7 +502,7 @@ def argument_spec():
         ssh_key=dict(type="str", no_log=False),
         node_joiner_image=dict(type="str"),
         force=dict(type="bool", default=False),
-        min_token_validity=dict(type="str", default="24h"),
+        min_token_validity=dict(type="str", default="24h", no_log=False),
         live_kernel_arguments=dict(type="str"),
         pod_start_timeout=dict(type="int", default=900),
         build_timeout=dict(type="int", default=1800),

@@ -129,7 +129,7 @@ def test_api_calls_are_few_counted_and_read_only(labs):
 
 def test_check_mode_is_a_normal_read(labs):
     lab = labs("default")
-    normal, _ = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    normal, _output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
     lab.reset_log()
     checked, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig}, check_mode=True)
     assert checked["changed"] is False
@@ -178,7 +178,7 @@ def test_wrong_token_is_401(labs):
     lab = labs("default")
     kubeconfig = yaml.safe_load(open(lab.kubeconfig))
     args = {"host": kubeconfig["clusters"][0]["cluster"]["server"], "api_key": "not-a-token", "ca_cert": str(lab.state / "ca.crt")}
-    result, _ = run_module(MODULE, args)
+    result, _output = run_module(MODULE, args)
     assert result["failed"] is True and "401" in result["msg"]
 
 
@@ -188,7 +188,7 @@ def test_unreachable_api_says_so(tmp_path, labs):
     kubeconfig["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(kubeconfig))
-    result, _ = run_module(MODULE, {"kubeconfig": str(path)})
+    result, _output = run_module(MODULE, {"kubeconfig": str(path)})
     assert result["failed"] is True and "cannot reach the API server https://127.0.0.1:1" in result["msg"]
 
 
@@ -198,7 +198,7 @@ def test_malformed_install_config_fails_clearly(lab_factory):
     lab = lab_factory("--hosts", "0")
     api = client.CoreV1Api(config.new_client_from_config(lab.kubeconfig))
     api.patch_namespaced_config_map("cluster-config-v1", "kube-system", {"data": {"install-config": "metadata: [unclosed"}})
-    result, _ = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    result, _output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
     assert result["failed"] is True and "cluster-config-v1" in result["msg"] and "not valid YAML" in result["msg"]
 
 

@@ -38,7 +38,9 @@ def load_seed(variant: str = DEFAULT) -> list:
     objects = []
     for _name, path in sorted(seed_files(variant).items()):
         with open(path, encoding="utf-8") as handle:
-            objects.extend(doc for doc in yaml.safe_load_all(handle) if doc)
+            for doc in yaml.safe_load_all(handle):
+                # A file holding several objects is one List document (yamllint wants one document a file).
+                objects.extend(doc.get("items", []) if doc and doc.get("kind") == "List" else [doc] if doc else [])
     return sorted(objects, key=lambda obj: obj.get("kind") != "Namespace")
 
 

@@ -183,7 +183,9 @@ def test_old_version_is_unsupported():
     assert any("4.16.20 is older than 4.17" in r for r in facts["unsupported_reasons"])
 
 
-@pytest.mark.parametrize("platform, supported", [("BareMetal", True), ("None", True), ("VSphere", True), ("Nutanix", True), ("AWS", False), ("External", False)])
+@pytest.mark.parametrize("platform, supported", [
+    ("BareMetal", True), ("None", True), ("VSphere", True), ("Nutanix", True), ("AWS", False), ("External", False),
+])
 def test_platforms(platform, supported):
     objs = objects()
     objs["infrastructure"]["spec"]["platformSpec"]["type"] = platform
