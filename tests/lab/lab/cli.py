@@ -35,6 +35,10 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-port", type=int, default=0, help="API server port (default: a free port)")
     parser.add_argument("--event-window", type=int, default=2000,
                         help="watch events retained; older resourceVersions get 410 Gone")
+    parser.add_argument("--iso-size", type=int, default=8 * 1024 * 1024,
+                        help="bytes of the base ISO node-joiner builds from (built once per size, cached)")
+    parser.add_argument("--nodejoiner-stage-delay", type=float, default=0.05,
+                        help="seconds each simulated node-joiner stage takes")
 
 
 # ----- helpers -------------------------------------------------------------------------------------

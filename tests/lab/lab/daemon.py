@@ -19,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from . import auth, seeds
+from . import pods
 from .apiserver import build_app
 from .cli import add_start_options
 from .context import LabContext
@@ -32,6 +33,7 @@ LOG = logging.getLogger("lab")
 # Async callables ``setup(ctx)`` run after the seed is loaded and before the servers start; a component
 # (pods, hosts, redfish...) appends its setup here and may add ctx.control_routes, ctx.on_shutdown, pids.
 COMPONENTS: list = []
+COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
 
 
 def inventory_hosts(count: int) -> list:

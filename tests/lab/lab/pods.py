@@ -1,0 +1,433 @@
+"""Pods and their "containers": Python behaviours chosen by the container image (LAB.md item 3).
+
+Which behaviour a pod gets, from its first container's image:
+
+* the node-joiner image -- the ``installer`` image of ConfigMap ``installer-images`` (namespace
+  ``openshift-config``, then ``openshift``), or any image whose name contains ``baremetal-installer`` or
+  ``node-joiner`` -- runs ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image
+  create`` does: ``cp /config/nodes-config.yaml /assets; node-joiner add-nodes [--pxe] --dir=/assets; sleep``.
+  A temporary directory stands for the container filesystem (``/config`` is the pod's ConfigMap volume).
+  The pod stays Running ("sleeping") after the run, so the artifacts can be copied out with exec.
+* the release image (``ClusterVersion.status.desired.image``) prints ``/release-manifests/image-references``
+  (an ImageStream JSON whose ``baremetal-installer`` tag is the node-joiner image) and turns Succeeded.
+* any other image cannot be pulled: the pod stays Pending, its container waiting with ``ErrImagePull`` and
+  then ``ImagePullBackOff``.
+
+``exec`` runs commands through ``lab.shell.Container`` over a WebSocket (``v5.channel.k8s.io`` or
+``v4.channel.k8s.io``, binary frames, one channel byte first: 1 stdout, 2 stderr, 3 the exit Status),
+streaming big outputs chunk by chunk. ``log`` returns the container's output as plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import shutil
+import tempfile
+
+import yaml
+from aiohttp import web
+
+from . import iso as iso_mod
+from . import kinds
+from .errors import ApiError
+from .faults import register_fault
+from .nodejoiner import GO_TO_RPM_ARCH, NodeJoinerRun
+from .shell import Container
+from .store import now_rfc3339
+
+LOG = logging.getLogger(__name__)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ISO_CACHE = os.path.join(REPO, ".cache", "lab-iso")
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+STDOUT, STDERR, STATUS = 1, 2, 3
+NODE_JOINER_MARKERS = ("baremetal-installer", "node-joiner")
+BACKOFF_AFTER = 1.0  # seconds of ErrImagePull before the kubelet reports ImagePullBackOff
+CORRUPT_MIN_BYTES = 64 * 1024  # exec_corrupt spares small outputs (report.json, sha256sum lines)
+CONFIGMAP = kinds.by_kind("v1", "ConfigMap")
+
+
+def parse_nodejoiner_fault(value: str) -> str:
+    if value not in ("bad_host_config", "download_failure", "timeout"):
+        raise ValueError("nodejoiner is one of bad_host_config, download_failure, timeout")
+    return value
+
+
+def parse_cut(value: str) -> tuple:
+    """``N`` or ``NxK``: cut the next K (default 1) exec streams once N stdout bytes are sent."""
+    size, _, times = value.partition("x")
+    parsed = (int(size), int(times or 1))
+    if parsed[0] < 0 or parsed[1] < 1:
+        raise ValueError(f"exec_cut_after_bytes is N or NxK with N >= 0 and K >= 1, got {value}")
+    return parsed
+
+
+def parse_count(value: str) -> int:
+    count = 1 if value == "true" else int(value)
+    if count < 1:
+        raise ValueError(f"a count is 1 or more, got {value}")
+    return count
+
+
+register_fault("nodejoiner", parse_nodejoiner_fault,
+               "the next node-joiner runs fail: bad_host_config, download_failure or timeout (hangs)")
+register_fault("exec_cut_after_bytes", parse_cut,
+               "N[xK]: the next K exec streams (default 1) lose their connection after N stdout bytes")
+register_fault("exec_corrupt", parse_count,
+               "K: one byte is flipped in each of the next K exec outputs larger than 64 KiB")
+
+
+# ----- the cluster as node-joiner reads it ---------------------------------------------------------
+def _find(store, api_version, kind, name, namespace=None):
+    return store.find(kinds.by_kind(api_version, kind), namespace, name) or {}
+
+
+def installer_image(store) -> str | None:
+    for namespace in ("openshift-config", "openshift"):
+        text = ((store.find(CONFIGMAP, namespace, "installer-images") or {}).get("data") or {}).get("images.json")
+        if text:
+            try:
+                return json.loads(text).get("installer")
+            except ValueError:
+                return None
+    return None
+
+
+def release_image(store) -> str | None:
+    cv = _find(store, "config.openshift.io/v1", "ClusterVersion", "version")
+    return ((cv.get("status") or {}).get("desired") or {}).get("image")
+
+
+def cluster_facts(store) -> dict:
+    """The dict ``NodeJoinerRun`` takes, read from the seeded objects."""
+    cv = _find(store, "config.openshift.io/v1", "ClusterVersion", "version")
+    infra = _find(store, "config.openshift.io/v1", "Infrastructure", "cluster")
+    install_cm = _find(store, "v1", "ConfigMap", "cluster-config-v1", "kube-system")
+    install = yaml.safe_load((install_cm.get("data") or {}).get("install-config") or "{}") or {}
+    pull = _find(store, "v1", "Secret", "pull-secret", "openshift-config")
+    pull_json = base64.b64decode((pull.get("data") or {}).get(".dockerconfigjson") or "").decode()
+    api_url = (infra.get("status") or {}).get("apiServerURL") or ""
+    nodes, _rv = store.list(kinds.NODE)
+    arches = [n["status"]["nodeInfo"]["architecture"] for n in nodes
+              if "node-role.kubernetes.io/master" in n["metadata"].get("labels", {})]
+    idms, _rv = store.list(kinds.by_kind("config.openshift.io/v1", "ImageDigestMirrorSet"))
+    mirrors = [m for obj in idms for m in obj.get("spec", {}).get("imageDigestMirrors", [])]
+    desired = (cv.get("status") or {}).get("desired") or {}
+    return {
+        "cluster_id": cv.get("spec", {}).get("clusterID"),
+        "name": (install.get("metadata") or {}).get("name"),
+        "base_domain": install.get("baseDomain"),
+        "api_dns_name": api_url.split("//", 1)[-1].rsplit(":", 1)[0],
+        "ssh_key": install.get("sshKey"),
+        "mirrors": [{"source": m["source"], "mirrors": m.get("mirrors", [])} for m in mirrors],
+        "pull_secret_json": pull_json,
+        "version": desired.get("version"),
+        "release_image": desired.get("image"),
+        "platform": ((infra.get("spec") or {}).get("platformSpec") or {}).get("type", "None").lower(),
+        "architecture": arches[0] if arches else "amd64",
+    }
+
+
+def image_references(store) -> str:
+    """``/release-manifests/image-references`` of the release: an ImageStream listing the payload images."""
+    desired = (_find(store, "config.openshift.io/v1", "ClusterVersion", "version").get("status") or {}).get("desired") or {}
+    release = desired.get("image") or ""
+    repository = release.split("@", 1)[0].rsplit(":", 1)[0].replace("ocp-release", "ocp-v4.0-art-dev")
+    installer = installer_image(store) or repository + "@sha256:" + "b1" * 32
+    tags = [("baremetal-installer", installer), ("installer", repository + "@sha256:" + "c2" * 32),
+            ("machine-os-images", repository + "@sha256:" + "d3" * 32), ("cli", repository + "@sha256:" + "e4" * 32)]
+    stream = {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
+              "metadata": {"name": desired.get("version", ""), "creationTimestamp": None},
+              "spec": {"lookupPolicy": {"local": False},
+                       "tags": [{"name": name, "annotations": {"io.openshift.build.source-location": ""},
+                                 "from": {"kind": "DockerImage", "name": image},
+                                 "generation": None, "importPolicy": {}, "referencePolicy": {"type": ""}}
+                                for name, image in sorted(tags)]}}
+    return json.dumps(stream, indent=2) + "\n"
+
+
+# ----- one pod -------------------------------------------------------------------------------------
+class SimulatedPod:
+    """The container of one pod: its filesystem, its output and the task that plays its behaviour."""
+
+    def __init__(self, pod: dict):
+        self.namespace = pod["metadata"]["namespace"]
+        self.name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]
+        self.container = container.get("name", "")
+        self.image = container.get("image", "")
+        self.command = " ".join(container.get("command", []) + container.get("args", []))
+        self.root = tempfile.mkdtemp(prefix=f"lab-pod-{self.namespace}-{self.name}-")
+        self.shell = Container(self.root)
+        self.output = ""  # what the container printed (the log) when it is not a node-joiner run
+        self.run: NodeJoinerRun | None = None
+        self.task: asyncio.Task | None = None
+        self.pull_failure = False
+
+    def log_text(self) -> str:
+        return self.run.log_text() if self.run else self.output
+
+    def remove(self) -> None:
+        if self.task:
+            self.task.cancel()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _waiting_status(name, image, reason, message):
+    return {"name": name, "image": image, "imageID": "", "ready": False, "restartCount": 0, "started": False,
+            "state": {"waiting": {"reason": reason, "message": message}}}
+
+
+def _conditions(ready: bool, now: str) -> list:
+    state = "True" if ready else "False"
+    return [{"type": t, "status": s, "lastProbeTime": None, "lastTransitionTime": now}
+            for t, s in (("PodReadyToStartContainers", "True"), ("Initialized", "True"), ("Ready", state),
+                         ("ContainersReady", state), ("PodScheduled", "True"))]
+
+
+class PodBehaviours:
+    """``ctx.pods``: the kubelet and container runtime of the lab."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.pods: dict = {}
+        self.ip_counter = 10
+        self.iso_size = getattr(ctx.options, "iso_size", 8 * 1024 * 1024)
+        self.stage_delay = getattr(ctx.options, "nodejoiner_stage_delay", 0.0)
+
+    # --- status ---------------------------------------------------------------------------------------
+    def _set_status(self, sim: SimulatedPod, phase: str, container_status: dict, ready: bool = False) -> None:
+        pod = self.ctx.store.find(kinds.POD, sim.namespace, sim.name)
+        if pod is None:
+            return
+        now = now_rfc3339()
+        status = pod.get("status") or {}
+        status.update(phase=phase, conditions=_conditions(ready, now), containerStatuses=[container_status],
+                      hostIP="127.0.111.10", hostIPs=[{"ip": "127.0.111.10"}])
+        status.setdefault("startTime", now)
+        if phase != "Pending" and "podIP" not in status:
+            self.ip_counter += 1
+            status["podIP"] = f"10.128.2.{self.ip_counter % 250 + 2}"
+            status["podIPs"] = [{"ip": status["podIP"]}]
+        pod["status"] = status
+        pod["spec"].setdefault("nodeName", "master-0")
+        pod["metadata"].pop("resourceVersion", None)
+        self.ctx.store.update(kinds.POD, pod)
+
+    def _running(self, sim: SimulatedPod) -> None:
+        self._set_status(sim, "Running", {
+            "name": sim.container, "image": sim.image, "imageID": sim.image, "ready": True, "restartCount": 0,
+            "started": True, "containerID": "cri-o://" + os.path.basename(sim.root).replace("lab-pod-", "")[:64],
+            "state": {"running": {"startedAt": now_rfc3339()}}}, ready=True)
+
+    def _terminated(self, sim: SimulatedPod, code: int) -> None:
+        self._set_status(sim, "Succeeded" if code == 0 else "Failed", {
+            "name": sim.container, "image": sim.image, "imageID": sim.image, "ready": False, "restartCount": 0,
+            "started": False, "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                                       "startedAt": now_rfc3339(), "finishedAt": now_rfc3339()}}})
+
+    # --- hooks from the API server -------------------------------------------------------------------
+    async def on_created(self, pod: dict) -> None:
+        sim = SimulatedPod(pod)
+        self.pods[(sim.namespace, sim.name)] = sim
+        store = self.ctx.store
+        if sim.image == release_image(store):
+            behaviour = self._release
+        elif sim.image == installer_image(store) or any(m in sim.image for m in NODE_JOINER_MARKERS):
+            behaviour = self._node_joiner
+        else:
+            behaviour = self._pull_failure
+        sim.task = asyncio.get_running_loop().create_task(self._play(sim, behaviour, pod))
+
+    async def _play(self, sim, behaviour, pod) -> None:
+        try:
+            await behaviour(sim, pod)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug in a behaviour must show in the lab log, not vanish with the task
+            LOG.exception("pod %s/%s behaviour failed", sim.namespace, sim.name)
+
+    async def on_deleted(self, pod: dict) -> None:
+        sim = self.pods.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+        if sim is not None:
+            sim.remove()
+
+    async def shutdown(self) -> None:
+        for sim in list(self.pods.values()):
+            sim.remove()
+        self.pods.clear()
+
+    # --- behaviours ----------------------------------------------------------------------------------
+    async def _pull_failure(self, sim: SimulatedPod, _pod) -> None:
+        sim.pull_failure = True
+        repository, _, tag = sim.image.rpartition(":") if "@" not in sim.image else (sim.image, "", "")
+        reference = tag or sim.image.rpartition("@")[2]
+        pull_error = (f"initializing source docker://{sim.image}: reading manifest {reference} in "
+                      f"{repository or sim.image}: manifest unknown")
+        self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ErrImagePull", pull_error))
+        await asyncio.sleep(BACKOFF_AFTER)
+        self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ImagePullBackOff",
+                                                         f'Back-off pulling image "{sim.image}"'))
+
+    async def _release(self, sim: SimulatedPod, _pod) -> None:
+        references = image_references(self.ctx.store)
+        path = sim.shell.host_path("/release-manifests/image-references")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(references)
+        self._running(sim)
+        sim.output = references  # the pod command is `cat image-references`
+        await asyncio.sleep(0.2)
+        self._terminated(sim, 0)
+
+    def _mount_config(self, sim: SimulatedPod, pod: dict) -> bool:
+        """Write the pod's ConfigMap volume into /config; False if the ConfigMap is missing."""
+        for volume in pod["spec"].get("volumes", []):
+            if "configMap" not in volume:
+                continue
+            cm = self.ctx.store.find(CONFIGMAP, sim.namespace, volume["configMap"]["name"])
+            if cm is None:
+                return False
+            mounts = pod["spec"]["containers"][0].get("volumeMounts", [])
+            target = next((m["mountPath"] for m in mounts if m["name"] == volume["name"]), "/config")
+            directory = sim.shell.host_path(target)
+            os.makedirs(directory, exist_ok=True)
+            for key, value in (cm.get("data") or {}).items():
+                with open(os.path.join(directory, key), "w", encoding="utf-8") as handle:
+                    handle.write(value)
+        return True
+
+    async def _node_joiner(self, sim: SimulatedPod, pod: dict) -> None:
+        if not self._mount_config(sim, pod):
+            self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ContainerCreating", ""))
+            return
+        assets = sim.shell.host_path("/assets")
+        os.makedirs(assets, exist_ok=True)
+        source = sim.shell.host_path("/config/nodes-config.yaml")
+        if os.path.exists(source):  # `cp` fails quietly in the real pod too, node-joiner then reports it
+            shutil.copy(source, os.path.join(assets, "nodes-config.yaml"))
+        failure = self.ctx.faults.get("nodejoiner")
+        options = {"stage_delay": self.stage_delay, "bad_host_config": failure == "bad_host_config",
+                   "base_iso_download_failure": failure == "download_failure", "timeout": failure == "timeout"}
+        sim.run = NodeJoinerRun(assets, cluster_facts(self.ctx.store), self._get_secret, self._put_secret,
+                                self._base_iso, options)
+        self._running(sim)
+        await sim.run.run(pxe="--pxe" in sim.command)
+        # The pod command ends in `sleep`: the container keeps running so the files can be copied out.
+
+    def _get_secret(self, namespace, name):
+        return self.ctx.store.find(kinds.SECRET, namespace, name)
+
+    def _put_secret(self, secret):
+        if secret["metadata"].get("resourceVersion"):
+            return self.ctx.store.update(kinds.SECRET, secret)
+        return self.ctx.store.create(kinds.SECRET, secret)
+
+    def _base_iso(self, arch):
+        return iso_mod.build_base_iso(ISO_CACHE, self.iso_size, arch)
+
+    # --- exec and log --------------------------------------------------------------------------------
+    def _sim(self, namespace, name) -> SimulatedPod:
+        self.ctx.store.get(kinds.POD, namespace, name)  # 404 like the API server
+        sim = self.pods.get((namespace, name))
+        if sim is None:
+            raise ApiError(400, "BadRequest", f'pod {name} does not have a host assigned')
+        return sim
+
+    def _check_running(self, sim: SimulatedPod, request: web.Request) -> None:
+        container = request.query.get("container")
+        if container and container != sim.container:
+            raise ApiError(400, "BadRequest", f'container {container} is not valid for pod {sim.name}')
+        pod = self.ctx.store.get(kinds.POD, sim.namespace, sim.name)
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            raise ApiError(400, "BadRequest",
+                           f"cannot exec into a container in a completed pod; current phase is {phase}")
+        if phase != "Running":
+            raise ApiError(400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to start: '
+                           + ("trying and failing to pull image" if sim.pull_failure else "ContainerCreating"))
+
+    async def exec_ws(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        sim = self._sim(namespace, name)
+        self._check_running(sim, request)
+        command = request.query.getall("command", [])
+        if not command:
+            raise ApiError(400, "BadRequest", "you must specify at least 1 command")
+        ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
+        if not ws.can_prepare(request).ok:
+            raise ApiError(400, "BadRequest", "Upgrade request required")
+        await ws.prepare(request)
+        result = await asyncio.to_thread(sim.shell.execute, command)
+        if not await self._send_stdout(request, ws, result.stdout):
+            return ws
+        if result.stderr:
+            await ws.send_bytes(bytes([STDERR]) + result.stderr)
+        await ws.send_bytes(bytes([STATUS]) + json.dumps(exit_status(command, result.exit_code)).encode())
+        await ws.close()
+        return ws
+
+    def _use_fault(self, name, remaining, text):
+        """A counted fault: one use fewer, cleared after the last."""
+        if remaining <= 1:
+            self.ctx.faults.clear(name)
+        else:
+            self.ctx.faults.set(name, text)
+
+    async def _send_stdout(self, request, ws, chunks) -> bool:
+        """Send stdout on channel 1, applying the exec faults; False when the connection was cut."""
+        sent = 0
+        corrupt_pending = True
+        iterator = iter(chunks)
+        while True:
+            chunk = await asyncio.to_thread(next, iterator, None)
+            if chunk is None:
+                return True
+            cut = self.ctx.faults.get("exec_cut_after_bytes")
+            if cut and sent + len(chunk) > cut[0]:
+                if cut[0] > sent:
+                    await ws.send_bytes(bytes([STDOUT]) + chunk[:cut[0] - sent])
+                self._use_fault("exec_cut_after_bytes", cut[1], f"{cut[0]}x{cut[1] - 1}")
+                request["reset"] = True
+                request.transport.abort()
+                return False
+            corrupt = self.ctx.faults.get("exec_corrupt")
+            if corrupt and corrupt_pending and sent + len(chunk) > CORRUPT_MIN_BYTES:
+                corrupt_pending = False
+                flipped = bytearray(chunk)
+                flipped[len(flipped) // 2] ^= 0xFF
+                chunk = bytes(flipped)
+                self._use_fault("exec_corrupt", corrupt, str(corrupt - 1))
+            sent += len(chunk)
+            await ws.send_bytes(bytes([STDOUT]) + chunk)
+
+    async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        sim = self._sim(namespace, name)
+        if sim.pull_failure:
+            raise ApiError(400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to '
+                                              "start: trying and failing to pull image")
+        text = sim.log_text()
+        tail = request.query.get("tailLines")
+        if tail is not None:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
+        return web.Response(text=text, content_type="text/plain")
+
+
+def exit_status(command, code: int) -> dict:
+    """The Status the kubelet sends on channel 3 when the command ends."""
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {"metadata": {}, "status": "Failure",
+            "message": f"command terminated with non-zero exit code: error executing command {json.dumps(command)}: "
+                       f"exit status {code}",
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+
+
+async def setup(ctx) -> None:
+    behaviours = PodBehaviours(ctx)
+    ctx.pods = behaviours
+    ctx.on_shutdown.append(behaviours.shutdown)
