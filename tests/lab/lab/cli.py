@@ -35,6 +35,8 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-port", type=int, default=0, help="API server port (default: a free port)")
     parser.add_argument("--event-window", type=int, default=2000,
                         help="watch events retained; older resourceVersions get 410 Gone")
+    parser.add_argument("--csr-refile-seconds", type=float, default=3600.0,
+                        help="a kubelet files its CSR again when it is not answered within this time (default 3600)")
     parser.add_argument("--iso-size", type=int, default=8 * 1024 * 1024,
                         help="bytes of the base ISO node-joiner builds from (built once per size, cached)")
     parser.add_argument("--nodejoiner-stage-delay", type=float, default=0.05,
@@ -209,6 +211,33 @@ def _configure_state_only(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", required=True)
 
 
+def cmd_reboot_done(args) -> int:
+    """The hosts have just rebooted into the installed system: their kubelets start (lab/kubelet.py)."""
+    print(json.dumps(_control(_running_lab(args.state), "POST", "/reboot-done", {"hosts": args.hosts}), indent=2))
+    return 0
+
+
+def _configure_reboot_done(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", required=True)
+    parser.add_argument("hosts", nargs="+", metavar="HOST", help="inventory host names")
+
+
+def cmd_rogue_csr(args) -> int:
+    """File rogue CSRs (lab/rogue.py); prints the filed names, kinds and identities."""
+    body = {"kind": args.kind, "host": args.host}
+    print(json.dumps(_control(_running_lab(args.state), "POST", "/rogue-csr", body), indent=2))
+    return 0
+
+
+def _configure_rogue_csr(parser: argparse.ArgumentParser) -> None:
+    from .rogue import KINDS
+
+    parser.add_argument("--state", required=True)
+    parser.add_argument("kind", choices=["all", *KINDS], metavar="KIND",
+                        help="all, or one of: " + "; ".join(f"{name}: {text}" for name, (text, _cn) in KINDS.items()))
+    parser.add_argument("host", nargs="?", help="the inventory host to impersonate (default: the first one)")
+
+
 # name -> (help, configure(parser), handler(args))
 SUBCOMMANDS = {
     "start": ("start a lab in the background and wait until it is ready", add_start_options, None),
@@ -216,6 +245,10 @@ SUBCOMMANDS = {
     "dump": ("print objects, request log and approvals as JSON", _configure_state_only, cmd_dump),
     "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault,
               cmd_fault),
+    "reboot-done": ("these hosts have just rebooted into the installed system (their kubelets start)",
+                    _configure_reboot_done, cmd_reboot_done),
+    "rogue-csr": ("file one rogue CSR of KIND, or one of every kind with 'all'", _configure_rogue_csr,
+                  cmd_rogue_csr),
 }
 
 

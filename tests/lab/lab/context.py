@@ -41,6 +41,7 @@ class LabContext:
         self.approvals: list = []
         self.pods = None
         self.control_routes: list = []
+        self.dump_sections: dict = {}  # name -> callable returning JSON; added to dump() (e.g. kubelets)
         self.on_shutdown: list = []  # async callables run (last added first) when the lab stops
         self.pids: list = []
         self.pid_start_times: dict = {}
@@ -61,8 +62,11 @@ class LabContext:
                                  "status": status})
 
     def dump(self) -> dict:
-        return {"objects": self.store.all_objects(), "requests": list(self.request_log),
+        dump = {"objects": self.store.all_objects(), "requests": list(self.request_log),
                 "approvals": list(self.approvals), "faults": self.faults.snapshot()}
+        for name, section in self.dump_sections.items():
+            dump[name] = section()
+        return dump
 
 
 def utc_now() -> str:

@@ -19,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from . import auth, seeds
+from . import kubelet, rogue
 from . import pods
 from .apiserver import build_app
 from .cli import add_start_options
@@ -33,6 +34,8 @@ LOG = logging.getLogger("lab")
 # Async callables ``setup(ctx)`` run after the seed is loaded and before the servers start; a component
 # (pods, hosts, redfish...) appends its setup here and may add ctx.control_routes, ctx.on_shutdown, pids.
 COMPONENTS: list = []
+COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, Node, lab signer
+COMPONENTS.append(rogue.setup)  # rogue CSRs on demand (labctl rogue-csr)
 COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
 
 

@@ -1,0 +1,367 @@
+"""Simulated kubelets after a host's reboot: the client and serving CSR lifecycle (FACTS.md §5, LAB.md item 4).
+
+When a host has rebooted into the installed system (``ctx.host_rebooted(host)``, called by the simulated
+hosts or by ``labctl reboot-done``), its kubelet:
+
+1. generates its bootstrap key once (ECDSA P-256) and files the client CSR over the real HTTPS API with the
+   node-bootstrapper token, so authentication and admission set ``spec.username``/``spec.groups``;
+2. once a client CSR of it carries a certificate, authenticates with that certificate, creates its Node
+   (NotReady) and files the serving CSR with a new key, as ``system:node:<name>``;
+3. once a serving CSR of it carries a certificate, reports the Node Ready.
+
+A CSR not answered within ``--csr-refile-seconds`` is filed again, the client CSR with the same key. Each
+filing is a new object (``generateName: csr-``, the names OpenShift shows), so a late approver sees the
+duplicates a real cluster accumulates.
+
+The lab signer (the part of kube-controller-manager that signs kubelet CSRs) is here too: every approved
+CSR a simulated kubelet filed gets ``status.certificate`` from the lab CA. Other approved CSRs (rogue ones,
+tests' own) stay ``Approved`` without a certificate, so an approval the collection should not have made is
+plain in the approvals log and nobody waits on a signer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import ssl
+import time
+
+import aiohttp
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from . import auth, kinds
+from .apiserver import CTX, json_response
+from .pki import key_pem, write_private
+
+LOG = logging.getLogger(__name__)
+
+CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+SERVING_SIGNER = "kubernetes.io/kubelet-serving"
+CLIENT_USAGES = ["digital signature", "key encipherment", "client auth"]
+SERVING_USAGES = ["digital signature", "key encipherment", "server auth"]
+CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+# Seconds between two tries of a request that failed (API fault, restart): the kubelet backs off too.
+RETRY_SECONDS = 1.0
+# RPM architecture (inventory) -> Go architecture (Node nodeInfo, kubernetes.io/arch).
+GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+
+def epoch_ms(moment: float | None) -> str | None:
+    """RFC 3339 with milliseconds: the dump's filing/approval times, finer than creationTimestamp."""
+    if moment is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + f".{int(moment * 1000) % 1000:03d}Z"
+
+
+def build_csr(key, common_name: str, organizations=("system:nodes",), dns_names=(), ips=()) -> bytes:
+    """A PEM PKCS#10 request signed with ``key`` (subject O..., CN; optional SANs)."""
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attributes))
+    sans = [x509.DNSName(name) for name in dns_names] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def csr_object(request_pem: bytes, signer: str, usages) -> dict:
+    return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"generateName": "csr-"},
+            "spec": {"request": base64.b64encode(request_pem).decode(), "signerName": signer,
+                     "usages": list(usages)}}
+
+
+def key_fingerprint(key) -> str:
+    der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(der).hexdigest()
+
+
+def is_approved(csr: dict) -> bool:
+    return any(c.get("type") == "Approved" and c.get("status", "True") == "True"
+               for c in (csr.get("status") or {}).get("conditions") or [])
+
+
+class ApiClient:
+    """HTTPS to the lab's own API server as one identity: a bearer token or a client certificate."""
+
+    def __init__(self, ctx, token: str | None = None, cert_file: str | None = None, key_file: str | None = None):
+        context = ssl.create_default_context(cadata=ctx.pki.ca_pem.decode())
+        if cert_file:
+            context.load_cert_chain(cert_file, key_file)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._url = ctx.api_url
+        self._session = aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(ssl=context),
+                                              timeout=aiohttp.ClientTimeout(total=30))
+
+    async def request(self, method: str, path: str, body=None, content_type: str = "application/json") -> tuple:
+        """``(status, decoded body)``; connection failures raise aiohttp.ClientError/OSError."""
+        data = json.dumps(body) if body is not None else None
+        async with self._session.request(method, self._url + path, data=data,
+                                         headers={"Content-Type": content_type}) as response:
+            text = await response.text()
+            try:
+                return response.status, json.loads(text) if text else {}
+            except ValueError:
+                return response.status, {"message": text}
+
+    async def create_csr(self, request_pem: bytes, signer: str, usages) -> dict:
+        """POST one CSR; raises ApiRefused with the server's answer unless it was created."""
+        status, body = await self.request("POST", CSR_PATH, csr_object(request_pem, signer, usages))
+        if status != 201:
+            raise ApiRefused(status, body)
+        return body
+
+    async def close(self) -> None:
+        await self._session.close()
+
+
+class ApiRefused(Exception):
+    def __init__(self, status: int, body: dict):
+        super().__init__(f"{status}: {body.get('message', body)}")
+        self.status = status
+
+
+class Kubelets:
+    """Every simulated kubelet of the lab, the lab signer, and the approval times the benchmark reads."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.by_host: dict = {}
+        self.approved_at: dict = {}  # CSR name -> epoch seconds the Approved condition appeared
+        self.filed_names: set = set()  # CSRs the simulated kubelets filed: the ones the lab signer issues
+        self.changed = asyncio.Event()  # set on every CSR change: kubelets re-check their CSRs
+        self.bootstrap_token = ctx.auth.add_token(auth.BOOTSTRAPPER)
+        self.directory = os.path.join(ctx.state_dir, "kubelets")
+
+    def on_change(self, event_type: str, kind, obj: dict) -> None:
+        if kind is not kinds.CSR or event_type == "DELETED":
+            return
+        name = obj["metadata"]["name"]
+        if is_approved(obj):
+            self.approved_at.setdefault(name, time.time())
+            if name in self.filed_names and not (obj.get("status") or {}).get("certificate"):
+                # Not from inside the store's write: sign once this update is fully recorded.
+                asyncio.get_running_loop().call_soon(self.sign, name)
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def sign(self, name: str) -> None:
+        """The lab signer: a certificate for an approved kubelet CSR (subject and SANs from the request)."""
+        csr = self.ctx.store.find(kinds.CSR, None, name)
+        if csr is None or (csr.get("status") or {}).get("certificate") or not is_approved(csr):
+            return
+        try:
+            request_pem = base64.b64decode(csr["spec"]["request"])
+            certificate = self.ctx.pki.sign_csr(request_pem, csr["spec"].get("usages") or [])
+        except (ValueError, KeyError) as exc:
+            LOG.warning("lab signer: CSR %s cannot be signed: %s", name, exc)
+            return
+        csr["status"]["certificate"] = base64.b64encode(certificate).decode()
+        csr["metadata"].pop("resourceVersion", None)
+        self.ctx.store.update(kinds.CSR, csr)
+
+    async def host_rebooted(self, host: dict) -> dict:
+        """The host runs the installed system: start its kubelet (once; a second reboot keeps it)."""
+        kubelet = self.by_host.get(host["name"])
+        if kubelet is None:
+            kubelet = self.by_host[host["name"]] = Kubelet(self, host)
+        kubelet.reboots += 1
+        if kubelet.task is None or kubelet.task.done() and not kubelet.node_ready:
+            kubelet.task = asyncio.create_task(kubelet.run(), name=f"kubelet-{host['name']}")
+        return kubelet.state()
+
+    def state(self) -> dict:
+        return {name: kubelet.state() for name, kubelet in sorted(self.by_host.items())}
+
+    async def stop(self) -> None:
+        tasks = [k.task for k in self.by_host.values() if k.task is not None and not k.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Kubelet:
+    """One host's kubelet: bootstrap, Node registration, serving certificate, Ready."""
+
+    def __init__(self, kubelets: Kubelets, host: dict):
+        self.kubelets = kubelets
+        self.ctx = kubelets.ctx
+        self.name = host["name"].lower()
+        self.ip = host["ip"]
+        self.architecture = GO_ARCH.get(host.get("architecture"), host.get("architecture") or "amd64")
+        self.bootstrap_key = ec.generate_private_key(ec.SECP256R1())  # once: every client CSR reuses it
+        self.filed: list = []  # {"name", "signer", "filed", "key"} in filing order
+        self.reboots = 0
+        self.node_created = False
+        self.node_ready = False
+        self.error = None
+        self.task = None
+        self.pki_dir = os.path.join(kubelets.directory, self.name)
+
+    def state(self) -> dict:
+        return {
+            "name": self.name, "ip": self.ip, "reboots": self.reboots,
+            "bootstrap_key_fingerprint": key_fingerprint(self.bootstrap_key),
+            "csrs": [{"name": entry["name"], "signer": entry["signer"], "filed": epoch_ms(entry["filed"]),
+                      "approved": epoch_ms(self.kubelets.approved_at.get(entry["name"]))}
+                     for entry in self.filed],
+            "node_created": self.node_created, "node_ready": self.node_ready, "error": self.error,
+        }
+
+    async def run(self) -> None:
+        try:
+            bootstrap = ApiClient(self.ctx, token=self.kubelets.bootstrap_token)
+            try:
+                cert_pem, key = await self.obtain(bootstrap, CLIENT_SIGNER)
+            finally:
+                await bootstrap.close()
+            os.makedirs(self.pki_dir, mode=0o700, exist_ok=True)
+            cert_file = os.path.join(self.pki_dir, "kubelet-client-current.pem")
+            key_file = os.path.join(self.pki_dir, "kubelet-client.key")
+            write_private(cert_file, cert_pem)
+            write_private(key_file, key_pem(key))
+            node = ApiClient(self.ctx, cert_file=cert_file, key_file=key_file)
+            try:
+                await self.register_node(node)
+                await self.obtain(node, SERVING_SIGNER)
+                await self.report_ready(node)
+            finally:
+                await node.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # recorded for the dump; the lab goes on
+            LOG.exception("kubelet %s failed", self.name)
+            self.error = str(exc)
+
+    async def obtain(self, api: ApiClient, signer: str) -> tuple:
+        """File a CSR for ``signer`` until one of ours carries a certificate; ``(cert PEM, key)``."""
+        refile = float(self.ctx.options.csr_refile_seconds)
+        while True:
+            key = self.bootstrap_key if signer == CLIENT_SIGNER else ec.generate_private_key(ec.SECP256R1())
+            await self.file_csr(api, signer, key)
+            deadline = time.monotonic() + refile
+            while time.monotonic() < deadline:
+                issued = self.issued(signer)
+                if issued is not None:
+                    return issued
+                changed = self.kubelets.changed
+                try:
+                    await asyncio.wait_for(changed.wait(), max(0.0, deadline - time.monotonic()))
+                except asyncio.TimeoutError:
+                    pass
+            LOG.info("kubelet %s: no certificate for %s after %ss, filing again", self.name, signer, refile)
+
+    def issued(self, signer: str) -> tuple | None:
+        for entry in self.filed:
+            if entry["signer"] != signer:
+                continue
+            csr = self.ctx.store.find(kinds.CSR, None, entry["name"])
+            certificate = ((csr or {}).get("status") or {}).get("certificate")
+            if certificate:
+                return base64.b64decode(certificate), entry["key"]
+        return None
+
+    async def file_csr(self, api: ApiClient, signer: str, key) -> None:
+        if signer == CLIENT_SIGNER:
+            request_pem = build_csr(key, f"system:node:{self.name}")
+            usages = CLIENT_USAGES
+        else:
+            request_pem = build_csr(key, f"system:node:{self.name}", dns_names=[self.name], ips=[self.ip])
+            usages = SERVING_USAGES
+        created = await self.retry(f"file a {signer} CSR", lambda: api.create_csr(request_pem, signer, usages))
+        self.filed.append({"name": created["metadata"]["name"], "signer": signer, "filed": time.time(), "key": key})
+        self.kubelets.filed_names.add(created["metadata"]["name"])
+
+    async def retry(self, what: str, call):
+        """Call until the API server answers: faults (5xx, resets) must not end a kubelet."""
+        while True:
+            try:
+                return await call()
+            except (ApiRefused, aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                LOG.info("kubelet %s: cannot %s (%s); retrying", self.name, what, exc)
+                await asyncio.sleep(RETRY_SECONDS)
+
+    def node_object(self) -> dict:
+        kubelet_version = "v1.31.7"
+        for node in self.ctx.store.list(kinds.NODE)[0]:
+            kubelet_version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion") or kubelet_version
+            break
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.name, "labels": {
+                "kubernetes.io/arch": self.architecture, "kubernetes.io/hostname": self.name,
+                "kubernetes.io/os": "linux", "beta.kubernetes.io/arch": self.architecture,
+                "beta.kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": "",
+                "node.openshift.io/os_id": "rhcos"}},
+            "spec": {},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.name}],
+                "nodeInfo": {"architecture": self.architecture, "operatingSystem": "linux",
+                             "kubeletVersion": kubelet_version, "osImage": "Red Hat Enterprise Linux CoreOS"},
+                "conditions": [self.ready_condition(False)],
+            },
+        }
+
+    def ready_condition(self, ready: bool) -> dict:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {"type": "Ready", "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "KubeletNotReady",
+                "message": "kubelet is posting ready status" if ready else "no serving certificate yet",
+                "lastHeartbeatTime": now, "lastTransitionTime": now}
+
+    async def register_node(self, api: ApiClient) -> None:
+        async def create():
+            status, body = await api.request("POST", "/api/v1/nodes", self.node_object())
+            if status not in (201, 409):  # 409: a Node of this name exists; the kubelet carries on with it
+                raise ApiRefused(status, body)
+        await self.retry("create its Node", create)
+        self.node_created = True
+
+    async def report_ready(self, api: ApiClient) -> None:
+        async def patch():
+            status, body = await api.request("PATCH", f"/api/v1/nodes/{self.name}/status",
+                                             {"status": {"conditions": [self.ready_condition(True)]}},
+                                             "application/merge-patch+json")
+            if status != 200:
+                raise ApiRefused(status, body)
+        await self.retry("report Ready", patch)
+        self.node_ready = True
+
+
+# ----- control API and component -------------------------------------------------------------------
+async def reboot_done(request: web.Request) -> web.Response:
+    """Body ``{"hosts": [NAME, ...]}``: these hosts have just rebooted into the installed system."""
+    ctx = request.app[CTX]
+    try:
+        names = list(json.loads(await request.read() or b"{}")["hosts"])
+    except (ValueError, KeyError, TypeError):
+        return json_response({"error": 'the body must be {"hosts": [NAME, ...]}'}, 400)
+    by_name = {host["name"]: host for host in ctx.hosts}
+    unknown = [name for name in names if name not in by_name]
+    if unknown or not names:
+        return json_response({"error": f"not inventory hosts: {unknown}; known: {sorted(by_name)}"}, 400)
+    return json_response({name: await ctx.host_rebooted(by_name[name]) for name in names})
+
+
+async def kubelet_state(request: web.Request) -> web.Response:
+    return json_response(request.app[CTX].kubelets.state())
+
+
+async def setup(ctx) -> None:
+    kubelets = Kubelets(ctx)
+    ctx.kubelets = kubelets
+    ctx.host_rebooted = kubelets.host_rebooted
+    ctx.store.add_listener(kubelets.on_change)
+    ctx.dump_sections["kubelets"] = kubelets.state
+    ctx.control_routes.append(("POST", "/reboot-done", reboot_done))
+    ctx.control_routes.append(("GET", "/kubelets", kubelet_state))
+    ctx.on_shutdown.append(kubelets.stop)
