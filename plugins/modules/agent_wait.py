@@ -283,7 +283,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, ApiReader, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect, core_target
 from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import TARGETS
 from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client import AgentWatch
 
@@ -338,10 +338,8 @@ def check_inputs(params):
 def read_token(module):
     """The agentAuthToken of Secret openshift-config/agent-auth-token (what node-joiner put in the ISO)."""
     module.requires("kubernetes")
-    # Imported here: the client is only needed when no token was given.
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-
-    secret = ApiReader(get_api_client(module=module).client).get(TOKEN_SECRET)
+    # connect() turns an unreachable API server or rejected credentials into a clear ApiAccessError.
+    secret = connect(module)[1].get(TOKEN_SECRET)
     if secret is None:
         raise InputError(
             "Secret openshift-config/agent-auth-token does not exist. node-joiner creates it when it builds the "

@@ -35,6 +35,14 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-port", type=int, default=0, help="API server port (default: a free port)")
     parser.add_argument("--event-window", type=int, default=2000,
                         help="watch events retained; older resourceVersions get 410 Gone")
+    parser.add_argument("--install-seconds", type=float, default=8.0,
+                        help="how long a booted host takes from discovering to its reboot (default 8)")
+    parser.add_argument("--agent-port", type=int, default=8090,
+                        help="agent API port on every host address (default 8090; 0: a free port, in lab.json)")
+    parser.add_argument("--kubelet-port", type=int, default=10250,
+                        help="kubelet TLS port of every host after its reboot (default 10250; 0: a free port)")
+    parser.add_argument("--redfish", action="store_true",
+                        help="also start sushy-emulator as every host's BMC; hosts boot from its virtual media")
     parser.add_argument("--csr-refile-seconds", type=float, default=3600.0,
                         help="a kubelet files its CSR again when it is not answered within this time (default 3600)")
     parser.add_argument("--iso-size", type=int, default=8 * 1024 * 1024,
@@ -238,6 +246,36 @@ def _configure_rogue_csr(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("host", nargs="?", help="the inventory host to impersonate (default: the first one)")
 
 
+def cmd_boot(args) -> int:
+    """Boot hosts from an ISO, as a person at the console would (lab/hosts.py)."""
+    body = {"iso": os.path.abspath(args.iso), "hosts": args.hosts}
+    print(json.dumps(_control(_running_lab(args.state), "POST", "/hosts/boot", body), indent=2))
+    return 0
+
+
+def _configure_boot(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--iso", required=True, help="the add-nodes ISO to boot")
+    parser.add_argument("hosts", nargs="+", metavar="HOST", help="inventory host names")
+
+
+def cmd_build_iso(args) -> int:
+    """An add-nodes ISO from the lab's own node-joiner for the lab inventory (tests, benchmark)."""
+    body = {"out": os.path.abspath(args.out), "hosts": args.hosts, "cluster_id": args.cluster_id,
+            "expired_token": args.expired_token}
+    result = _control(_running_lab(args.state), "POST", "/build-iso", body)
+    print(json.dumps({"iso": result["iso"]}, indent=2))  # the token stays out of the output
+    return 0
+
+
+def _configure_build_iso(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--out", required=True, help="path of the ISO to write")
+    parser.add_argument("--cluster-id", help="write this cluster ID instead of the lab's (a foreign ISO)")
+    parser.add_argument("--expired-token", action="store_true", help="embed an expired token")
+    parser.add_argument("hosts", nargs="*", metavar="HOST", help="inventory hosts in the ISO (default all)")
+
+
 # name -> (help, configure(parser), handler(args))
 SUBCOMMANDS = {
     "start": ("start a lab in the background and wait until it is ready", add_start_options, None),
@@ -245,6 +283,9 @@ SUBCOMMANDS = {
     "dump": ("print objects, request log and approvals as JSON", _configure_state_only, cmd_dump),
     "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault,
               cmd_fault),
+    "boot": ("boot hosts from an ISO (a person at the console)", _configure_boot, cmd_boot),
+    "build-iso": ("write an add-nodes ISO for the lab inventory with the lab's node-joiner", _configure_build_iso,
+                  cmd_build_iso),
     "reboot-done": ("these hosts have just rebooted into the installed system (their kubelets start)",
                     _configure_reboot_done, cmd_reboot_done),
     "rogue-csr": ("file one rogue CSR of KIND, or one of every kind with 'all'", _configure_rogue_csr,

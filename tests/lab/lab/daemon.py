@@ -19,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from . import auth, seeds
+from . import hosts, redfish
 from . import kubelet, rogue
 from . import pods
 from .apiserver import build_app
@@ -34,6 +35,8 @@ LOG = logging.getLogger("lab")
 # Async callables ``setup(ctx)`` run after the seed is loaded and before the servers start; a component
 # (pods, hosts, redfish...) appends its setup here and may add ctx.control_routes, ctx.on_shutdown, pids.
 COMPONENTS: list = []
+COMPONENTS.append(hosts.setup)  # the simulated new hosts: boot, agent API, reboot (labctl boot)
+COMPONENTS.append(redfish.setup)  # sushy-emulator BMCs that boot the hosts (labctl start --redfish)
 COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, Node, lab signer
 COMPONENTS.append(rogue.setup)  # rogue CSRs on demand (labctl rogue-csr)
 COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
@@ -92,6 +95,7 @@ def write_state_files(ctx, tokens: dict) -> None:
     lab = {"api_url": ctx.api_url, "control_url": ctx.control_url, "pids": ctx.pids,
            "pid_start_times": ctx.pid_start_times, "variant": ctx.variant, "hosts": ctx.hosts,
            "state_dir": directory}
+    lab.update(getattr(ctx, "lab_json", {}))  # sections components add (agent ports, redfish)
     atomic_write(os.path.join(directory, "lab.json"), json.dumps(lab, indent=2).encode())
 
 
