@@ -1,11 +1,40 @@
 #!/usr/bin/env bash
-# Start the lab, run the cluster summary playbook against it, stop the lab (also on failure).
+# The demo: start the lab (a simulated cluster and 3 new hosts), print the cluster summary, then run the real
+# playbooks/add_workers.yml against it. A background "person at the console" boots each host from the ISO as
+# soon as the playbook has written it (the boot role's manual method). The lab is stopped at the end, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${DEMO_STATE:-$PWD/.cache/demo}
 VARIANT=${DEMO_VARIANT:-default}
-rm -rf "$STATE"
-tests/lab/labctl start --state "$STATE" --variant "$VARIANT"
-trap 'tests/lab/labctl stop --state "$STATE"' EXIT
+HOSTS=${DEMO_HOSTS:-3}
 export PATH=$PWD/.venv/bin:$PATH
-ansible-playbook playbooks/cluster_summary.yml -i "$STATE/inventory.yml" -e "kubeconfig=$STATE/kubeconfig"
+
+tests/lab/labctl stop --state "$STATE" >/dev/null 2>&1 || true
+rm -rf "$STATE"
+tests/lab/labctl start --state "$STATE" --variant "$VARIANT" --hosts "$HOSTS" --install-seconds "${DEMO_INSTALL_SECONDS:-15}" >/dev/null
+console_pid=""
+cleanup() {
+    [ -n "$console_pid" ] && kill "$console_pid" 2>/dev/null || true
+    tests/lab/labctl stop --state "$STATE"
+}
+trap cleanup EXIT
+echo "demo: lab running (state $STATE); API $(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_url"])' "$STATE/lab.json")"
+
+ansible-playbook playbooks/cluster_summary.yml -e "kubeconfig=$STATE/kubeconfig"
+
+# The person at the console: boots every host once the ISO is complete (its sidecar is written last).
+(
+    for _ in $(seq 1 600); do
+        [ -f "$STATE/work/node.x86_64.iso.json" ] && break
+        sleep 0.5
+    done
+    hosts=$(python -c 'import json,sys; print(" ".join(h["name"] for h in json.load(open(sys.argv[1]))["hosts"]))' "$STATE/lab.json")
+    echo "demo console: booting $hosts from $STATE/work/node.x86_64.iso"
+    # shellcheck disable=SC2086
+    tests/lab/labctl boot --state "$STATE" --iso "$STATE/work/node.x86_64.iso" $hosts >/dev/null
+) &
+console_pid=$!
+
+ansible-playbook playbooks/add_workers.yml -i "$STATE/inventory.yml" \
+    -e "day2_workdir=$STATE/work" -e day2_allow_loopback=true \
+    -e node_image_wait_sleep=1 -e join_agent_wait_sleep=2 -e join_csr_wait_sleep=2
