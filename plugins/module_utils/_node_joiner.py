@@ -231,22 +231,35 @@ def report_failed(report):
     return report_finished(report) and int(report["result"].get("exit_code") or 0) != 0
 
 
-def summarize_stages(report):
-    """Flat list of stages and sub-stages: id, description, result."""
-    rows = []
+ZERO_TIME = "0001-01-01T00:00:00Z"  # Go's zero time: a stage that has not ended
 
-    def walk(stages, prefix):
-        for stage in stages or []:
-            rows.append({
+
+def summarize_stages(report):
+    """Flat list of stages and sub-stages: id, description, status (done, running, failed), times, result.
+
+    ``result`` is the stage's own detail (node-joiner sets it on a few stages) and is kept when present.
+    When the report failed, the last stage and its last sub-stage are the ones that failed.
+    """
+    rows = []
+    failed = report_failed(report)
+
+    def walk(stages, last_of_parent):
+        for index, stage in enumerate(stages or []):
+            last = last_of_parent and index == len(stages) - 1
+            ended = stage.get("end_time") not in (None, "", ZERO_TIME)
+            row = {
                 "id": stage.get("id"),
                 "description": stage.get("description"),
-                "result": stage.get("result") or "running",
+                "status": "failed" if failed and last else ("done" if ended else "running"),
                 "start_time": stage.get("start_time"),
-                "end_time": stage.get("end_time"),
-            })
-            walk(stage.get("sub_stages"), prefix + "  ")
+                "end_time": stage.get("end_time") if ended else None,
+            }
+            if stage.get("result"):
+                row["result"] = stage["result"]
+            rows.append(row)
+            walk(stage.get("sub_stages"), last)
 
-    walk((report or {}).get("stages"), "")
+    walk((report or {}).get("stages"), True)
     return rows
 
 
@@ -254,12 +267,19 @@ def failure_message(report):
     result = (report or {}).get("result") or {}
     detail = result.get("detailed_error_message") or ""
     message = result.get("error_message") or "node-joiner failed with exit code %s" % result.get("exit_code")
-    failed_stage = None
-    for stage in summarize_stages(report):
-        if stage["result"] not in ("success", "running"):
-            failed_stage = stage
-    where = " at stage %s (%s)" % (failed_stage["id"], failed_stage["description"]) if failed_stage else ""
-    return "node-joiner failed%s: %s%s" % (where, message, (" — " + detail) if detail and detail != message else "")
+    failed = [stage for stage in summarize_stages(report) if stage["status"] == "failed"]
+    where = " at stage %s (%s)" % (failed[-1]["id"], failed[-1]["description"]) if failed else ""
+    return "node-joiner failed%s: %s%s" % (where, message, (" (%s)" % detail) if detail and detail != message else "")
+
+
+def describe_failure(message, stages, log_tail):
+    """One message with what went wrong, the report stages so far and the tail of the pod log."""
+    lines = [message]
+    if stages:
+        lines.append("node-joiner stages: " + ", ".join("%s %s" % (s["id"], s["status"]) for s in stages))
+    if log_tail and log_tail.strip():
+        lines.append("node-joiner pod log (last lines):\n" + log_tail.rstrip())
+    return "\n".join(lines)
 
 
 def iso_name(rpm_arch):

@@ -15,6 +15,7 @@ __metaclass__ = type
 import errno
 import os
 import re
+import sys
 import tempfile
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
@@ -64,6 +65,15 @@ class NodeJoinerRun:
 
     def __enter__(self):
         self.namespace = self.api.create(core_target("namespaces", verb="create"), nj.namespace_manifest(self.run_id))
+        try:
+            self._create_rbac()
+        except BaseException:
+            # __exit__ does not run when __enter__ fails: clean up the namespace here.
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _create_rbac(self):
         name = self.ns_name
         self.events.append("created namespace %s" % name)
         self.api.create(core_target("serviceaccounts", namespace=name, verb="create"),
@@ -72,7 +82,6 @@ class NodeJoinerRun:
                         nj.cluster_role_manifest(self.namespace, self.run_id))
         self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
                         nj.cluster_role_binding_manifest(self.namespace, self.run_id))
-        return self
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None and self.keep_on_failure:

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import json
 import time
 
 try:
@@ -46,10 +47,16 @@ def exec_url(configuration, namespace, pod, container, command):
 
 
 def _headers(configuration):
+    """The credential headers the REST calls send (the bearer token; client certificates go in TLS).
+
+    Read through auth_settings() because the key of the token differs between kubernetes client
+    versions ("authorization" or "BearerToken").
+    """
     headers = {}
-    token = configuration.get_api_key_with_prefix("authorization") if hasattr(configuration, "get_api_key_with_prefix") else None
-    if token:
-        headers["authorization"] = token
+    settings = configuration.auth_settings() if hasattr(configuration, "auth_settings") else {}
+    for setting in settings.values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
     return headers
 
 
@@ -61,46 +68,66 @@ def _returncode(client):
         return None
 
 
+def _handshake_problem(error):
+    """The API server's Status message of a refused exec upgrade (403, 404...), else the error text."""
+    status = getattr(error, "status_code", None)
+    body = getattr(error, "resp_body", None)
+    if status and body:
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        if message:
+            hint = ": the identity needs 'create' on pods/exec" if status == 403 else ""
+            return "HTTP %s: %s%s" % (status, message, hint)
+    return str(error)
+
+
+def _receive(client):
+    """Wait up to a second for frames; return (stdout bytes, stderr bytes) that arrived."""
+    client.update(timeout=1)
+    out = client.read_stdout() if client.peek_stdout() else b""
+    err = client.read_stderr() if client.peek_stderr() else b""
+    return out, err
+
+
 def run_streaming(configuration, namespace, pod, container, command, sink, timeout=600, idle_timeout=120):
     """Run ``command``; feed stdout chunks to ``sink``; return (returncode, stderr bytes).
 
     Raises ExecError when the connection fails or breaks before the command's
-    exit status arrives.
+    exit status arrives. Errors of ``sink`` (a full disk) propagate unchanged.
     """
     if ws_client is None:
         raise ExecError("the kubernetes Python library (kubernetes.stream) is required")
+    described = "exec %s in pod %s/%s" % (" ".join(command), namespace, pod)
     try:
         client = ws_client.WSClient(configuration, exec_url(configuration, namespace, pod, container, command),
                                     _headers(configuration), capture_all=False, binary=True)
     except Exception as error:  # pylint: disable=broad-except
-        raise ExecError("cannot open exec into pod %s/%s: %s" % (namespace, pod, error))
+        raise ExecError("cannot open exec into pod %s/%s: %s" % (namespace, pod, _handshake_problem(error)))
     deadline = time.monotonic() + timeout
     idle_since = time.monotonic()
     stderr = bytearray()
     try:
-        while client.is_open():
+        while True:
             if time.monotonic() > deadline:
-                raise ExecError("exec %s in pod %s/%s did not finish within %ss" % (" ".join(command), namespace, pod, timeout))
+                raise ExecError("%s did not finish within %ss" % (described, timeout))
             try:
-                client.update(timeout=1)
+                still_open = client.is_open()
+                # After the close, one more pass drains what arrived with it.
+                out, err = _receive(client)
             except Exception as error:  # pylint: disable=broad-except
-                raise ExecError("exec %s in pod %s/%s was interrupted: %s" % (" ".join(command), namespace, pod, error))
-            got = False
-            if client.peek_stdout():
-                sink(client.read_stdout())
-                got = True
-            if client.peek_stderr():
-                stderr.extend(client.read_stderr())
-                got = True
-            if got:
+                # websocket-client raises its own and socket/SSL errors when the connection breaks.
+                raise ExecError("%s was interrupted: %s" % (described, error))
+            if out:
+                sink(out)  # outside the try: a write error of the sink is not a broken connection
+            stderr.extend(err)
+            if out or err:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > idle_timeout:
-                raise ExecError("exec %s in pod %s/%s sent nothing for %ss" % (" ".join(command), namespace, pod, idle_timeout))
-        # Drain what arrived with the close.
-        if client.peek_stdout():
-            sink(client.read_stdout())
-        if client.peek_stderr():
-            stderr.extend(client.read_stderr())
+                raise ExecError("%s sent nothing for %ss" % (described, idle_timeout))
+            if not still_open:
+                break
         code = _returncode(client)
     finally:
         try:
@@ -108,7 +135,7 @@ def run_streaming(configuration, namespace, pod, container, command, sink, timeo
         except Exception:  # pylint: disable=broad-except
             pass
     if code is None:
-        raise ExecError("exec %s in pod %s/%s ended without an exit status (connection cut)" % (" ".join(command), namespace, pod))
+        raise ExecError("%s ended without an exit status (connection cut)" % described)
     return code, bytes(stderr)
 
 

@@ -194,7 +194,10 @@ artifacts:
       description: The ISO's live kernel arguments (ISO only).
       type: str
     stages:
-      description: The node-joiner report stages of this build (C(id), C(description), C(result)).
+      description:
+        - The node-joiner report stages of this build, sub-stages included (C(id), C(description), C(status) one of
+          C(done), C(running), C(failed), C(start_time), C(end_time), and C(result) when node-joiner set one).
+        - Empty on 4.17 clusters, whose node-joiner writes no report.
       type: list
       elements: dict
 nodes_configs:
@@ -211,7 +214,7 @@ namespace:
   returned: when a build ran
   type: str
 stages:
-  description: On failure, the node-joiner report stages so far.
+  description: On failure, the node-joiner report stages so far (same shape as in RV(artifacts)).
   returned: failure
   type: list
   elements: dict
@@ -583,10 +586,12 @@ def run_module(module):
                 artifact["reason"] = plan["reason"]
                 result["artifacts"].append(artifact)
         except RunError as error:
-            raise Day2IsoError(
-                "%s%s" % (error, cleanup_note(run)), stages=error.stages, log_tail=error.log_tail, namespace=run.ns_name)
+            raise Day2IsoError(nj.describe_failure("%s%s" % (error, cleanup_note(run)), error.stages, error.log_tail),
+                               stages=error.stages, log_tail=error.log_tail, namespace=run.ns_name)
         except Day2IsoError as error:
             raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name, **error.extra)
+        except (ApiAccessError, IsoError) as error:
+            raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name)
     result["duration"] = round(time.monotonic() - started, 3)
     return result
 

@@ -3,8 +3,8 @@
 Which behaviour a pod gets, from its first container's image:
 
 * the node-joiner image -- the ``installer`` image of ConfigMap ``installer-images`` (namespace
-  ``openshift-config``, then ``openshift``), or any image whose name contains ``baremetal-installer`` or
-  ``node-joiner`` -- runs ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image
+  ``openshift-config``, then ``openshift``; the seeded one counts even after a test deleted the ConfigMap), or
+  any image whose name contains ``baremetal-installer`` or ``node-joiner`` -- runs ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image
   create`` does: ``cp /config/nodes-config.yaml /assets; node-joiner add-nodes [--pxe] --dir=/assets; sleep``.
   A temporary directory stands for the container filesystem (``/config`` is the pod's ConfigMap volume).
   The pod stays Running ("sleeping") after the run, so the artifacts can be copied out with exec.
@@ -32,7 +32,7 @@ import yaml
 from aiohttp import web
 
 from . import iso as iso_mod
-from . import kinds
+from . import kinds, seeds
 from .errors import ApiError
 from .faults import register_fault
 from .nodejoiner import GO_TO_RPM_ARCH, NodeJoinerRun
@@ -85,14 +85,28 @@ def _find(store, api_version, kind, name, namespace=None):
     return store.find(kinds.by_kind(api_version, kind), namespace, name) or {}
 
 
+def _installer_of(configmap) -> str | None:
+    text = ((configmap or {}).get("data") or {}).get("images.json")
+    try:
+        return json.loads(text).get("installer") if text else None
+    except ValueError:
+        return None
+
+
 def installer_image(store) -> str | None:
+    """The ``installer`` image of ConfigMap installer-images as the cluster serves it now."""
     for namespace in ("openshift-config", "openshift"):
-        text = ((store.find(CONFIGMAP, namespace, "installer-images") or {}).get("data") or {}).get("images.json")
-        if text:
-            try:
-                return json.loads(text).get("installer")
-            except ValueError:
-                return None
+        image = _installer_of(store.find(CONFIGMAP, namespace, "installer-images"))
+        if image:
+            return image
+    return None
+
+
+def seeded_installer_image(variant: str) -> str | None:
+    """The variant's node-joiner image: the release payload has it even when a test deletes the ConfigMap."""
+    for obj in seeds.load_seed(variant):
+        if obj.get("kind") == "ConfigMap" and obj["metadata"]["name"] == "installer-images":
+            return _installer_of(obj)
     return None
 
 
@@ -131,12 +145,12 @@ def cluster_facts(store) -> dict:
     }
 
 
-def image_references(store) -> str:
+def image_references(store, installer) -> str:
     """``/release-manifests/image-references`` of the release: an ImageStream listing the payload images."""
     desired = (_find(store, "config.openshift.io/v1", "ClusterVersion", "version").get("status") or {}).get("desired") or {}
     release = desired.get("image") or ""
     repository = release.split("@", 1)[0].rsplit(":", 1)[0].replace("ocp-release", "ocp-v4.0-art-dev")
-    installer = installer_image(store) or repository + "@sha256:" + "b1" * 32
+    installer = installer or repository + "@sha256:" + "b1" * 32
     tags = [("baremetal-installer", installer), ("installer", repository + "@sha256:" + "c2" * 32),
             ("machine-os-images", repository + "@sha256:" + "d3" * 32), ("cli", repository + "@sha256:" + "e4" * 32)]
     stream = {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
@@ -197,6 +211,7 @@ class PodBehaviours:
         self.ip_counter = 10
         self.iso_size = getattr(ctx.options, "iso_size", 8 * 1024 * 1024)
         self.stage_delay = getattr(ctx.options, "nodejoiner_stage_delay", 0.0)
+        self.installer = seeded_installer_image(ctx.variant)
 
     # --- status ---------------------------------------------------------------------------------------
     def _set_status(self, sim: SimulatedPod, phase: str, container_status: dict, ready: bool = False) -> None:
@@ -236,7 +251,7 @@ class PodBehaviours:
         store = self.ctx.store
         if sim.image == release_image(store):
             behaviour = self._release
-        elif sim.image == installer_image(store) or any(m in sim.image for m in NODE_JOINER_MARKERS):
+        elif sim.image in (installer_image(store), self.installer) or any(m in sim.image for m in NODE_JOINER_MARKERS):
             behaviour = self._node_joiner
         else:
             behaviour = self._pull_failure
@@ -273,7 +288,7 @@ class PodBehaviours:
                                                          f'Back-off pulling image "{sim.image}"'))
 
     async def _release(self, sim: SimulatedPod, _pod) -> None:
-        references = image_references(self.ctx.store)
+        references = image_references(self.ctx.store, self.installer)
         path = sim.shell.host_path("/release-manifests/image-references")
         os.makedirs(os.path.dirname(path))
         with open(path, "w", encoding="utf-8") as handle:

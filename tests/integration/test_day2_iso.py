@@ -1,0 +1,433 @@
+"""day2_iso against the lab: the ISO checked with independent tools, idempotency, check mode, every failure."""
+
+import base64
+import json
+import os
+import re
+import resource
+import stat
+import subprocess
+import time
+import urllib.parse
+from datetime import datetime, timezone
+from unittest import mock
+
+import pytest
+import yaml
+
+from conftest import REPO, is_discovery, run_module
+from lab import iso as lab_iso
+
+MODULE = "openshift_agent.day2.day2_iso"
+MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
+ISO_SIZE = 8 * 1024 * 1024
+BASE_ISO = REPO / ".cache" / "lab-iso" / ("rhcos-live.x86_64.%d.iso" % ISO_SIZE)
+SECTOR = 2048
+NODE_JOINER_PREFIX = "openshift-node-joiner-"
+SERIAL = "console=ttyS0,115200n8"
+
+
+# ----- helpers -------------------------------------------------------------------------------------
+def lab_hosts(lab):
+    """The module's ``hosts``: each inventory host's variables plus its name."""
+    inventory = yaml.safe_load(open(lab.inventory))
+    return [dict(hostvars, name=name) for name, hostvars in inventory["all"]["children"]["new_workers"]["hosts"].items()]
+
+
+def day2_iso(lab, dest, check_mode=False, **options):
+    args = {"kubeconfig": lab.kubeconfig, "hosts": lab_hosts(lab), "dest": str(dest), "allow_loopback": True,
+            "wait_sleep": 1, "pod_start_timeout": 20, "build_timeout": 30}
+    args.update(options)
+    result, output = run_module(MODULE, args, check_mode=check_mode)
+    assert MARKER not in output, "the pull secret leaked into the module output"
+    return result
+
+
+def cluster_writes(lab):
+    return [r for r in lab.writes() if not is_discovery(r["path"])]
+
+
+def leftovers(lab):
+    """Node-joiner namespaces, ClusterRoles and ClusterRoleBindings still in the lab."""
+    return sorted("%s/%s" % (o["kind"], o["metadata"]["name"]) for o in lab.dump()["objects"]
+                  if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding")
+                  and o["metadata"]["name"].startswith(NODE_JOINER_PREFIX))
+
+
+def lab_cluster_id(lab):
+    cv = [o for o in lab.dump()["objects"] if o["kind"] == "ClusterVersion"][0]
+    return cv["spec"]["clusterID"]
+
+
+def run(*command, **kwargs):
+    return subprocess.run(command, check=True, capture_output=True, **kwargs)
+
+
+def xorriso_extract(iso, path, out):
+    run("xorriso", "-osirrox", "on", "-indev", str(iso), "-extract", path, str(out))
+    return out
+
+
+def file_lba(iso, path):
+    """(first sector, sectors) of a file in the ISO, as xorriso reports it."""
+    report = run("xorriso", "-indev", str(iso), "-find", path, "-exec", "report_lba", "--").stdout.decode()
+    fields = [f.strip() for f in re.search(r"File data lba:(.*)", report).group(1).split(",")]
+    return int(fields[1]), int(fields[2])
+
+
+def differing_sectors(first, second):
+    differ = []
+    with open(first, "rb") as a, open(second, "rb") as b:
+        index = 0
+        while True:
+            block_a, block_b = a.read(SECTOR), b.read(SECTOR)
+            if not block_a and not block_b:
+                return differ
+            if block_a != block_b:
+                differ.append(index)
+            index += 1
+
+
+def embedded_config(iso, work):
+    """config.ign of the ISO, read with xorriso, xz, cpio only; validated with ignition-validate."""
+    info = json.loads(xorriso_extract(iso, "/coreos/igninfo.json", work / "igninfo.json").read_text())
+    area = xorriso_extract(iso, "/" + info["file"], work / "ignition.img").read_bytes()
+    offset = info.get("offset", 0)
+    area = area[offset:offset + info["length"]] if "length" in info else area[offset:]
+    payload = work / "payload.xz"
+    payload.write_bytes(area.rstrip(b"\0"))
+    run("xz", "-t", str(payload))
+    archive = run("xz", "-dc", str(payload)).stdout
+    listing = run("cpio", "-t", input=archive).stdout.decode().split()
+    assert listing == ["config.ign"]
+    (work / "cpio").mkdir()
+    run("cpio", "-id", "--quiet", input=archive, cwd=str(work / "cpio"))
+    config_path = work / "cpio" / "config.ign"
+    run("ignition-validate", str(config_path))
+    return json.loads(config_path.read_text())
+
+
+def data_url(source):
+    header, _, data = source.partition(",")
+    return base64.b64decode(data) if header.endswith(";base64") else urllib.parse.unquote_to_bytes(data)
+
+
+def env_of(config, path):
+    text = [data_url(f["contents"]["source"]) for f in config["storage"]["files"] if f["path"] == path][0].decode()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def assert_failed_and_clean(lab, result, dest, *needles):
+    assert result.get("failed"), result
+    for needle in needles:
+        assert needle in result["msg"], "%r not in message:\n%s" % (needle, result["msg"])
+    assert leftovers(lab) == []
+    assert [name for name in os.listdir(dest)] == [], "something partial was left in dest"
+
+
+@pytest.fixture(scope="module")
+def lab(lab_factory):
+    return lab_factory("--hosts", "3", "--iso-size", str(ISO_SIZE))
+
+
+@pytest.fixture
+def clean(lab):
+    lab.control("DELETE", "/faults")
+    yield lab
+    lab.control("DELETE", "/faults")
+
+
+@pytest.fixture(scope="module")
+def built(lab, tmp_path_factory):
+    """One ISO built for the three lab hosts, shared by the tests that only read it."""
+    dest = tmp_path_factory.mktemp("dest")
+    lab.reset_log()
+    result = day2_iso(lab, dest)
+    assert not result.get("failed"), result.get("msg")
+    return dest, result
+
+
+# ----- the happy path ------------------------------------------------------------------------------
+def test_three_hosts_give_node_x86_64_iso_mode_0600(built):
+    dest, result = built
+    assert result["changed"] is True
+    iso = dest / "node.x86_64.iso"
+    assert stat.S_IMODE(os.stat(iso).st_mode) == 0o600
+    artifact = result["artifacts"][0]
+    assert artifact["path"] == str(iso) and artifact["architecture"] == "x86_64" and artifact["reused"] is False
+    assert sorted(h["hostname"] for h in artifact["hosts"]) == ["extra-worker-0", "extra-worker-1", "extra-worker-2"]
+    assert [s["status"] for s in artifact["stages"]] == ["done"] * len(artifact["stages"])
+    assert artifact["stages"][-1]["id"] == "generate-iso"
+    assert sorted(os.listdir(dest)) == ["node.x86_64.iso", "node.x86_64.iso.json"]
+
+
+def test_iso_checked_with_independent_tools(lab, built, tmp_path):
+    dest, result = built
+    iso = dest / "node.x86_64.iso"
+    config = embedded_config(iso, tmp_path)
+    everything = json.dumps(config) + "".join(data_url(f["contents"]["source"]).decode("utf-8", "replace")
+                                             for f in config["storage"]["files"])
+    for host in lab_hosts(lab):
+        assert host["mac_address"] in everything
+    env = env_of(config, "/etc/assisted/add-nodes.env")
+    assert env["CLUSTER_ID"] == lab_cluster_id(lab) == result["artifacts"][0]["cluster_id"]
+    expiry = datetime.strptime(env["AUTH_TOKEN_EXPIRY"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert env["AUTH_TOKEN_EXPIRY"] == result["artifacts"][0]["token_expiry"]
+    assert 47 * 3600 < (expiry - datetime.now(timezone.utc)).total_seconds() <= 48 * 3600
+
+
+def test_only_the_embed_area_differs_from_the_lab_base_iso(built):
+    dest, _result = built
+    iso = dest / "node.x86_64.iso"
+    assert os.path.getsize(iso) == os.path.getsize(BASE_ISO)
+    start, count = file_lba(iso, "/images/ignition.img")
+    differ = differing_sectors(BASE_ISO, iso)
+    assert differ and set(differ) <= set(range(start, start + count))
+    # System area (MBR, GPT), volume descriptors with the El Torito boot record, boot catalog, boot images:
+    catalog = int(re.search(r"El Torito catalog\s*:\s*(\d+)",
+                            run("xorriso", "-indev", str(iso), "-report_el_torito", "plain").stdout.decode()).group(1))
+    assert not set(differ) & (set(range(0, 20)) | {catalog})
+    for boot_image in ("/isolinux/isolinux.bin", "/images/efiboot.img"):
+        first, sectors = file_lba(iso, boot_image)
+        assert not set(differ) & set(range(first, first + sectors))
+
+
+def test_nothing_of_the_run_is_left_in_the_cluster(lab, built):
+    assert leftovers(lab) == []
+    pods = [o for o in lab.dump()["objects"] if o["kind"] in ("Pod", "ConfigMap", "ServiceAccount")
+            and o["metadata"].get("namespace", "").startswith(NODE_JOINER_PREFIX)]
+    assert pods == []
+
+
+def test_second_run_is_unchanged_and_writes_nothing(lab, built, clean):
+    dest, first = built
+    lab.reset_log()
+    result = day2_iso(lab, dest)
+    assert result["changed"] is False and result["artifacts"][0]["reused"] is True
+    assert result["artifacts"][0]["token_expiry"] == first["artifacts"][0]["token_expiry"]
+    assert lab.writes() == []
+    assert [r for r in lab.requests() if "/pods" in r["path"]] == []
+
+
+def test_check_mode_writes_nothing_anywhere(lab, clean, tmp_path):
+    lab.reset_log()
+    result = day2_iso(lab, tmp_path, check_mode=True)
+    assert result["changed"] is True and result["would_build"][0]["architecture"] == "x86_64"
+    assert lab.writes() == [] and os.listdir(tmp_path) == []
+
+
+def test_check_mode_predicts_no_change_for_an_intact_iso(lab, built, clean):
+    dest, _first = built
+    lab.reset_log()
+    result = day2_iso(lab, dest, check_mode=True)
+    assert result["changed"] is False and result["would_build"] == []
+    assert lab.writes() == []
+
+
+def test_token_valid_for_less_than_min_token_validity_rebuilds(lab, built, clean):
+    dest, _first = built
+    before = os.stat(dest / "node.x86_64.iso").st_ino
+    result = day2_iso(lab, dest, min_token_validity="49h")
+    assert result["changed"] is True and result["artifacts"][0]["reused"] is False
+    assert "min_token_validity" in result["artifacts"][0]["reason"]
+    assert os.stat(dest / "node.x86_64.iso").st_ino != before  # a new file was renamed into place
+    assert leftovers(lab) == []
+
+
+def test_a_modified_iso_is_rebuilt(lab, clean, tmp_path):
+    assert not day2_iso(lab, tmp_path).get("failed")
+    with open(tmp_path / "node.x86_64.iso", "r+b") as handle:
+        handle.seek(100 * SECTOR)
+        handle.write(b"\1")
+    result = day2_iso(lab, tmp_path)
+    assert result["changed"] is True and "modified" in result["artifacts"][0]["reason"]
+
+
+def test_live_kernel_arguments_are_in_the_iso(lab, clean, tmp_path):
+    result = day2_iso(lab, tmp_path, live_kernel_arguments=SERIAL)
+    assert not result.get("failed"), result.get("msg")
+    iso = tmp_path / "node.x86_64.iso"
+    assert result["artifacts"][0]["kernel_arguments"].endswith(" " + SERIAL)
+    for path, kargs in lab_iso.read_kargs(str(iso)).items():
+        assert kargs.endswith(" " + SERIAL), path
+    isolinux = xorriso_extract(iso, "/isolinux/isolinux.cfg", tmp_path / "isolinux.cfg").read_text()
+    assert SERIAL in isolinux
+    embedded_config(iso, tmp_path)  # the Ignition payload survived the edit
+    # Same option again: reused; a different one: rebuilt.
+    assert day2_iso(lab, tmp_path, live_kernel_arguments=SERIAL)["changed"] is False
+    assert day2_iso(lab, tmp_path, live_kernel_arguments="console=tty0")["changed"] is True
+
+
+def test_pxe_artifacts(lab, clean, tmp_path):
+    base_url = "http://127.0.0.1:8080/boot"
+    result = day2_iso(lab, tmp_path, pxe=True, boot_artifacts_base_url=base_url)
+    assert not result.get("failed"), result.get("msg")
+    directory = tmp_path / "boot-artifacts" / "x86_64"
+    names = sorted(os.listdir(directory))
+    assert any(n.endswith("vmlinuz") for n in names) and any(n.endswith(".ipxe") for n in names)
+    assert len([n for n in names if n.endswith(".img")]) == 2
+    for entry in result["artifacts"][0]["files"]:
+        assert run("sha256sum", entry["path"]).stdout.decode().split()[0] == entry["sha256"]
+        assert stat.S_IMODE(os.stat(entry["path"]).st_mode) == 0o600
+    ipxe = [n for n in names if n.endswith(".ipxe")][0]
+    assert base_url in (directory / ipxe).read_text()
+    assert leftovers(lab) == []
+    lab.reset_log()
+    assert day2_iso(lab, tmp_path, pxe=True, boot_artifacts_base_url=base_url)["changed"] is False
+    assert lab.writes() == []
+
+
+def test_node_joiner_image_from_the_release_payload(lab, clean, tmp_path):
+    """Without ConfigMap installer-images the image comes from a pod running the release image."""
+    cm = [o for o in lab.dump()["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "installer-images"][0]
+    installer = json.loads(cm["data"]["images.json"])["installer"]
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
+        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+        "k.CoreV1Api().delete_namespaced_config_map('installer-images', 'openshift-config')") % lab.kubeconfig],
+        check=True)
+    try:
+        result = day2_iso(lab, tmp_path)
+        assert not result.get("failed"), result.get("msg")
+        assert result["node_joiner_image"] == installer
+        creates = [r["path"] for r in lab.writes() if r["method"] == "POST" and r["path"].endswith("/pods")]
+        assert len(creates) == 2  # the release pod, then the node-joiner pod
+    finally:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": cm["data"],
+                "metadata": {"name": "installer-images", "namespace": "openshift-config"}}
+        subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
+            "import json, kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+            "k.CoreV1Api().create_namespaced_config_map('openshift-config', json.loads(%r))") % (
+                lab.kubeconfig, json.dumps(body))], check=True)
+    assert leftovers(lab) == []
+
+
+# ----- input errors: nothing is written ------------------------------------------------------------
+def test_unknown_host_key_is_named(lab, clean, tmp_path):
+    hosts = lab_hosts(lab)
+    hosts[1]["mac_adress"] = hosts[1].pop("mac_address")
+    lab.reset_log()
+    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
+                                 "allow_loopback": True})[0]
+    assert result["failed"] and "extra-worker-1" in result["msg"] and "mac_adress" in result["msg"]
+    assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
+
+
+def test_architecture_pairing_is_checked(lab, clean, tmp_path):
+    hosts = lab_hosts(lab)
+    hosts[2]["cpu_architecture"] = "s390x"
+    lab.reset_log()
+    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
+                                 "allow_loopback": True})[0]
+    assert result["failed"] and "extra-worker-2" in result["msg"] and "cpu_architecture" in result["msg"]
+    assert "s390x" in result["msg"]
+    assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
+
+
+# ----- failures: message with stages and log, nothing left ------------------------------------------
+def test_image_pull_failure(lab, clean, tmp_path):
+    image = "quay.io/example/node-joiner-typo:4.18"
+    result = day2_iso(lab, tmp_path, node_joiner_image=image.replace("node-joiner", "nodejoiner"),
+                      pod_start_timeout=3)
+    assert_failed_and_clean(lab, result, tmp_path, "image pull failure", "ImagePullBackOff", "nodejoiner-typo",
+                            "were deleted")
+
+
+def test_node_joiner_failure_carries_report_and_log(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "node-joiner failed at stage create-manifest",
+                            "Invalid IPv4 network prefix length", "node-joiner stages: add-nodes-cluster-inspection done",
+                            "create-manifest failed", "level=fatal")
+    assert result["stages"][-1] == dict(result["stages"][-1], id="create-manifest", status="failed")
+    assert "level=fatal" in result["log_tail"]
+
+
+def test_base_iso_download_failure(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"nodejoiner": "download_failure"})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "fetch-base-iso", "no such host")
+
+
+def test_build_timeout(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"nodejoiner": "timeout"})
+    started = time.monotonic()
+    result = day2_iso(lab, tmp_path, build_timeout=3)
+    assert time.monotonic() - started < 30
+    assert_failed_and_clean(lab, result, tmp_path, "did not finish within build_timeout (3s)",
+                            "fetch-base-iso.extract-image running", "Extracting base ISO from release payload")
+
+
+def test_interrupted_transfer_is_retried_once(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"exec_cut_after_bytes": "1000000"})
+    result = day2_iso(lab, tmp_path)
+    assert not result.get("failed"), result.get("msg")
+    assert "exec_cut_after_bytes" not in lab.dump()["faults"]  # the cut happened
+    assert run("sha256sum", str(tmp_path / "node.x86_64.iso")).stdout.decode().split()[0] == \
+        result["artifacts"][0]["files"][0]["sha256"]
+    assert sorted(os.listdir(tmp_path)) == ["node.x86_64.iso", "node.x86_64.iso.json"]
+
+
+def test_interrupted_twice_fails(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"exec_cut_after_bytes": "1000000x2"})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "interrupted", "after 2 attempts", "were deleted")
+
+
+def test_checksum_mismatch_is_retried_once(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"exec_corrupt": "1"})
+    result = day2_iso(lab, tmp_path)
+    assert not result.get("failed"), result.get("msg")
+    assert "exec_corrupt" not in lab.dump()["faults"]
+
+
+def test_checksum_mismatch_twice_fails(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"exec_corrupt": "2"})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "checksum mismatch", "after 2 attempts")
+
+
+@pytest.mark.parametrize("rule,resource_name", [
+    ("all:create:pods", '"pods"'),
+    ("all:create:clusterroles", '"clusterroles"'),
+    ("all:create:pods/exec", '"pods/exec"'),
+])
+def test_forbidden_verb(lab, clean, tmp_path, rule, resource_name):
+    lab.control("POST", "/faults", {"deny": rule})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "forbidden", resource_name)
+
+
+def test_disk_full_at_dest_leaves_nothing(lab, clean, tmp_path):
+    """RLIMIT_FSIZE below the ISO size: writes fail with EFBIG (Python ignores SIGXFSZ)."""
+    original = subprocess.run
+    limit = ISO_SIZE // 2
+
+    def limited(*args, **kwargs):
+        kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return original(*args, **kwargs)
+
+    with mock.patch("subprocess.run", limited):
+        result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(lab, result, tmp_path, "node.x86_64.iso", "File too large", "Nothing partial was left")
+
+
+# ----- other clusters --------------------------------------------------------------------------------
+def test_cluster_older_than_4_17_is_refused(lab_factory, tmp_path):
+    old = lab_factory("--variant", "old", "--hosts", "3")
+    old.reset_log()
+    result = day2_iso(old, tmp_path)
+    assert result["failed"] and "4.16.30 is older than 4.17" in result["msg"]
+    assert cluster_writes(old) == [] and os.listdir(tmp_path) == []
+
+
+def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
+    v417 = lab_factory("--variant", "v417", "--hosts", "3", "--iso-size", str(ISO_SIZE))
+    result = day2_iso(v417, tmp_path)
+    assert not result.get("failed"), result.get("msg")
+    assert result["artifacts"][0]["stages"] == []
+    assert len(result["artifacts"][0]["hosts"]) == 3
+    assert leftovers(v417) == []
+    v417.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    failed = day2_iso(v417, tmp_path / "x" if os.makedirs(tmp_path / "x") is None else None)
+    assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
+    assert leftovers(v417) == []
