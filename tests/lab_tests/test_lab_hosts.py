@@ -1,0 +1,338 @@
+"""The simulated hosts: ISO checks at boot, the agent API and its auth, the install state machine, the kubelet
+listener after reboot, host faults, and the Redfish boot through sushy-emulator."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import time
+
+import pytest
+import requests
+
+from conftest import Lab, labctl
+from lab import hosts as hosts_mod
+from lab.seeds import find, load_seed
+
+API = "/api/assisted-install/v2"
+CLUSTER_ID = find(load_seed("default"), "ClusterVersion", "version")["spec"]["clusterID"]
+HOST0 = {"name": "extra-worker-0", "ip": "127.0.111.20", "mac_address": "52:54:00:6f:00:14"}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    state = str(tmp_path_factory.mktemp("hosts-lab"))
+    labctl("start", "--state", state, "--hosts", "2", "--agent-port", "0", "--kubelet-port", "0",
+           "--install-seconds", "3")
+    started = Lab(state)
+    started.iso = build_iso(state, tmp_path_factory.mktemp("iso") / "node.iso")
+    secret = started.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
+    started.token = base64.b64decode(secret["data"]["agentAuthToken"]).decode()
+    try:
+        yield started
+    finally:
+        labctl("stop", "--state", state)
+
+
+@pytest.fixture(autouse=True)
+def clean(lab):
+    lab.control("DELETE", "/faults")
+    yield
+    lab.control("DELETE", "/faults")
+
+
+def build_iso(state, path, *args):
+    labctl("build-iso", "--state", state, "--out", str(path), *args)
+    return str(path)
+
+
+def boot(lab, name="extra-worker-0", iso=None, **extra):
+    body = dict({"iso": iso or lab.iso, "hosts": [name]}, **extra)
+    return lab.control("POST", "/hosts/boot", body)[0]
+
+
+def state_of(lab, name="extra-worker-0"):
+    return next(h for h in lab.control("GET", "/hosts") if h["name"] == name)
+
+
+def agent(lab, path, token=None, ip="127.0.111.20", **params):
+    headers = {} if token is False else {"Watcher-Authorization": token or lab.token}
+    return requests.get(f"http://{ip}:{lab.info['agent_port']}{API}{path}", headers=headers, params=params, timeout=5)
+
+
+def host_of(lab):
+    clusters = agent(lab, "/clusters", with_hosts="true").json()
+    return clusters[0]["hosts"][0] if clusters[0]["hosts"] else None
+
+
+def until(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not reached within {timeout} s")
+
+
+def refused(ip, port):
+    try:
+        socket.create_connection((ip, port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+# ----- fault values and the ISO checks ------------------------------------------------------------------
+def test_per_host_fault_values():
+    parse = hosts_mod.per_host(str)
+    assert parse("ntp-synced") == ((None, "ntp-synced"),)
+    assert parse("extra-worker-1:20, extra-worker-2:5") == (("extra-worker-1", "20"), ("extra-worker-2", "5"))
+    faults = {"x": parse("a:1,2")}
+    assert hosts_mod.fault_values(faults, "x", "a") == ["1", "2"]
+    assert hosts_mod.fault_values(faults, "x", "b") == ["2"]
+
+
+@pytest.mark.parametrize("fault, message", [
+    ({"validation_failing": "not-a-validation"}, "unknown validation"),
+    ({"install_error": "extra-worker-0:Painting"}, "unknown install stage"),
+    ({"agent_unreachable": "-3"}, "cannot be negative"),
+])
+def test_bad_fault_values_are_refused(lab, fault, message):
+    response = requests.post(lab.control_url + "/faults", json=fault, timeout=5)
+    assert response.status_code == 400 and message in response.json()["error"]
+
+
+def test_iso_checks_at_boot(lab, tmp_path):
+    good = hosts_mod.read_boot_config(lab.iso, HOST0, CLUSTER_ID)
+    assert good["hostname"] == "extra-worker-0" and good["token"] == lab.token
+    only_one = build_iso(lab.state, tmp_path / "one.iso", "extra-worker-1")
+    with pytest.raises(hosts_mod.WrongIso, match="MAC 52:54:00:6f:00:14 is not in the ISO"):
+        hosts_mod.read_boot_config(only_one, HOST0, CLUSTER_ID)
+    foreign = build_iso(lab.state, tmp_path / "foreign.iso", "--cluster-id", "11111111-2222-3333-4444-555555555555")
+    with pytest.raises(hosts_mod.WrongIso, match="the ISO is for cluster 11111111-2222-3333-4444-555555555555"):
+        hosts_mod.read_boot_config(foreign, HOST0, CLUSTER_ID)
+    expired = build_iso(lab.state, tmp_path / "expired.iso", "--expired-token")
+    with pytest.raises(hosts_mod.WrongIso, match="token expired"):
+        hosts_mod.read_boot_config(expired, HOST0, CLUSTER_ID)
+    # Booted, each of them leaves the host at "wrong ISO" with its agent silent.
+    for iso in (only_one, foreign, expired):
+        state = boot(lab, iso=iso)
+        assert state["phase"] == "wrong-iso" and state["boot_error"]
+        assert refused("127.0.111.20", lab.info["agent_port"])
+    # The expired-token ISO did not touch the cluster's Secret.
+    secret = lab.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
+    assert base64.b64decode(secret["data"]["agentAuthToken"]).decode() == lab.token
+
+
+# ----- the agent API ----------------------------------------------------------------------------------
+def test_watcher_authorization(lab, tmp_path):
+    boot(lab, install_seconds=30)
+    until(lambda: state_of(lab)["agent_up"])
+    assert agent(lab, "/infra-envs").status_code == 200
+    missing = agent(lab, "/infra-envs", token=False)
+    assert missing.status_code == 401 and missing.json()["code"] == 401
+    garbage = agent(lab, "/clusters", token="not.a.jwt")
+    assert garbage.status_code == 401
+    # A well-formed token signed by another key (the throwaway one of an expired-token ISO).
+    other = requests.post(lab.control_url + "/build-iso", timeout=30, json={
+        "out": str(tmp_path / "other.iso"), "expired_token": True}).json()["token"]
+    rejected = agent(lab, "/events", token=other)
+    assert rejected.status_code == 401 and "signature" in rejected.json()["message"]
+
+
+def test_the_install_walks_the_state_machine_then_the_kubelet_answers(lab):
+    boot(lab, install_seconds=3)
+    seen = []
+
+    def finished():
+        try:
+            host = host_of(lab)
+        except requests.ConnectionError:
+            return state_of(lab)["phase"] == "rebooted"
+        if host:
+            snapshot = (host["status"], host["progress"]["current_stage"], host["progress"]["progress_info"])
+            if not seen or seen[-1] != snapshot:
+                seen.append(snapshot)
+        return False
+
+    until(finished)
+    statuses = [status for status, _stage, _info in seen]
+    order = ["discovering", "known", "preparing-for-installation", "preparing-successful", "installing",
+             "installing-in-progress", "added-to-existing-cluster"]
+    assert [s for s in order if s in statuses] == sorted(set(statuses), key=order.index)
+    assert statuses[0] == "discovering" and "installing-in-progress" in statuses
+    writing = [info for _status, stage, info in seen if stage == "Writing image to disk"]
+    assert writing and all(info.endswith("%") for info in writing)
+    events = state_of(lab)["events"]
+    assert events[0] == "Host extra-worker-0: Successfully registered"
+    assert "Host extra-worker-0: updated status from discovering to known (Host is ready to be installed)" in events
+    for percent in hosts_mod.WRITE_STEPS:
+        assert f"Host extra-worker-0: reached installation stage Writing image to disk: {percent}%" in events
+    assert events.index("Host extra-worker-0: reached installation stage Rebooting") > events.index(
+        "Host extra-worker-0: reached installation stage Writing image to disk: 100%")
+    # The agent is gone; the installed system answers TLS with a lab-CA certificate for the host's IP.
+    assert refused("127.0.111.20", lab.info["agent_port"])
+    context = ssl.create_default_context(cafile=lab.ca)
+    context.check_hostname = False
+    with socket.create_connection(("127.0.111.20", lab.info["kubelet_port"]), timeout=5) as raw:
+        with context.wrap_socket(raw) as tls:
+            assert ("IP Address", "127.0.111.20") in tls.getpeercert()["subjectAltName"]
+
+
+def test_events_and_clusters_by_id(lab):
+    boot(lab, install_seconds=30)
+    until(lambda: host_of(lab) if state_of(lab)["agent_up"] else None)
+    cluster = agent(lab, "/clusters").json()[0]
+    assert "hosts" not in cluster and cluster["kind"] == "AddHostsCluster"
+    assert cluster["openshift_cluster_id"] == CLUSTER_ID
+    one = agent(lab, "/clusters/" + cluster["id"]).json()
+    host = one["hosts"][0]
+    assert host["requested_hostname"] == "extra-worker-0" and host["kind"] == "AddToExistingClusterHost"
+    assert json.loads(host["inventory"])["interfaces"][0]["mac_address"] == "52:54:00:6f:00:14"
+    assert agent(lab, "/clusters/00000000-0000-0000-0000-000000000000").status_code == 404
+    events = agent(lab, "/events", infra_env_id=host["infra_env_id"]).json()
+    assert events and all(e["host_id"] == host["id"] for e in events)
+    assert agent(lab, "/events", cluster_id=cluster["id"]).json() == events
+    assert agent(lab, "/infra-envs").json()[0]["id"] == host["infra_env_id"]
+
+
+# ----- host faults ------------------------------------------------------------------------------------
+def validations(host):
+    return {v["id"]: v for group in json.loads(host["validations_info"]).values() for v in group}
+
+
+def test_a_failing_validation_keeps_the_host_insufficient_until_cleared(lab):
+    lab.control("POST", "/faults", {"validation_failing": "extra-worker-0:ntp-synced"})
+    boot(lab, install_seconds=3)
+    host = until(lambda: (h := host_of(lab) if state_of(lab)["agent_up"] else None) and
+                 h["status"] == "insufficient" and h)
+    failing = validations(host)["ntp-synced"]
+    assert failing == {"id": "ntp-synced", "status": "failure", "message": "Host couldn't synchronize with any NTP server"}
+    assert host["status_info"] == ("Host cannot be installed due to following failing validation(s): "
+                                   "Host couldn't synchronize with any NTP server")
+    assert validations(host)["has-min-memory"]["status"] == "success"
+    time.sleep(1.5)
+    assert host_of(lab)["status"] == "insufficient"
+    lab.control("DELETE", "/faults?name=validation_failing")
+    until(lambda: host_of(lab)["status"] not in ("insufficient",))
+    assert validations(host_of(lab))["ntp-synced"]["status"] == "success"
+
+
+def test_an_install_error_at_a_stage(lab):
+    lab.control("POST", "/faults", {"install_error": "Writing image to disk"})
+    boot(lab, install_seconds=3)
+    host = until(lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["status"] == "error" and h)
+    assert host["progress"]["current_stage"] == "Failed"
+    assert "installation stage Writing image to disk failed" in host["status_info"]
+    time.sleep(1)
+    assert host_of(lab)["status"] == "error"  # it stays there
+
+
+def test_wrong_boot_order_goes_straight_to_pending_user_action(lab):
+    lab.control("POST", "/faults", {"wrong_boot_order": "1"})
+    boot(lab, install_seconds=3)
+    seen = []
+
+    def pending():
+        if not state_of(lab)["agent_up"]:
+            return None
+        host = host_of(lab)
+        seen.append((host["status"], host["progress"]["current_stage"]))
+        return host["status"] == "installing-pending-user-action" and host
+
+    host = until(pending)
+    assert host["progress"]["current_stage"] == "Rebooting"
+    assert "please reboot and fix boot order to boot from disk" in host["status_info"]
+    assert ("installing-in-progress", "Rebooting") not in seen
+    time.sleep(1)
+    assert host_of(lab)["status"] == "installing-pending-user-action"
+    assert state_of(lab)["phase"] == "agent"
+
+
+def test_token_rejected(lab):
+    boot(lab, install_seconds=30)
+    until(lambda: state_of(lab)["agent_up"])
+    lab.control("POST", "/faults", {"token_rejected": "extra-worker-0:1"})
+    response = agent(lab, "/clusters")
+    assert response.status_code == 401 and response.json() == {"code": 401, "message": "Unauthorized"}
+    lab.control("DELETE", "/faults?name=token_rejected")
+    assert agent(lab, "/clusters").status_code == 200
+
+
+def test_agent_unreachable_for_a_while(lab):
+    boot(lab, install_seconds=30)
+    until(lambda: state_of(lab)["agent_up"])
+    lab.control("POST", "/faults", {"agent_unreachable": "extra-worker-0:1.5"})
+    until(lambda: refused("127.0.111.20", lab.info["agent_port"]), timeout=2)
+    until(lambda: not refused("127.0.111.20", lab.info["agent_port"]), timeout=5)
+    assert agent(lab, "/infra-envs").status_code == 200
+
+
+def test_dump_has_the_hosts(lab):
+    dump = json.loads(labctl("dump", "--state", lab.state).stdout)
+    assert [h["name"] for h in dump["hosts"]] == ["extra-worker-0", "extra-worker-1"]
+    assert {"phase", "status", "stage", "events", "requests", "agent_url"} <= set(dump["hosts"][0])
+
+
+def test_labctl_boot_unknown_host_is_an_error(lab):
+    result = labctl("boot", "--state", lab.state, "--iso", lab.iso, "no-such-host", check=False)
+    assert result.returncode == 1 and "no host 'no-such-host'" in result.stderr
+
+
+# ----- Redfish ----------------------------------------------------------------------------------------
+def test_redfish_boot(tmp_path):
+    state = str(tmp_path / "redfish-lab")
+    labctl("start", "--state", state, "--hosts", "1", "--redfish", "--agent-port", "0", "--kubelet-port", "0",
+           "--install-seconds", "30")
+    try:
+        redfish_lab = Lab(state)
+        info = redfish_lab.info
+        bmc = info["hosts"][0]
+        system = info["redfish"]["systems"]["extra-worker-0"]
+        assert bmc["bmc_address"] == f"redfish-virtualmedia+{info['redfish']['url']}/redfish/v1/Systems/{system}"
+        assert bmc["bmc_username"] == info["redfish"]["username"] and bmc["bmc_password"]
+        with open(f"{state}/inventory.yml", encoding="utf-8") as handle:
+            assert bmc["bmc_password"] in handle.read()
+        base = bmc["bmc_address"].split("+", 1)[1]
+        auth = (bmc["bmc_username"], bmc["bmc_password"])
+        assert requests.get(base, timeout=5).status_code == 401
+        described = requests.get(base, auth=auth, timeout=5).json()
+        assert described["PowerState"] == "Off"
+        nics = requests.get(base + "/EthernetInterfaces", auth=auth, timeout=5).json()["Members"]
+        assert "52:54:00:6f:00:14" in json.dumps(nics).lower()
+        # The BMC downloads the image from its URL, and so does the lab: serve it on loopback.
+        (tmp_path / "www").mkdir()
+        iso = build_iso(state, tmp_path / "www" / "node.iso")
+        server = _serve(tmp_path / "www")
+        try:
+            url = f"http://127.0.0.1:{server.server_port}/node.iso"
+            inserted = requests.post(base + "/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia", auth=auth,
+                                     json={"Image": url, "Inserted": True}, timeout=30)
+            assert inserted.status_code == 204, inserted.text
+            assert requests.post(base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"},
+                                 timeout=5).status_code == 204
+            # The fake driver applies power changes 1-11 s later; the lab polls every 0.5 s.
+            booted = until(lambda: (s := state_of(redfish_lab)) and s["phase"] == "agent" and s, timeout=20)
+        finally:
+            server.shutdown()
+        assert booted["booted_by"] == "redfish" and booted["iso"] == f"{state}/redfish/extra-worker-0.iso"
+        with open(iso, "rb") as original, open(booted["iso"], "rb") as downloaded:
+            assert original.read() == downloaded.read()
+        requests.post(base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "ForceOff"}, timeout=5)
+        until(lambda: state_of(redfish_lab)["phase"] == "off", timeout=20)
+    finally:
+        labctl("stop", "--state", state)
+
+
+def _serve(directory):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
