@@ -68,6 +68,9 @@ WATCH_READ_GRACE = 10
 
 # Skip reasons that are about a CSR that is no longer pending: not reported in `skipped_csrs`.
 NOT_PENDING_REASONS = ('already-approved', 'denied/failed')
+# Skip reasons that follow from this run's own approval of a host (its Node now exists, it has its
+# certificate): they never replace a reason reported for the same CSR before that approval.
+AFTER_APPROVAL_REASONS = ('node-exists', 'node-already-approved')
 
 # What a broken stream raises: HTTP errors of the client, cut connections, a garbled line.
 _STREAM_ERRORS = (DynamicApiError, Urllib3HTTPError, OSError, ValueError)
@@ -540,11 +543,35 @@ class CsrApprover:
             if decision.action == policy.APPROVE:
                 self._carry_out(decision, now)
             elif decision.reason not in NOT_PENDING_REASONS:
-                self.skipped[decision.name] = {
-                    'name': decision.name, 'node': decision.node, 'signer': decision.signer,
-                    'reason': decision.reason, 'message': decision.message, 'created': decision.created,
-                }
+                self._record_skip(decision)
         self._update_states(decisions)
+
+    def _record_skip(self, decision):
+        reason, message = decision.reason, decision.message
+        joined_with = self._client_approved_here(decision.node)
+        if reason in AFTER_APPROVAL_REASONS and joined_with:
+            # These reasons only say that this run approved the host. A reason given before
+            # (superseded, a failed check) is still true and more telling, so it stays; and
+            # "node already exists, see replace_worker.yml" would be wrong for a Node we let in.
+            if decision.name in self.skipped:
+                return
+            if reason == 'node-exists':
+                reason = 'node-already-approved'
+                message = ('the client CSR %s of %s was approved by this run and its Node exists; '
+                           'a second client certificate is not needed' % (joined_with, decision.node))
+        self.skipped[decision.name] = self._skip_entry(decision, reason, message)
+
+    @staticmethod
+    def _skip_entry(decision, reason, message):
+        return {'name': decision.name, 'node': decision.node, 'signer': decision.signer,
+                'reason': reason, 'message': message, 'created': decision.created}
+
+    def _client_approved_here(self, node):
+        """The name of the client CSR of node this run approved, or None."""
+        for name, decision in self._approved_here.items():
+            if decision.node == node and decision.signer == policy.CLIENT_SIGNER:
+                return name
+        return None
 
     def _carry_out(self, decision, now):
         entry = {'name': decision.name, 'node': decision.node, 'signer': decision.signer,

@@ -40,6 +40,7 @@ from cryptography.x509.oid import NameOID
 
 from . import auth, kinds
 from .apiserver import CTX, json_response
+from .faults import parse_seconds, register_fault
 from .pki import key_pem, write_private
 
 LOG = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ SERVING_USAGES = ["digital signature", "key encipherment", "server auth"]
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 # Seconds between two tries of a request that failed (API fault, restart): the kubelet backs off too.
 RETRY_SECONDS = 1.0
+register_fault("kubelet_ready_delay", parse_seconds,
+               "seconds a kubelet waits after its serving certificate before it reports Ready")
 # RPM architecture (inventory) -> Go architecture (Node nodeInfo, kubernetes.io/arch).
 GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
@@ -233,6 +236,7 @@ class Kubelet:
             try:
                 await self.register_node(node)
                 await self.obtain(node, SERVING_SIGNER)
+                await asyncio.sleep(self.ctx.faults.get("kubelet_ready_delay", 0.0))
                 await self.report_ready(node)
             finally:
                 await node.close()

@@ -211,9 +211,10 @@ def test_approves_exactly_the_new_hosts_csrs_and_waits_until_ready():
     assert sorted(api.approval_log) == ['worker-0.client', 'worker-0.serving', 'worker-1.client', 'worker-1.serving']
     assert sorted(a['name'] for a in result['approved']) == sorted(api.approval_log)
     assert result['changed'] is True
-    # The latest reason wins: once worker-1's Node exists, the first failing check is node-exists.
+    # Once worker-1's Node exists because this run approved it, node-exists would be misleading:
+    # the reason found before (bad-username) stays.
     assert reasons(result) == {'rogue.unknown-host': 'unknown-node', 'rogue.existing-node': 'unknown-node',
-                               'rogue.bad-username': 'node-exists', 'rogue.foreign-ip': 'san-not-expected'}
+                               'rogue.bad-username': 'bad-username', 'rogue.foreign-ip': 'san-not-expected'}
     assert [(n['name'], n['state'], n['ready'], n['addresses']) for n in result['nodes']] == [
         ('worker-0', 'ready', True, ['127.0.111.20']), ('worker-1', 'ready', True, ['127.0.111.21'])]
     assert result['nodes'][0]['client_csr'] == 'worker-0.client'
@@ -539,9 +540,24 @@ def test_spoofing_after_the_host_joined_is_a_warning_only():
     api = FakeApi(clock, [legit_client('worker-0')], kubelet=True, sessions=[[rogue]])
     result = run(api, clock, expected('worker-0'))
     assert result['nodes'][0]['state'] == 'ready'
-    # The host's own Node exists by then, so the first failing check is node-exists.
-    assert reasons(result)['worker-0.rogue'] == 'node-exists'
+    # First seen after this run approved the host: its Node exists because of that approval, which
+    # the reason says instead of pointing to replace_worker.yml.
+    assert reasons(result)['worker-0.rogue'] == 'node-already-approved'
     assert 'worker-0.rogue' not in api.approval_log
+
+
+def test_a_duplicate_keeps_superseded_after_the_newer_one_is_approved():
+    # Without a kubelet the Node does not appear: later rounds see the older CSR as
+    # node-already-approved, which must not replace the reason found first.
+    clock = FakeClock()
+    key = make_key()
+    old = legit_client('worker-0', name='worker-0.old', key=key, created=NOW - 2 * MINUTE)
+    new = legit_client('worker-0', name='worker-0.new', key=key, created=NOW - MINUTE)
+    api = FakeApi(clock, [old, new])
+    with pytest.raises(CsrApproveError) as failure:
+        run(api, clock, expected('worker-0'), wait_timeout=30)
+    assert api.approval_log == ['worker-0.new']
+    assert reasons(failure.value.result) == {'worker-0.old': 'superseded'}
 
 
 def test_an_existing_node_with_the_expected_name_is_surfaced_with_the_replace_hint():
