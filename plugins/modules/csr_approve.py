@@ -185,6 +185,8 @@ approved:
 skipped_csrs:
   description:
     - Every pending kubelet CSR seen during the run and not approved, one entry per CSR with the latest reason.
+      Once this run approved a host, C(node-exists) and C(node-already-approved) do not replace a reason reported
+      before for the same CSR (for example C(superseded)).
     - Named C(skipped_csrs) because Ansible reserves the result key C(skipped).
     - Reason codes (for example C(unknown-node), C(san-not-expected), C(possible-spoofing), C(node-exists),
       C(superseded), C(node-already-approved)) are listed in C(docs/csr-approval.md).
