@@ -14,7 +14,9 @@ rm -rf "$STATE"
 tests/lab/labctl start --state "$STATE" --variant "$VARIANT" --hosts "$HOSTS" --install-seconds "${DEMO_INSTALL_SECONDS:-15}" >/dev/null
 console_pid=""
 cleanup() {
-    [ -n "$console_pid" ] && kill "$console_pid" 2>/dev/null || true
+    if [ -n "$console_pid" ]; then
+        kill "$console_pid" 2>/dev/null || true
+    fi
     tests/lab/labctl stop --state "$STATE"
 }
 trap cleanup EXIT
