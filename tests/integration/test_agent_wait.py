@@ -167,17 +167,54 @@ def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
     assert result["hosts"]["extra-worker-0"]["reached"] is True
 
 
-@pytest.mark.parametrize("how", ["wrong token", "token rejected by the agent"])
-def test_a_rejected_token_fails_with_the_rebuild_advice(lab, how):
+SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+
+
+def lab_api(lab, method, path, body=None, content_type="application/json"):
+    import ssl
+    import urllib.request
+
+    import yaml
+
+    token = yaml.safe_load(open(lab.kubeconfig))["users"][0]["user"]["token"]
+    request = urllib.request.Request(lab.info["api_url"] + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": "Bearer " + token, "Content-Type": content_type})
+    context = ssl.create_default_context(cafile=str(lab.state / "ca.crt"))
+    with urllib.request.urlopen(request, context=context, timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.fixture
+def expired_token(lab):
+    """A token that expired a minute ago, signed by a key the Secret names (then the Secret is restored)."""
+    import base64
+
+    from lab import jwt
+
+    key = jwt.new_key()
+    saved = lab_api(lab, "GET", SECRET_PATH)["data"]["authTokenPublicKey"]
+    public = base64.b64encode(base64.b64encode(jwt.public_pem(key).encode())).decode()
+    lab_api(lab, "PATCH", SECRET_PATH, {"data": {"authTokenPublicKey": public}}, "application/merge-patch+json")
+    yield jwt.mint(key, "infra-env", time.time() - 60)
+    lab_api(lab, "PATCH", SECRET_PATH, {"data": {"authTokenPublicKey": saved}}, "application/merge-patch+json")
+
+
+@pytest.mark.parametrize("how", ["wrong token", "expired token", "token rejected by the agent"])
+def test_a_rejected_token_fails_with_the_rebuild_advice(lab, how, request):
     args = {}
     if how == "wrong token":
         args["token"] = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjF9.c2ln"
+    elif how == "expired token":
+        args["token"] = request.getfixturevalue("expired_token")
     else:
         lab.control("POST", "/faults", {"token_rejected": "1"})
     boot(lab, "extra-worker-1")
     result = agent_wait(lab, ["extra-worker-1"], **args)
     assert result["failed"] is True
     assert "rejected the token (HTTP 401" in result["msg"]
+    if how == "expired token":
+        assert "token is expired" in result["msg"]
     assert "rebuild the ISO with day2_iso (force: true)" in result["msg"]
     assert result["duration"] < 10
     assert args.get("token", "no token given") not in json.dumps(result)

@@ -143,6 +143,29 @@ def test_watcher_authorization(lab, tmp_path):
     assert rejected.status_code == 401 and "signature" in rejected.json()["message"]
 
 
+def test_an_expired_token_signed_with_the_secrets_key_is_rejected(lab):
+    from lab import jwt
+
+    boot(lab, install_seconds=30)
+    until(lambda: state_of(lab)["agent_up"])
+    path = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+    saved = lab.api("GET", path).json()["data"]["authTokenPublicKey"]
+    key = jwt.new_key()
+    public = base64.b64encode(base64.b64encode(jwt.public_pem(key).encode())).decode()
+    patch = {"data": {"authTokenPublicKey": public}}
+    assert lab.api("PATCH", path, body=patch, content_type="application/merge-patch+json").status_code == 200
+    try:
+        assert agent(lab, "/infra-envs", token=jwt.mint(key, "x", time.time() + 60)).status_code == 200
+        expired = agent(lab, "/infra-envs", token=jwt.mint(key, "x", time.time() - 1))
+        assert expired.status_code == 401 and "token is expired" in expired.json()["message"]
+        # The ISO's own token was signed by the key the Secret named before: no longer accepted.
+        assert agent(lab, "/infra-envs").status_code == 401
+    finally:
+        restore = {"data": {"authTokenPublicKey": saved}}
+        lab.api("PATCH", path, body=restore, content_type="application/merge-patch+json")
+    assert agent(lab, "/infra-envs").status_code == 200
+
+
 def test_the_install_walks_the_state_machine_then_the_kubelet_answers(lab):
     boot(lab, install_seconds=3)
     seen = []
