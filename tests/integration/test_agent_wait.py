@@ -96,6 +96,20 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
     assert result["duration"] <= INSTALL_SECONDS + 2 * 1 + 3
 
 
+def test_the_iso_day2_iso_builds_boots_and_is_followed(lab, tmp_path):
+    import yaml
+
+    inventory = yaml.safe_load(open(lab.inventory))["all"]["children"]["new_workers"]["hosts"]
+    built, _output = run_module("openshift_agent.day2.day2_iso", {
+        "kubeconfig": lab.kubeconfig, "dest": str(tmp_path), "allow_loopback": True, "wait_sleep": 1,
+        "hosts": [dict(hostvars, name=name) for name, hostvars in inventory.items()]})
+    assert not built.get("failed"), built.get("msg")
+    boot(lab, "extra-worker-0", "extra-worker-1", iso=str(tmp_path / "node.x86_64.iso"))
+    result = agent_wait(lab, ["extra-worker-0", "extra-worker-1"])
+    assert not result.get("failed"), result.get("msg")
+    assert all(host["reached"] for host in result["hosts"].values())
+
+
 def test_a_failing_ntp_validation_fails_after_the_grace_with_the_agents_message(lab):
     lab.control("POST", "/faults", {"validation_failing": "extra-worker-0:ntp-synced"})
     boot(lab, "extra-worker-0")
