@@ -1,15 +1,14 @@
 """csr_approve against the lab's kubelets (tests/lab/lab/kubelet.py) and rogue CSRs (tests/lab/lab/rogue.py).
 
 Every assertion about what happened is made on the lab's own records (approvals log, request log, kubelet
-state, rogue list, Nodes), not on what the module printed. ``labctl reboot-done`` stands for "the host has
-rebooted into the installed system", so these tests do not depend on the simulated agents.
+state, rogue list, Nodes), not on what the module printed. One test takes the whole path (boot from an ISO,
+agent_wait until rebooted); the others use ``labctl reboot-done`` ("the host has rebooted into the installed
+system") so that each case is quick and independent of the simulated agents.
 """
 
 import json
 import threading
 import time
-
-import pytest
 
 from conftest import labctl, run_module
 
@@ -21,7 +20,8 @@ APPROVAL_SUFFIX = "/approval"
 
 def module_args(lab, names, **extra):
     hosts = {host["name"]: host for host in lab.info["hosts"]}
-    args = {"kubeconfig": lab.kubeconfig, "wait_timeout": 45, "wait_sleep": 10,
+    # wait_sleep bounds how late a Node turning Ready is seen (Nodes are read at every wake-up).
+    args = {"kubeconfig": lab.kubeconfig, "wait_timeout": 45, "wait_sleep": 2,
             "nodes": [{"name": name, "addresses": [hosts[name]["ip"]]} for name in names]}
     args.update(extra)
     return args

@@ -157,8 +157,12 @@ def node_ready(lab, name):
 def test_an_unanswered_client_csr_is_filed_again_with_the_same_key(klab):
     klab.control("POST", "/reboot-done", {"hosts": ["extra-worker-2"]})
     started = time.monotonic()
-    both = wait_until("a second client CSR", lambda: (lambda found: found if len(found) >= 2 else None)(
-        csrs_of(klab, cn="system:node:extra-worker-2")), timeout=REFILE_SECONDS * 3)
+
+    def two_or_more():
+        found = csrs_of(klab, cn="system:node:extra-worker-2")
+        return found if len(found) >= 2 else None
+
+    both = wait_until("a second client CSR", two_or_more, timeout=REFILE_SECONDS * 3)
     assert time.monotonic() - started >= REFILE_SECONDS * 0.9
     assert len({c["metadata"]["name"] for c in both}) == len(both)
     assert len({public_der(c) for c in both}) == 1
@@ -214,11 +218,13 @@ def test_rogue_all_files_every_kind_with_an_attackers_identity(klab):
 
 def test_spoof_client_is_a_perfect_client_csr_with_another_key(klab):
     klab.control("POST", "/reboot-done", {"hosts": ["extra-worker-3"]})
-    own = wait_until("the host's CSR", lambda: [c for c in csrs_of(klab, filed_by=BOOTSTRAPPER,
-                                                                     cn="system:node:extra-worker-3")
-                                                if c["spec"]["signerName"].endswith("-kubelet")
-                                                and c["metadata"]["name"] in
-                                                {e["name"] for e in kubelet(klab, "extra-worker-3")["csrs"]}])[0]
+
+    def own_client_csrs():
+        mine = {entry["name"] for entry in kubelet(klab, "extra-worker-3")["csrs"]}
+        return [c for c in csrs_of(klab, filed_by=BOOTSTRAPPER, cn="system:node:extra-worker-3")
+                if c["spec"]["signerName"].endswith("-kubelet") and c["metadata"]["name"] in mine]
+
+    own = wait_until("the host's CSR", own_client_csrs)[0]
     spoof = json.loads(labctl("rogue-csr", "--state", klab.state, "spoof-client", "extra-worker-3").stdout)[0]
     csr = klab.api("GET", f"{CSRS}/{spoof['name']}").json()
     assert csr["spec"]["username"] == own["spec"]["username"] and csr["spec"]["groups"] == own["spec"]["groups"]
