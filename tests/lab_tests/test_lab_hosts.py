@@ -294,6 +294,17 @@ def test_agent_unreachable_for_a_while(lab):
     assert agent(lab, "/infra-envs").status_code == 200
 
 
+def test_a_taken_agent_port_is_reported(lab):
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.111.21", lab.info["agent_port"]))
+        squatter.listen()
+        boot(lab, "extra-worker-1")
+        state = until(lambda: (s := state_of(lab, "extra-worker-1"))["boot_error"] and s, timeout=5)
+    assert state["boot_error"].startswith(f"the agent cannot listen on 127.0.111.21:{lab.info['agent_port']}")
+    assert state["agent_up"] is False
+
+
 def test_dump_has_the_hosts(lab):
     dump = json.loads(labctl("dump", "--state", lab.state).stdout)
     assert [h["name"] for h in dump["hosts"]] == ["extra-worker-0", "extra-worker-1"]

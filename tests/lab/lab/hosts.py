@@ -299,9 +299,15 @@ class SimHost:
         self._agent_runner = web.AppRunner(agent_app(self), access_log=None, handle_signals=False,
                                            shutdown_timeout=0.5)
         await self._agent_runner.setup()
-        reachability = asyncio.ensure_future(self._keep_reachability())
         try:
             await self._sync_reachability()
+        except OSError as exc:
+            # Another lab (or anything) holds the port on this address: say so instead of a silent agent.
+            self.boot_error = f"the agent cannot listen on {self.ip}:{self.agent_port}: {exc}"
+            LOG.error("host %s: %s", self.name, self.boot_error)
+            return
+        reachability = asyncio.ensure_future(self._keep_reachability())
+        try:
             await self._install()
         finally:
             reachability.cancel()
@@ -401,7 +407,10 @@ class SimHost:
     async def _keep_reachability(self):
         while True:
             await asyncio.sleep(TICK)
-            await self._sync_reachability()
+            try:
+                await self._sync_reachability()
+            except OSError as exc:  # the port was taken during an outage: retry at the next tick
+                self.boot_error = f"the agent cannot listen on {self.ip}:{self.agent_port}: {exc}"
 
     async def _sync_reachability(self):
         wanted = not self.unreachable()
