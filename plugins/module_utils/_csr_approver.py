@@ -592,6 +592,20 @@ class CsrApprover:
         """PUT the approval; on 409 read the CSR again and retry. None when it was not approved."""
         obj = self._csrs[decision.name]
         message = 'Approved by %s: %s (expected node %s)' % (APPROVED_BY, decision.message, decision.node)
+        try:
+            return self._approve_with_conflict_retries(decision, obj, message, now)
+        except ApiAccessError as error:
+            if error.status not in TRANSIENT_STATUSES:
+                raise CsrApproveError(
+                    'cannot approve CSR %s of %s: %s. The identity needs update on '
+                    'certificatesigningrequests/approval and approve on the kubelet signers '
+                    '(docs/csr-approval.md)' % (decision.name, decision.node, error), self.result())
+            # An API server hiccup (5xx, unreachable): the CSR is still pending and the
+            # policy will pick it again at the next wake-up.
+            self.api_errors += 1
+            return None
+
+    def _approve_with_conflict_retries(self, decision, obj, message, now):
         for attempt in range(CONFLICT_RETRIES + 1):
             if attempt:
                 fresh = self.api.get_csr(decision.name)
@@ -612,10 +626,7 @@ class CsrApprover:
                 if error.status == 404:
                     self._csrs.pop(decision.name, None)
                     return None
-                raise CsrApproveError(
-                    'cannot approve CSR %s of %s: %s. The identity needs update on '
-                    'certificatesigningrequests/approval and approve on the kubelet signers '
-                    '(docs/csr-approval.md)' % (decision.name, decision.node, error), self.result())
+                raise
         return None  # still conflicting: it is still pending, the next evaluation tries again
 
     def _update_states(self, decisions):

@@ -253,3 +253,33 @@ def test_check_mode_approves_nothing(lab_factory):
     assert not [r for r in lab.requests() if r["path"].split("?")[0].endswith(APPROVAL_SUFFIX)]
     assert [r for r in lab.requests() if r["method"] not in ("GET", "HEAD")] == []
     assert dump["approvals"] == []
+
+
+def test_api_errors_and_cut_watches_during_the_run_still_approve_exactly_the_hosts(lab_factory):
+    lab = lab_factory("--hosts", "3")
+    names = names_of(lab, 3)
+    outcome = {}
+    runner = threading.Thread(target=lambda: outcome.update(
+        zip(("result", "output"), run_module(MODULE, module_args(lab, names, wait_timeout=60)))))
+    runner.start()
+    wait_until("the module's CSR list", lambda: any(
+        r["path"].split("?")[0].endswith("/certificatesigningrequests") for r in lab.requests()))
+    # From now on 1 request in 5 fails with 500/503 (the kubelets' too) and every watch is cut after 1 s.
+    lab.control("POST", "/faults", {"api_error_rate": 0.2, "watch_cut_seconds": 1})
+    reboot_done(lab, names)
+    runner.join(120)
+    lab.control("DELETE", "/faults")
+    result, output = outcome["result"], outcome["output"]
+    assert not result.get("failed"), output
+    assert result["watch_restarts"] >= 1
+
+    dump = lab.dump()
+    assert any(r["status"] in (500, 503) for r in dump["requests"])
+    nodes = objects(dump, "Node")
+    assert all(is_ready(nodes[name]) for name in names)
+    approved = approved_names(dump)
+    assert len(approved) == 6
+    for name in names:
+        filed = own_csrs(dump, name)
+        assert len([csr for csr in approved if csr in filed[CLIENT_SIGNER]]) == 1
+        assert len([csr for csr in approved if csr in filed[SERVING_SIGNER]]) == 1

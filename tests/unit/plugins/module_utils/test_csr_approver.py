@@ -599,6 +599,23 @@ def test_a_node_older_than_not_before_is_not_the_new_host():
     assert 'an older Node of this name' in str(failure.value)
 
 
+def test_a_5xx_on_the_approval_is_tried_again_at_the_next_wake_up():
+    clock = FakeClock()
+    api = FakeApi(clock, [legit_client('worker-0')], kubelet=True)
+    failures = [ApiAccessError('service unavailable', status=503), ApiAccessError('unreachable', status=None)]
+    approve = api.approve
+
+    def flaky_approve(name, body):
+        if failures:
+            raise failures.pop(0)
+        return approve(name, body)
+
+    api.approve = flaky_approve
+    result = run(api, clock, expected('worker-0'))
+    assert api.approval_log == ['worker-0.client', 'worker-0.serving']
+    assert result['nodes'][0]['state'] == 'ready' and result['changed'] is True
+
+
 def test_a_forbidden_approval_fails_with_the_rbac_hint():
     clock = FakeClock()
     api = FakeApi(clock, [legit_client('worker-0')])
