@@ -4,9 +4,9 @@
 
 """Run commands in a pod over the exec WebSocket and stream their output.
 
-Uses the kubernetes client's own WebSocket client (v5/v4 channel protocols),
-but opens it with ``capture_all`` off and in binary mode, so a 1 GiB ``cat``
-goes straight to a file instead of piling up in memory.
+Opens the exec WebSocket with the kubernetes client (v5/v4 channel protocols,
+binary) and reads its frames one at a time, so a 1 GiB ``cat`` goes straight
+to a file instead of piling up in memory.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import hashlib
 import json
+import select
+import ssl
 import time
 
 try:
@@ -24,8 +26,11 @@ except ImportError:  # pragma: no cover
 
 try:
     from kubernetes.stream import ws_client
+    from websocket import ABNF
 except ImportError:  # pragma: no cover - reported by the module
     ws_client = None
+
+STDOUT_CHANNEL, STDERR_CHANNEL, STATUS_CHANNEL = 1, 2, 3
 
 
 class ExecError(Exception):
@@ -60,14 +65,6 @@ def _headers(configuration):
     return headers
 
 
-def _returncode(client):
-    try:
-        return client.returncode
-    except Exception:  # pylint: disable=broad-except
-        # No status on channel 3: the stream was cut before the command ended.
-        return None
-
-
 def _handshake_problem(error):
     """The API server's Status message of a refused exec upgrade (403, 404...), else the error text."""
     status = getattr(error, "status_code", None)
@@ -83,19 +80,41 @@ def _handshake_problem(error):
     return str(error)
 
 
-def _receive(client):
-    """Wait up to a second for frames; return (stdout bytes, stderr bytes) that arrived."""
-    client.update(timeout=1)
-    out = client.read_stdout() if client.peek_stdout() else b""
-    err = client.read_stderr() if client.peek_stderr() else b""
-    return out, err
+def _readable(ws, timeout):
+    """True when a frame can be read: bytes on the socket, or already decrypted in the TLS buffer."""
+    raw = ws.sock
+    if isinstance(raw, ssl.SSLSocket) and raw.pending():
+        return True
+    if hasattr(select, "poll"):
+        poll = select.poll()
+        poll.register(raw, select.POLLIN)
+        return bool(poll.poll(timeout * 1000))
+    return bool(select.select([raw], [], [], timeout)[0])
+
+
+def exit_code(status):
+    """The command's exit code from the Status the kubelet sends on channel 3."""
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            try:
+                return int(cause.get("message"))
+            except (TypeError, ValueError):
+                break
+    return 1  # a failure without an exit code (the command could not start)
 
 
 def run_streaming(configuration, namespace, pod, container, command, sink, timeout=600, idle_timeout=120):
     """Run ``command``; feed stdout chunks to ``sink``; return (returncode, stderr bytes).
 
-    Raises ExecError when the connection fails or breaks before the command's
-    exit status arrives. Errors of ``sink`` (a full disk) propagate unchanged.
+    Frames are read one by one and handed to ``sink`` at once: the kubernetes client's own
+    WSClient.update() gathers every frame already available into one growing bytes object, which
+    is quadratic and holds a whole ISO in memory. WSClient is used only to open the connection
+    (credentials, TLS, proxy, v5/v4 subprotocol).
+
+    Raises ExecError when the connection fails or breaks before the command's exit status
+    arrives. Errors of ``sink`` (a full disk) propagate unchanged.
     """
     if ws_client is None:
         raise ExecError("the kubernetes Python library (kubernetes.stream) is required")
@@ -105,38 +124,51 @@ def run_streaming(configuration, namespace, pod, container, command, sink, timeo
                                     _headers(configuration), capture_all=False, binary=True)
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError("cannot open exec into pod %s/%s: %s" % (namespace, pod, _handshake_problem(error)))
+    ws = client.sock
     deadline = time.monotonic() + timeout
     idle_since = time.monotonic()
     stderr = bytearray()
+    status = None
     try:
         while True:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise ExecError("%s did not finish within %ss" % (described, timeout))
             try:
-                still_open = client.is_open()
-                # After the close, one more pass drains what arrived with it.
-                out, err = _receive(client)
+                if not _readable(ws, 1.0):
+                    if now - idle_since > idle_timeout:
+                        raise ExecError("%s sent nothing for %ss" % (described, idle_timeout))
+                    continue
+                opcode, frame = ws.recv_data_frame(True)
+            except ExecError:
+                raise
             except Exception as error:  # pylint: disable=broad-except
+                if status is not None:
+                    break  # the exit status arrived; only the closing handshake was lost
                 # websocket-client raises its own and socket/SSL errors when the connection breaks.
                 raise ExecError("%s was interrupted: %s" % (described, error))
-            if out:
-                sink(out)  # outside the try: a write error of the sink is not a broken connection
-            stderr.extend(err)
-            if out or err:
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since > idle_timeout:
-                raise ExecError("%s sent nothing for %ss" % (described, idle_timeout))
-            if not still_open:
+            if opcode == ABNF.OPCODE_CLOSE:
                 break
-        code = _returncode(client)
+            data = frame.data if isinstance(frame.data, bytes) else frame.data.encode("utf-8")
+            if opcode not in (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT) or not data:
+                continue
+            idle_since = time.monotonic()
+            channel, payload = bytearray(data[:1])[0], data[1:]
+            if channel == STDOUT_CHANNEL:
+                sink(payload)
+            elif channel == STDERR_CHANNEL:
+                stderr.extend(payload)
+            elif channel == STATUS_CHANNEL:
+                status = json.loads(payload.decode("utf-8", "replace") or "{}")
+            # channel 255 (v5 "close this channel") needs no action: the stream ends with a close frame
     finally:
         try:
             client.close()
         except Exception:  # pylint: disable=broad-except
             pass
-    if code is None:
+    if status is None:
         raise ExecError("%s ended without an exit status (connection cut)" % described)
-    return code, bytes(stderr)
+    return exit_code(status), bytes(stderr)
 
 
 def run(configuration, namespace, pod, container, command, timeout=120):

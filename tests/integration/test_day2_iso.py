@@ -108,7 +108,7 @@ def embedded_config(iso, work):
 
 
 def data_url(source):
-    header, _, data = source.partition(",")
+    header, data = source.split(",", 1)
     return base64.b64decode(data) if header.endswith(";base64") else urllib.parse.unquote_to_bytes(data)
 
 
@@ -122,7 +122,7 @@ def assert_failed_and_clean(lab, result, dest, *needles):
     for needle in needles:
         assert needle in result["msg"], "%r not in message:\n%s" % (needle, result["msg"])
     assert leftovers(lab) == []
-    assert [name for name in os.listdir(dest)] == [], "something partial was left in dest"
+    assert os.listdir(dest) == [], "something partial was left in dest"
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +165,8 @@ def test_iso_checked_with_independent_tools(lab, built, tmp_path):
     dest, result = built
     iso = dest / "node.x86_64.iso"
     config = embedded_config(iso, tmp_path)
-    everything = json.dumps(config) + "".join(data_url(f["contents"]["source"]).decode("utf-8", "replace")
-                                             for f in config["storage"]["files"])
+    contents = [data_url(f["contents"]["source"]).decode("utf-8", "replace") for f in config["storage"]["files"]]
+    everything = json.dumps(config) + "".join(contents)
     for host in lab_hosts(lab):
         assert host["mac_address"] in everything
     env = env_of(config, "/etc/assisted/add-nodes.env")
@@ -402,9 +402,9 @@ def test_disk_full_at_dest_leaves_nothing(lab, clean, tmp_path):
     original = subprocess.run
     limit = ISO_SIZE // 2
 
-    def limited(*args, **kwargs):
+    def limited(command, **kwargs):
         kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-        return original(*args, **kwargs)
+        return original(command, check=kwargs.pop("check", False), **kwargs)
 
     with mock.patch("subprocess.run", limited):
         result = day2_iso(lab, tmp_path)

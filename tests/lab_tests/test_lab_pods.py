@@ -46,10 +46,10 @@ def new_namespace(lab) -> str:
     return created.json()["metadata"]["name"]
 
 
-def create_pod(lab, ns, image, command=NODE_JOINER_CMD, name="node-joiner", nodes_config=NODES_CONFIG):
-    if nodes_config is not None:
+def create_pod(lab, ns, image, command=NODE_JOINER_CMD, name="node-joiner", with_config=True):
+    if with_config:
         response = lab.api("POST", f"/api/v1/namespaces/{ns}/configmaps", body={
-            "metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(nodes_config)}})
+            "metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}})
         assert response.status_code == 201, response.text
     pod = {"metadata": {"name": name}, "spec": {
         "restartPolicy": "Never",
@@ -180,7 +180,7 @@ def test_log_with_tail_lines(lab, joined):
 def test_release_image_pod_prints_image_references_and_succeeds(lab, no_faults):
     ns = new_namespace(lab)
     create_pod(lab, ns, release_image(lab), command="cat /release-manifests/image-references",
-               name="release", nodes_config=None)
+               name="release", with_config=False)
     wait_for(lambda: pod_status(lab, ns, "release")["phase"] == "Succeeded")
     terminated = pod_status(lab, ns, "release")["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
@@ -253,9 +253,9 @@ def test_exec_faults_cut_then_corrupt_once_each(lab, joined):
     ns, _report = joined
     _p, whole, _s = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/node.x86_64.iso"])
     lab.control("POST", "/faults", {"exec_cut_after_bytes": "100000x2"})
-    for _ in range(2):
+    for cut in (1, 2):
         _p, out, status = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/node.x86_64.iso"])
-        assert status is None and len(out[1]) == 100000
+        assert status is None and len(out[1]) == 100000, f"cut {cut}"
     assert "exec_cut_after_bytes" not in lab.control("GET", "/state")["faults"]
     lab.control("POST", "/faults", {"exec_corrupt": "1"})
     _p, out, status = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/node.x86_64.iso"])
@@ -286,3 +286,14 @@ def test_v417_variant_writes_only_exit_code(tmp_path):
         assert status["status"] == "Failure"
     finally:
         labctl("stop", "--state", state)
+
+
+def test_pod_files_over_https_need_a_token(lab, joined):
+    import requests
+
+    ns, _report = joined
+    url = lab.control("GET", "/pod-files")["url"] + f"/files/{ns}/node-joiner/assets/node.x86_64.iso"
+    assert requests.get(url, verify=lab.ca, timeout=30).status_code == 401
+    got = requests.get(url, verify=lab.ca, headers={"Authorization": f"Bearer {lab.tokens['admin']}"}, timeout=30)
+    _p, out, _s = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/node.x86_64.iso"])
+    assert got.status_code == 200 and got.content == out[1]

@@ -4,8 +4,9 @@ Which behaviour a pod gets, from its first container's image:
 
 * the node-joiner image -- the ``installer`` image of ConfigMap ``installer-images`` (namespace
   ``openshift-config``, then ``openshift``; the seeded one counts even after a test deleted the ConfigMap), or
-  any image whose name contains ``baremetal-installer`` or ``node-joiner`` -- runs ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image
-  create`` does: ``cp /config/nodes-config.yaml /assets; node-joiner add-nodes [--pxe] --dir=/assets; sleep``.
+  any image whose name contains ``baremetal-installer`` or ``node-joiner`` -- runs
+  ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image create`` does:
+  ``cp /config/nodes-config.yaml /assets; node-joiner add-nodes [--pxe] --dir=/assets; sleep``.
   A temporary directory stands for the container filesystem (``/config`` is the pod's ConfigMap volume).
   The pod stays Running ("sleeping") after the run, so the artifacts can be copied out with exec.
 * the release image (``ClusterVersion.status.desired.image``) prints ``/release-manifests/image-references``
@@ -35,7 +36,7 @@ from . import iso as iso_mod
 from . import kinds, seeds
 from .errors import ApiError
 from .faults import register_fault
-from .nodejoiner import GO_TO_RPM_ARCH, NodeJoinerRun
+from .nodejoiner import NodeJoinerRun
 from .shell import Container
 from .store import now_rfc3339
 
@@ -58,8 +59,8 @@ def parse_nodejoiner_fault(value: str) -> str:
 
 def parse_cut(value: str) -> tuple:
     """``N`` or ``NxK``: cut the next K (default 1) exec streams once N stdout bytes are sent."""
-    size, _, times = value.partition("x")
-    parsed = (int(size), int(times or 1))
+    size, times = (value.split("x", 1) + ["1"])[:2]
+    parsed = (int(size), int(times))
     if parsed[0] < 0 or parsed[1] < 1:
         raise ValueError(f"exec_cut_after_bytes is N or NxK with N >= 0 and K >= 1, got {value}")
     return parsed
@@ -278,8 +279,10 @@ class PodBehaviours:
     # --- behaviours ----------------------------------------------------------------------------------
     async def _pull_failure(self, sim: SimulatedPod, _pod) -> None:
         sim.pull_failure = True
-        repository, _, tag = sim.image.rpartition(":") if "@" not in sim.image else (sim.image, "", "")
-        reference = tag or sim.image.rpartition("@")[2]
+        if "@" in sim.image:
+            repository, reference = sim.image.split("@", 1)
+        else:
+            repository, reference = sim.image.rsplit(":", 1) if ":" in sim.image.rsplit("/", 1)[-1] else (sim.image, "latest")
         pull_error = (f"initializing source docker://{sim.image}: reading manifest {reference} in "
                       f"{repository or sim.image}: manifest unknown")
         self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ErrImagePull", pull_error))
@@ -442,7 +445,43 @@ def exit_status(command, code: int) -> dict:
             "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
 
 
+async def _serve_pod_files(ctx, behaviours) -> str:
+    """HTTPS downloads of files inside the pods, with the API server's TLS and tokens.
+
+    Not a Kubernetes API: the baseline of the streaming benchmark (a plain GET of the bytes that exec
+    streams, from the same process). ``GET /files/<namespace>/<pod>/<container path>``.
+    """
+    async def download(request: web.Request) -> web.StreamResponse:
+        try:
+            if ctx.auth.identify(request.headers.get("Authorization"), None) is None:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+        except ApiError as error:
+            return web.json_response(error.status(), status=error.code)
+        sim = behaviours.pods.get((request.match_info["namespace"], request.match_info["pod"]))
+        path = sim.shell.host_path("/" + request.match_info["path"]) if sim else ""
+        if not os.path.isfile(path):
+            return web.json_response({"message": "not found"}, status=404)
+        return web.FileResponse(path, chunk_size=256 * 1024)
+
+    app = web.Application()
+    app.router.add_get("/files/{namespace}/{pod}/{path:.+}", download)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    directory = os.path.join(ctx.state_dir, "pki", "pod-files")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx.pki.server_ssl_context(directory))
+    await site.start()
+    ctx.on_shutdown.append(runner.cleanup)
+    return f"https://127.0.0.1:{runner.addresses[0][1]}"
+
+
 async def setup(ctx) -> None:
     behaviours = PodBehaviours(ctx)
     ctx.pods = behaviours
     ctx.on_shutdown.append(behaviours.shutdown)
+    files_url = await _serve_pod_files(ctx, behaviours)
+
+    async def pod_files(_request):
+        return web.json_response({"url": files_url})
+
+    ctx.control_routes.append(("GET", "/pod-files", pod_files))

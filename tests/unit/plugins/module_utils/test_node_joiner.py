@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import json
+import os
+
+import pytest
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner_run as nj_run
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _pod_exec
+
+ZERO = "0001-01-01T00:00:00Z"
+NAMESPACE = {"metadata": {"name": "openshift-node-joiner-abcde", "uid": "uid-1"}}
+
+
+def stage(stage_id, end=ZERO, result=None, subs=None):
+    entry = {"id": stage_id, "description": stage_id.upper(), "start_time": "2025-01-01T00:00:00Z", "end_time": end}
+    if result:
+        entry["result"] = result
+    if subs:
+        entry["sub_stages"] = subs
+    return entry
+
+
+FAILED_REPORT = {
+    "stages": [
+        stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z", result='{"Version":"4.18.1"}'),
+        stage("create-manifest", "2025-01-01T00:00:02Z"),
+        stage("fetch-base-iso", "2025-01-01T00:00:03Z", subs=[
+            stage("fetch-base-iso.extract-image", "2025-01-01T00:00:03Z"),
+            stage("fetch-base-iso.download-image", "2025-01-01T00:00:03Z")]),
+    ],
+    "result": {"exit_code": 1, "error_message": "no such host",
+               "detailed_error_message": "failed to fetch Agent Installer ISO: no such host"},
+}
+
+
+def test_stages_of_a_running_report():
+    report = {"stages": [stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z"), stage("create-manifest")],
+              "result": None}
+    rows = nj.summarize_stages(report)
+    assert [(r["id"], r["status"]) for r in rows] == [("add-nodes-cluster-inspection", "done"),
+                                                        ("create-manifest", "running")]
+    assert rows[1]["end_time"] is None and "result" not in rows[0]
+
+
+def test_stages_of_a_failed_report_mark_the_last_stage_and_sub_stage():
+    rows = nj.summarize_stages(FAILED_REPORT)
+    assert [(r["id"], r["status"]) for r in rows] == [
+        ("add-nodes-cluster-inspection", "done"), ("create-manifest", "done"), ("fetch-base-iso", "failed"),
+        ("fetch-base-iso.extract-image", "done"), ("fetch-base-iso.download-image", "failed")]
+    assert rows[0]["result"] == '{"Version":"4.18.1"}'
+
+
+def test_no_report_no_stages():
+    assert nj.summarize_stages(None) == [] and nj.summarize_stages({}) == []
+
+
+def test_failure_message_names_the_stage_and_both_errors():
+    message = nj.failure_message(FAILED_REPORT)
+    assert message.startswith("node-joiner failed at stage fetch-base-iso.download-image (FETCH-BASE-ISO.DOWNLOAD-IMAGE)")
+    assert "no such host (failed to fetch Agent Installer ISO: no such host)" in message
+
+
+def test_describe_failure_carries_stages_and_log_tail():
+    text = nj.describe_failure("it broke", nj.summarize_stages(FAILED_REPORT), "line 1\nline 2\n")
+    lines = text.splitlines()
+    assert lines[0] == "it broke"
+    assert lines[1].startswith("node-joiner stages: add-nodes-cluster-inspection done, create-manifest done")
+    assert lines[-2:] == ["line 1", "line 2"]
+    assert nj.describe_failure("only this", [], "  \n") == "only this"
+
+
+def test_manifests_are_labelled_owned_and_restricted():
+    role = nj.cluster_role_manifest(NAMESPACE, "run1")
+    binding = nj.cluster_role_binding_manifest(NAMESPACE, "run1")
+    for obj in (role, binding):
+        assert obj["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Namespace",
+                                                        "name": "openshift-node-joiner-abcde", "uid": "uid-1"}]
+        assert obj["metadata"]["labels"][nj.MANAGED_BY_LABEL] == nj.MANAGED_BY
+    assert binding["subjects"][0] == {"kind": "ServiceAccount", "name": "node-joiner",
+                                      "namespace": "openshift-node-joiner-abcde"}
+    proxy = {"status": {"httpProxy": "http://p:3128", "noProxy": ".cluster.local"}}
+    pod = nj.node_joiner_pod_manifest(NAMESPACE, "run1", "img", True, proxy)
+    container = pod["spec"]["containers"][0]
+    assert container["env"] == [{"name": "HTTP_PROXY", "value": "http://p:3128"},
+                                {"name": "NO_PROXY", "value": ".cluster.local"}]
+    assert "--pxe --dir=/assets" in container["command"][-1] and container["command"][-1].endswith("sleep 600")
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert nj.namespace_manifest("r")["metadata"]["annotations"] == {"openshift.io/node-selector": ""}
+
+
+def test_image_lookups():
+    assert nj.installer_image_from_configmap({"data": {"images.json": '{"installer": "quay.io/x@sha256:1"}'}}) == \
+        "quay.io/x@sha256:1"
+    assert nj.installer_image_from_configmap({"data": {"images.json": "not json"}}) is None
+    assert nj.installer_image_from_configmap(None) is None
+    stream = {"spec": {"tags": [{"name": "cli", "from": {"name": "a"}},
+                                {"name": "baremetal-installer", "from": {"name": "b"}}]}}
+    assert nj.node_joiner_image_from_references(json.dumps(stream)) == "b"
+    with pytest.raises(nj.ReportError):
+        nj.node_joiner_image_from_references(json.dumps({"spec": {"tags": []}}))
+    with pytest.raises(nj.ReportError):
+        nj.node_joiner_image_from_references("{")
+
+
+@pytest.mark.parametrize("status,code", [
+    ({"metadata": {}, "status": "Success"}, 0),
+    ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}, 3),
+    ({"status": "Failure", "message": "exec failed"}, 1),
+    ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "x"}]}}, 1),
+])
+def test_exit_code_from_channel_3_status(status, code):
+    assert _pod_exec.exit_code(status) == code
+
+
+def test_refused_exec_upgrade_says_why():
+    class Refused(Exception):
+        status_code = 403
+        resp_body = json.dumps({"kind": "Status", "message": 'pods "p" is forbidden: cannot create "pods/exec"'})
+
+    assert _pod_exec._handshake_problem(Refused("Handshake status 403")) == (
+        'HTTP 403: pods "p" is forbidden: cannot create "pods/exec": the identity needs \'create\' on pods/exec')
+    assert _pod_exec._handshake_problem(ValueError("boom")) == "boom"
+
+
+# ----- fetch: verified copy, one retry, nothing partial ---------------------------------------------
+class FakePod:
+    """Stands in for the exec calls of NodeJoinerRun.fetch: each transfer is one scripted outcome."""
+
+    def __init__(self, content, outcomes):
+        self.content = content
+        self.outcomes = list(outcomes)
+
+    def copy_file(self, _configuration, _namespace, _pod, _container, _path, fileobj, timeout=0):
+        outcome = self.outcomes.pop(0)
+        if outcome == "cut":
+            fileobj.write(self.content[:10])
+            raise _pod_exec.ExecError("connection cut")
+        if outcome == "efbig":
+            raise OSError(errno.EFBIG, "File too large")
+        data = self.content if outcome == "ok" else b"X" + self.content[1:]
+        fileobj.write(data)
+        import hashlib
+        return len(data), hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def fetcher(monkeypatch):
+    import hashlib
+
+    def make(outcomes, content=b"iso bytes" * 1000):
+        pod = FakePod(content, outcomes)
+        monkeypatch.setattr(_pod_exec, "copy_file", pod.copy_file)
+        run = nj_run.NodeJoinerRun(None, None, "r")
+        run.namespace = NAMESPACE
+        monkeypatch.setattr(run, "remote_sha256", lambda path: hashlib.sha256(content).hexdigest())
+        return run, pod
+
+    return make
+
+
+@pytest.mark.parametrize("outcomes", [["ok"], ["cut", "ok"], ["corrupt", "ok"]])
+def test_fetch_succeeds_within_two_attempts(fetcher, tmp_path, outcomes):
+    run, pod = fetcher(outcomes)
+    size, _digest = run.fetch("/assets/node.x86_64.iso", str(tmp_path / "node.iso"))
+    assert (tmp_path / "node.iso").read_bytes() == pod.content and size == len(pod.content)
+    assert oct(os.stat(str(tmp_path / "node.iso")).st_mode & 0o777) == "0o600"
+    assert os.listdir(str(tmp_path)) == ["node.iso"] and pod.outcomes == []
+
+
+@pytest.mark.parametrize("outcomes,message", [
+    (["cut", "cut"], "transfer of /assets/node.x86_64.iso interrupted: connection cut (after 2 attempts)"),
+    (["cut", "corrupt"], "checksum mismatch for /assets/node.x86_64.iso"),
+    (["efbig"], "no space left to write node.iso"),
+])
+def test_fetch_failures_leave_nothing(fetcher, tmp_path, outcomes, message):
+    run, _pod = fetcher(outcomes)
+    with pytest.raises(nj_run.RunError) as caught:
+        run.fetch("/assets/node.x86_64.iso", str(tmp_path / "node.iso"))
+    assert message in str(caught.value)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_finish_edits_the_copy_before_the_rename(fetcher, tmp_path):
+    run, _pod = fetcher(["ok"])
+    seen = []
+
+    def finish(temp_path):
+        seen.append(os.path.basename(temp_path))
+        assert not (tmp_path / "node.iso").exists()
+        with open(temp_path, "ab") as handle:
+            handle.write(b"+kargs")
+
+    run.fetch("/assets/node.x86_64.iso", str(tmp_path / "node.iso"), finish=finish)
+    assert seen[0].startswith(".node.iso.") and seen[0].endswith(".part")
+    assert (tmp_path / "node.iso").read_bytes().endswith(b"+kargs")
