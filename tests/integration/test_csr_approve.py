@@ -283,3 +283,25 @@ def test_api_errors_and_cut_watches_during_the_run_still_approve_exactly_the_hos
         filed = own_csrs(dump, name)
         assert len([csr for csr in approved if csr in filed[CLIENT_SIGNER]]) == 1
         assert len([csr for csr in approved if csr in filed[SERVING_SIGNER]]) == 1
+
+
+def test_csrs_from_before_not_before_are_left_and_the_refiled_one_is_approved(lab_factory):
+    lab = lab_factory("--hosts", "1", "--csr-refile-seconds", "3")
+    names = names_of(lab, 1)
+    reboot_done(lab, names)
+    wait_until("the first client CSR", lambda: all(filed_counts(lab, names)))
+    # As if agent_wait had seen this reboot only now: the CSR already filed cannot be the new host's.
+    time.sleep(1.1)
+    not_before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    args = module_args(lab, names, clock_skew=0)
+    args["nodes"][0]["not_before"] = not_before
+    result, output = run_module(MODULE, args)
+    assert not result.get("failed"), output
+
+    dump = lab.dump()
+    first, *refiled = own_csrs(dump, names[0])[CLIENT_SIGNER]
+    reasons = {entry["name"]: entry["reason"] for entry in result["skipped_csrs"]}
+    assert reasons[first] == "before-not-before"
+    assert first not in approved_names(dump)
+    assert [csr for csr in refiled if csr in approved_names(dump)], (refiled, approved_names(dump))
+    assert is_ready(objects(dump, "Node")[names[0]])
