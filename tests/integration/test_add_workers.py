@@ -78,3 +78,30 @@ def test_add_workers_refuses_bad_inventory_before_writing(lab_factory, tmp_path)
     assert 'host extra-worker-1: field "gateway" value "10.9.9.9"' in output
     assert "mac_address" in output and hosts["extra-worker-0"]["mac_address"] in output
     assert lab.writes() == []
+
+
+def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
+    import functools
+    import http.server
+    import socketserver
+
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
+    workdir = tmp_path / "work"
+    workdir.mkdir(mode=0o700)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(workdir))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rc, output = run_playbook(
+            PLAYBOOK, *playbook_args(lab, workdir), "-e", "day2_boot_method=redfish",
+            "-e", "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1],
+            "-e", "join_agent_port=%d" % lab.info["agent_port"], "-e", "join_kubelet_port=%d" % lab.info["kubelet_port"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert rc == 0, output[-6000:]
+    assert lab.info["redfish"]["password"] not in output
+    hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
+    assert all(h.get("booted_by") == "redfish" for h in hosts.values()), hosts
+    nodes = [o for o in lab.dump()["objects"] if o["kind"] == "Node" and o["metadata"]["name"].startswith("extra-worker")]
+    assert len(nodes) == 2
