@@ -33,6 +33,10 @@ def iso(tmp_path):
     return str(path)
 
 
+def no_expiry(_path):
+    return None
+
+
 def expiry_in(hours):
     return lambda _path: NOW + datetime.timedelta(hours=hours)
 
@@ -81,7 +85,7 @@ def test_rebuilt_when_something_is_wrong(iso, change, expected):
     elif change == "short_token":
         expiry = expiry_in(23)
     elif change == "unknown_token":
-        expiry = lambda _path: None  # noqa: E731
+        expiry = no_expiry
     reuse, reason = art.reuse_decision([iso], digest, NOW, DAY, expiry)
     assert not reuse and expected in reason
 

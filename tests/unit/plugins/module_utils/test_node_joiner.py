@@ -46,8 +46,8 @@ def test_stages_of_a_running_report():
     report = {"stages": [stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z"), stage("create-manifest")],
               "result": None}
     rows = nj.summarize_stages(report)
-    assert [(r["id"], r["status"]) for r in rows] == [("add-nodes-cluster-inspection", "done"),
-                                                        ("create-manifest", "running")]
+    expected = [("add-nodes-cluster-inspection", "done"), ("create-manifest", "running")]
+    assert [(r["id"], r["status"]) for r in rows] == expected
     assert rows[1]["end_time"] is None and "result" not in rows[0]
 
 
@@ -82,8 +82,8 @@ def test_manifests_are_labelled_owned_and_restricted():
     role = nj.cluster_role_manifest(NAMESPACE, "run1")
     binding = nj.cluster_role_binding_manifest(NAMESPACE, "run1")
     for obj in (role, binding):
-        assert obj["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Namespace",
-                                                        "name": "openshift-node-joiner-abcde", "uid": "uid-1"}]
+        owner = {"apiVersion": "v1", "kind": "Namespace", "name": "openshift-node-joiner-abcde", "uid": "uid-1"}
+        assert obj["metadata"]["ownerReferences"] == [owner]
         assert obj["metadata"]["labels"][nj.MANAGED_BY_LABEL] == nj.MANAGED_BY
     assert binding["subjects"][0] == {"kind": "ServiceAccount", "name": "node-joiner",
                                       "namespace": "openshift-node-joiner-abcde"}
