@@ -205,6 +205,11 @@ nodes_configs:
   returned: always
   type: dict
   sample: {x86_64: "cpuArchitecture: x86_64\nhosts:\n- hostname: extra-worker-0\n..."}
+would_build:
+  description: In check mode, the architectures that would be built, with C(architecture) and C(reason).
+  returned: check mode
+  type: list
+  elements: dict
 node_joiner_image:
   description: The node-joiner image used (not set when nothing was built).
   returned: when a build ran

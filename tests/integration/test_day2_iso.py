@@ -342,6 +342,20 @@ def test_node_joiner_failure_carries_report_and_log(lab, clean, tmp_path):
     assert "level=fatal" in result["log_tail"]
 
 
+def test_keep_on_failure_keeps_the_namespace_for_debugging(lab, clean, tmp_path):
+    lab.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    result = day2_iso(lab, tmp_path, keep_on_failure=True)
+    namespace = result["namespace"]
+    assert result["failed"] and "keep_on_failure: namespace %s" % namespace in result["msg"]
+    assert leftovers(lab) == sorted(["Namespace/" + namespace, "ClusterRole/" + namespace,
+                                     "ClusterRoleBinding/" + namespace])
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
+        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+        "k.CoreV1Api().delete_namespace(%r)") % (lab.kubeconfig, namespace)], check=True)
+    assert leftovers(lab) == []  # the RBAC objects go with the namespace they are owned by
+    assert os.listdir(tmp_path) == []
+
+
 def test_base_iso_download_failure(lab, clean, tmp_path):
     lab.control("POST", "/faults", {"nodejoiner": "download_failure"})
     result = day2_iso(lab, tmp_path)
