@@ -445,3 +445,34 @@ def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
     failed = day2_iso(v417, tmp_path / "x" if os.makedirs(tmp_path / "x") is None else None)
     assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
     assert leftovers(v417) == []
+
+
+def test_run_objects_carry_the_proxy_the_labels_and_the_restricted_pod_spec(lab_factory, tmp_path):
+    """Kept after a failure so their specs can be read: what the run creates, as FACTS.md section 1 says."""
+    proxied = lab_factory("--variant", "proxy", "--hosts", "3")
+    proxied.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    result = day2_iso(proxied, tmp_path, keep_on_failure=True)
+    namespace = result["namespace"]
+    objects = proxied.dump()["objects"]
+    proxy_status = [o for o in objects if o["kind"] == "Proxy"][0]["status"]
+    mine = [o for o in objects if o["metadata"]["name"] == namespace or o["metadata"].get("namespace") == namespace]
+    by_kind = {o["kind"]: o for o in mine if o["kind"] != "Secret"}
+    assert sorted(by_kind) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Namespace", "Pod", "ServiceAccount"]
+    for obj in by_kind.values():
+        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "openshift_agent.day2", obj["kind"]
+    assert by_kind["Namespace"]["metadata"]["annotations"]["openshift.io/node-selector"] == ""
+    pod = by_kind["Pod"]["spec"]
+    container = pod["containers"][0]
+    assert {e["name"]: e["value"] for e in container["env"]} == {
+        "HTTP_PROXY": proxy_status["httpProxy"], "HTTPS_PROXY": proxy_status["httpsProxy"],
+        "NO_PROXY": proxy_status["noProxy"]}
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "node-joiner"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}} in pod["volumes"]
+    assert {"name": "nodes-config", "mountPath": "/config"} in container["volumeMounts"]
+    assert "node-joiner add-nodes --dir=/assets" in container["command"][-1]
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"] for r in by_kind["ClusterRole"]["rules"]}
+    assert rules[("",), ("secrets",)] == ["get", "list", "create", "update"]
+    assert yaml.safe_load(by_kind["ConfigMap"]["data"]["nodes-config.yaml"])["hosts"][0]["hostname"] == "extra-worker-0"
