@@ -27,12 +27,13 @@ def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
 
 
 def playbook_args(lab, workdir):
+    ports = ["-e", "join_agent_port=%d" % lab.info["agent_port"], "-e", "join_kubelet_port=%d" % lab.info["kubelet_port"]]
     return ["-i", lab.inventory, "-e", "day2_workdir=%s" % workdir, "-e", "day2_allow_loopback=true",
-            "-e", "node_image_wait_sleep=1", "-e", "join_agent_wait_sleep=1", "-e", "join_csr_wait_sleep=2"]
+            "-e", "node_image_wait_sleep=1", "-e", "join_agent_wait_sleep=1", "-e", "join_csr_wait_sleep=2"] + ports
 
 
 def test_add_workers_from_nothing_to_ready_and_again(lab_factory, tmp_path):
-    lab = lab_factory("--hosts", "3", "--install-seconds", "6")
+    lab = lab_factory("--hosts", "3", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0")
     hosts = [h["name"] for h in lab.info["hosts"]]
     workdir = tmp_path / "work"
     console = console_boots_when_iso_is_ready(lab, workdir, hosts)
@@ -94,8 +95,7 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
     try:
         rc, output = run_playbook(
             PLAYBOOK, *playbook_args(lab, workdir), "-e", "day2_boot_method=redfish",
-            "-e", "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1],
-            "-e", "join_agent_port=%d" % lab.info["agent_port"], "-e", "join_kubelet_port=%d" % lab.info["kubelet_port"])
+            "-e", "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
