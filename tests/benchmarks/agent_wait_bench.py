@@ -86,7 +86,7 @@ def run_one(count, install_seconds, wait_sleep, workdir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, action="append", help="N (repeatable; default 1, 10 and 50)")
     parser.add_argument("--install-seconds", type=float, default=60.0)
     parser.add_argument("--wait-sleep", type=int, default=5)

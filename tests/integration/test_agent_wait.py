@@ -357,4 +357,3 @@ def _answers(port):
         return True
     except OSError:
         return False
-

@@ -783,4 +783,3 @@ async def setup(ctx) -> None:
     ctx.lab_json["agent_port"] = ctx.lab_hosts.agent_port
     ctx.lab_json["kubelet_port"] = ctx.lab_hosts.kubelet_port
     ctx.on_shutdown.append(ctx.lab_hosts.shutdown)
-

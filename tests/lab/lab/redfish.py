@@ -202,4 +202,3 @@ async def setup(ctx) -> None:
     ctx.redfish = boot
     ctx.dump_sections["redfish"] = boot.state
     LOG.info("sushy-emulator on %s for %d systems", boot.url, len(ctx.hosts))
-
