@@ -136,53 +136,48 @@ def node_joiner_command(pxe):
     )
 
 
-def node_joiner_pod_manifest(namespace, run_id, image, pxe, proxy):
+def _pod_manifest(namespace, run_id, name, container, volumes=None):
+    """A run-once pod of this run, restricted as the restricted-v2 SCC expects."""
+    container = dict(container, securityContext=_restricted_security_context())
+    spec = {
+        "serviceAccountName": SERVICE_ACCOUNT,
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+    }
+    if volumes:
+        spec["volumes"] = volumes
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": POD, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
-        "spec": {
-            "serviceAccountName": SERVICE_ACCOUNT,
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": POD,
-                "image": image,
-                "imagePullPolicy": "IfNotPresent",
-                "command": ["/bin/bash", "-c", node_joiner_command(pxe)],
-                "env": proxy_env(proxy),
-                "securityContext": _restricted_security_context(),
-                "volumeMounts": [
-                    {"name": "nodes-config", "mountPath": "/config"},
-                    {"name": "assets", "mountPath": ASSETS},
-                ],
-            }],
-            "volumes": [
-                {"name": "nodes-config", "configMap": {"name": CONFIGMAP}},
-                {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}},
-            ],
-        },
+        "metadata": {"name": name, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
+        "spec": spec,
     }
+
+
+def node_joiner_pod_manifest(namespace, run_id, image, pxe, proxy):
+    container = {
+        "name": POD,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/bin/bash", "-c", node_joiner_command(pxe)],
+        "env": proxy_env(proxy),
+        "volumeMounts": [
+            {"name": "nodes-config", "mountPath": "/config"},
+            {"name": "assets", "mountPath": ASSETS},
+        ],
+    }
+    volumes = [
+        {"name": "nodes-config", "configMap": {"name": CONFIGMAP}},
+        {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}},
+    ]
+    return _pod_manifest(namespace, run_id, POD, container, volumes)
 
 
 def release_pod_manifest(namespace, run_id, release_image):
     """A short pod that runs the release image itself and prints its image references."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": RELEASE_POD, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
-        "spec": {
-            "serviceAccountName": SERVICE_ACCOUNT,
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": "release",
-                "image": release_image,
-                "command": ["/bin/sh", "-c", "cat %s" % IMAGE_REFERENCES],
-                "securityContext": _restricted_security_context(),
-            }],
-        },
-    }
+    container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat %s" % IMAGE_REFERENCES]}
+    return _pod_manifest(namespace, run_id, RELEASE_POD, container)
 
 
 class ReportError(Exception):

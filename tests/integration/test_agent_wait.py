@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import labctl, run_module, run_playbook
+from lab.waiting import wait_for
 
 MODULE = "openshift_agent.day2.agent_wait"
 INSTALL_SECONDS = 10
@@ -64,14 +65,6 @@ def _rebooted(state):
     return state if state["phase"] == "rebooted" else None
 
 
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not met within %s s" % timeout)
 
 
 def test_three_hosts_booted_at_the_console_reach_rebooted(lab):

@@ -11,6 +11,7 @@ import threading
 import time
 
 from conftest import labctl, run_module
+from lab.waiting import wait_until
 
 MODULE = "openshift_agent.day2.csr_approve"
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -31,14 +32,6 @@ def names_of(lab, count):
     return [host["name"] for host in lab.info["hosts"][:count]]
 
 
-def wait_until(what, condition, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s" % what)
 
 
 def objects(dump, kind):

@@ -16,6 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from lab.waiting import wait_until
 
 REFILE_SECONDS = 1.5
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
@@ -34,14 +35,6 @@ def klab(tmp_path_factory):
         labctl("stop", "--state", state)
 
 
-def wait_until(what, condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def csrs_of(lab, filed_by=None, cn=None):

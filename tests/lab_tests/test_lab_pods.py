@@ -16,6 +16,7 @@ import yaml
 from conftest import labctl, Lab
 from lab import iso as lab_iso
 from lab.ignition import files_by_path, read_env_file
+from lab.waiting import wait_for
 
 NODES_CONFIG = {
     "hosts": [{
@@ -66,14 +67,6 @@ def pod_status(lab, ns, name="node-joiner") -> dict:
     return lab.api("GET", f"/api/v1/namespaces/{ns}/pods/{name}").json()["status"]
 
 
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def exec_ws(lab, ns, pod, command, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), token=None):
