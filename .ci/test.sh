@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test of the project, in order of speed: units, the lab's own tests, integration against the lab,
-# ansible-test sanity (two ansible-core releases), ansible-lint. Prints a timing table at the end.
+# Every test of the project: a Python 3.9 compile check, units, the lab's own tests, integration against the lab,
+# ansible-test sanity (two ansible-core releases), ansible-lint + changelog lint, the execution environment
+# definition. Prints a timing table at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PWD/.venv/bin:$PATH
@@ -15,11 +16,13 @@ step() {
     TIMES+=("$(printf '%-12s %4ds' "$name" $((SECONDS - start)))")
 }
 
+step py39        bash .ci/py39.sh
 step units       bash .ci/units.sh
 step lab         python -m pytest -q -p no:cacheprovider tests/lab_tests
 step integration python -m pytest -q -p no:cacheprovider tests/integration
 step sanity      bash .ci/sanity.sh
 step lint        bash .ci/lint.sh
+step ee          bash .ci/ee.sh
 
 echo "=== timings"
 printf '%s\n' "${TIMES[@]}"
