@@ -94,7 +94,7 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         rc, output = run_playbook(
-            PLAYBOOK, *playbook_args(lab, workdir), "-e", "day2_boot_method=redfish",
+            PLAYBOOK, *playbook_args(lab, workdir), "-vvv", "-e", "day2_boot_method=redfish",
             "-e", "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1])
     finally:
         server.shutdown()
