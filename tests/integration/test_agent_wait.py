@@ -65,8 +65,6 @@ def _rebooted(state):
     return state if state["phase"] == "rebooted" else None
 
 
-
-
 def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
     names = ["extra-worker-0", "extra-worker-1", "extra-worker-2"]
     boot(lab, *names)

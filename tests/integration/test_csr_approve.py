@@ -32,8 +32,6 @@ def names_of(lab, count):
     return [host["name"] for host in lab.info["hosts"][:count]]
 
 
-
-
 def objects(dump, kind):
     return {obj["metadata"]["name"]: obj for obj in dump["objects"] if obj["kind"] == kind}
 

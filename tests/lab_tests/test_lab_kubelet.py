@@ -35,8 +35,6 @@ def klab(tmp_path_factory):
         labctl("stop", "--state", state)
 
 
-
-
 def csrs_of(lab, filed_by=None, cn=None):
     items = lab.api("GET", CSRS).json()["items"]
     return [c for c in items if (filed_by is None or c["spec"]["username"] == filed_by)

@@ -67,8 +67,6 @@ def pod_status(lab, ns, name="node-joiner") -> dict:
     return lab.api("GET", f"/api/v1/namespaces/{ns}/pods/{name}").json()["status"]
 
 
-
-
 def exec_ws(lab, ns, pod, command, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), token=None):
     """Run ``command`` over a raw WebSocket; return (protocol, {channel: bytes}, status dict or None)."""
     query = urllib.parse.urlencode([("command", c) for c in command] + [("stdout", "true"), ("stderr", "true")])
