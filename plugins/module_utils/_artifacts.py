@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import datetime
 import hashlib
 import json
@@ -106,14 +107,9 @@ def _human(seconds):
     return "%s%dh%02dm" % (sign, seconds // 3600, (seconds % 3600) // 60)
 
 
-def utc(moment):
-    return moment.astimezone(datetime.timezone.utc)
-
 
 def jwt_expiry(token):
     """The ``exp`` claim of a JWT as an aware datetime (signature not checked), or None."""
-    import base64
-
     try:
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))

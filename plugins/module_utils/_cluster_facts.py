@@ -18,9 +18,9 @@ import json
 import re
 
 try:
-    from urllib.parse import unquote_to_bytes, urlparse
+    from urllib.parse import urlparse
 except ImportError:  # pragma: no cover - Python 2 is not supported
-    unquote_to_bytes = urlparse = None
+    urlparse = None
 
 try:
     import yaml
@@ -105,16 +105,6 @@ def _is_true(obj, cond_type):
 def parse_version(text):
     match = re.match(r"^v?(\d+)\.(\d+)", text or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def decode_data_url(url):
-    """Return the bytes of a ``data:`` URL (base64 or percent-encoded)."""
-    if not url or not url.startswith("data:"):
-        return None
-    header, _comma, payload = url[5:].partition(",")
-    if header.endswith(";base64"):
-        return base64.b64decode(payload)
-    return unquote_to_bytes(payload)
 
 
 def parse_install_config(configmap):
@@ -316,7 +306,8 @@ def node_summary(node):
     }
 
 
-def _control_plane_arch(nodes):
+def control_plane_arch(nodes):
+    """(architecture or None, every architecture) the control-plane nodes report."""
     arches = sorted(
         set(n["architecture"] for n in nodes if n["architecture"] and set(n["roles"]) & set(CONTROL_PLANE_ROLES))
     )
@@ -374,7 +365,7 @@ def build_facts(objects, unreadable=None):
     infrastructure = objects.get("infrastructure") or {}
     nodes = [node_summary(n) for n in _get(objects.get("nodes"), "items", default=[])]
     nodes.sort(key=lambda n: n["name"] or "")
-    architecture, cp_arches = _control_plane_arch(nodes)
+    architecture, cp_arches = control_plane_arch(nodes)
     readable = dict((key, key not in unreadable) for key, _target, _required in READS)
 
     facts = {}

@@ -111,13 +111,10 @@ class ApiReader:
         self._client = dynamic_client
         self.api_url = getattr(getattr(dynamic_client, "configuration", None), "host", "?")
         self.calls = 0
-        self.writes = 0
 
     def request(self, method, target, body=None, raw=False, **params):
         """One API request; JSON responses are decoded, ``raw`` returns the text."""
         self.calls += 1
-        if method != "GET":
-            self.writes += 1
         try:
             response = self._client.request(method, target.path, body=body, serialize=False, **params)
         except Exception as error:  # pylint: disable=broad-except

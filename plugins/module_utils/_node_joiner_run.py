@@ -58,8 +58,8 @@ class NodeJoinerRun:
         self._sleeper = sleeper
         self.namespace = None
         self.cleaned_up = False
+        self.cleanup_failures = []
         self.kept = False
-        self.events = []
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -75,7 +75,6 @@ class NodeJoinerRun:
 
     def _create_rbac(self):
         name = self.ns_name
-        self.events.append("created namespace %s" % name)
         self.api.create(core_target("serviceaccounts", namespace=name, verb="create"),
                         nj.service_account_manifest(self.namespace, self.run_id))
         self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
@@ -109,8 +108,8 @@ class NodeJoinerRun:
             try:
                 self.api.delete(target)
             except ApiAccessError as error:
-                self.events.append("clean-up: %s" % error)
-        self.cleaned_up = True
+                self.cleanup_failures.append(str(error))
+        self.cleaned_up = not self.cleanup_failures
 
     def _sleep(self, deadline, seconds):
         if self._sleeper:

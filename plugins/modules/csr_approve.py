@@ -273,10 +273,9 @@ import datetime
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, ApiReader
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._csr_approver import (
     WAIT_FOR_CHOICES,
     CsrApproveError,
@@ -323,9 +322,9 @@ def main():
                          exception=CRYPTOGRAPHY_IMPORT_ERROR)
     params = module.params
     try:
-        client = get_api_client(module=module).client
+        k8s, reader = connect(module)
         approver = CsrApprover(
-            KubeCsrApi(ApiReader(client), client),
+            KubeCsrApi(reader, k8s.client),
             normalize_nodes(params["nodes"]),
             wait_for=params["wait_for"],
             wait_timeout=params["wait_timeout"],

@@ -238,6 +238,7 @@ duration:
   type: float
 """
 
+import base64
 import copy
 import os
 import time
@@ -255,6 +256,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._artifacts im
     jwt_expiry,
     read_sidecar,
     reuse_decision,
+    sidecar_path,
     write_sidecar,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
@@ -266,10 +268,12 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
     GO_TO_RPM_ARCH,
     MIN_VERSION,
+    control_plane_arch,
     node_summary,
     parse_version,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import (
+    SECRET_HOST_KEYS,
     InventoryError,
     build_nodes_configs,
     missing_libraries,
@@ -307,8 +311,7 @@ def read_cluster(api):
             % (version, MIN_VERSION[0], MIN_VERSION[1]))
     proxy = api.get(group_target("config.openshift.io", "v1", "proxies", "cluster"))
     nodes = [node_summary(n) for n in (api.get(core_target("nodes")) or {}).get("items") or []]
-    arches = sorted(set(n["architecture"] for n in nodes
-                        if n["architecture"] and set(n["roles"]) & {"master", "control-plane"}))
+    arch, arches = control_plane_arch(nodes)
     if len(arches) != 1:
         raise Day2IsoError("cannot tell the control plane's architecture (control-plane nodes report %s)" % (arches or "none"))
     return {
@@ -317,7 +320,7 @@ def read_cluster(api):
         "version_tuple": parsed,
         "release_image": desired.get("image"),
         "proxy": proxy,
-        "architecture": GO_TO_RPM_ARCH.get(arches[0], arches[0]),
+        "architecture": GO_TO_RPM_ARCH.get(arch, arch),
     }
 
 
@@ -336,11 +339,10 @@ def check_architecture_pairs(configs, cluster_arch):
 
 
 class Builder:
-    def __init__(self, module, api, configuration, cluster):
+    def __init__(self, module, api, cluster):
         self.module = module
         self.params = module.params
         self.api = api
-        self.configuration = configuration
         self.cluster = cluster
         self.now = utcnow()
         self.min_validity = parse_duration(self.params["min_token_validity"])
@@ -382,7 +384,10 @@ class Builder:
         for entry, path in zip(record.get("files", []), files):
             if not os.path.exists(path) or file_sha256(path) != entry.get("sha256"):
                 return False, "%s is missing or was modified" % path
-        expiry = parse_rfc3339(record.get("token_expiry")) if record.get("token_expiry") else None
+        try:
+            expiry = parse_rfc3339(record.get("token_expiry"))
+        except ValueError:
+            expiry = None
         if expiry is None or (expiry - self.now).total_seconds() < self.min_validity:
             return False, "the agent token of the PXE artifacts expires too soon (%s)" % record.get("token_expiry")
         return True, "inputs unchanged, files intact, token valid until %s" % record.get("token_expiry")
@@ -476,12 +481,12 @@ class Builder:
             files.append({"name": name, "path": path, "sha256": sha, "size": size})
         secret = self.api.get(core_target("secrets", "agent-auth-token", "openshift-config"))
         token_expiry = None
-        if secret:
-            import base64
-
-            token = base64.b64decode((secret.get("data") or {}).get("agentAuthToken", "")).decode("utf-8", "replace")
-            expiry = jwt_expiry(token)
-            token_expiry = format_rfc3339(expiry) if expiry else None
+        try:
+            token = base64.b64decode(((secret or {}).get("data") or {}).get("agentAuthToken", "")).decode("utf-8", "replace")
+        except ValueError:  # a damaged Secret: the expiry is unknown and the next run rebuilds
+            token = ""
+        expiry = jwt_expiry(token)
+        token_expiry = format_rfc3339(expiry) if expiry else None
         record = {"inputs_digest": digest, "files": files, "token_expiry": token_expiry,
                   "built_at": format_rfc3339(utcnow())}
         sidecar = write_sidecar(directory, record)
@@ -494,10 +499,10 @@ class Builder:
             record = read_sidecar(self.artifact_path(arch)) or {}
             return {"architecture": arch, "path": self.artifact_path(arch),
                     "files": [dict((k, f[k]) for k in ("path", "sha256", "size")) for f in record.get("files", [])],
-                    "reused": True, "reason": plan["reason"], "sidecar": self.artifact_path(arch) + ".json",
+                    "reused": True, "reason": plan["reason"], "sidecar": sidecar_path(self.artifact_path(arch)),
                     "inputs_digest": plan["digest"], "token_expiry": record.get("token_expiry"), "stages": []}
         path = self.artifact_path(arch)
-        return self.iso_result(arch, path, path + ".json", plan["digest"], True, plan["reason"], [])
+        return self.iso_result(arch, path, sidecar_path(path), plan["digest"], True, plan["reason"], [])
 
 
 def argument_spec():
@@ -521,12 +526,16 @@ def argument_spec():
     return spec
 
 
-def host_items(hosts):
-    """Host dicts as the inventory code takes them; bmc passwords are hidden from any message."""
+def host_items(module, hosts):
+    """Host dicts as the inventory code takes them; their secrets are hidden from every message and result."""
     for host in hosts:
         if not isinstance(host, dict) or not host.get("name"):
             raise Day2IsoError("hosts: every item needs a 'name' (the host name); got %r" % (
                 sorted(host) if isinstance(host, dict) else host,))
+        for key in SECRET_HOST_KEYS:
+            if host.get(key):
+                # AnsibleK8SModule wraps AnsibleModule, which owns the no_log values.
+                module._module.no_log_values.add(str(host[key]))  # pylint: disable=protected-access
     return hosts
 
 
@@ -544,22 +553,19 @@ def run_module(module):
         raise Day2IsoError("min_token_validity: %s" % error)
     if not os.path.isdir(params["dest"]):
         raise Day2IsoError("dest %s is not an existing directory: create it first" % params["dest"])
-    for host in params["hosts"]:
-        for secret_key in ("bmc_password",):
-            if host.get(secret_key):
-                module.no_log_values.add(str(host[secret_key]))
+    hosts = host_items(module, params["hosts"])
 
     client, api = connect(module)
     cluster = read_cluster(api)
     try:
-        configs = build_nodes_configs(host_items(params["hosts"]), cluster["architecture"], ssh_key=params["ssh_key"],
+        configs = build_nodes_configs(hosts, cluster["architecture"], ssh_key=params["ssh_key"],
                                       boot_artifacts_base_url=params["boot_artifacts_base_url"],
                                       allow_loopback=params["allow_loopback"])
     except InventoryError as error:
         raise Day2IsoError("invalid hosts, nothing was written:\n%s" % error, problems=error.problems)
     check_architecture_pairs(configs, cluster["architecture"])
 
-    builder = Builder(module, api, client.client.configuration, cluster)
+    builder = Builder(module, api, cluster)
     plans = {}
     for arch, config in sorted(configs.items()):
         text = render_nodes_config(config)
@@ -606,6 +612,9 @@ def cleanup_note(run):
         return " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)" % run.ns_name
     if run.cleaned_up:
         return " (namespace %s and everything in it were deleted)" % run.ns_name
+    if run.cleanup_failures:
+        return " (clean-up of namespace %s incomplete, delete what is left by hand: %s)" % (
+            run.ns_name, "; ".join(run.cleanup_failures))
     return ""
 
 

@@ -16,7 +16,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_fact
     READS,
     FactsError,
     build_facts,
-    decode_data_url,
     parse_version,
     pull_secret_registries,
 )
@@ -269,9 +268,6 @@ def test_ssh_key_falls_back_to_install_config():
 def test_helpers():
     assert parse_version("4.17.0-rc.1") == (4, 17)
     assert parse_version("garbage") is None
-    assert decode_data_url("data:,hello%20world") == b"hello world"
-    assert decode_data_url("data:text/plain;base64,aGk=") == b"hi"
-    assert decode_data_url("https://x") is None
     assert pull_secret_registries({"data": {".dockerconfigjson": "!!notbase64"}}) == []
 
 
