@@ -312,6 +312,16 @@ def test_unknown_host_key_is_named(lab, clean, tmp_path):
     assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
 
 
+def test_bmc_password_is_accepted_and_never_shown(lab, clean, tmp_path):
+    hosts = lab_hosts(lab)
+    hosts[0].update(bmc_address="https://127.0.0.1:1", bmc_username="admin", bmc_password="BMC-SECRET-4c1f")
+    hosts[1]["gateway"] = "BMC-SECRET-4c1f is not a gateway"
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
+                                         "allow_loopback": True}, verbosity=3)
+    assert result["failed"] and "gateway" in result["msg"]
+    assert "Traceback" not in output and "BMC-SECRET-4c1f" not in output
+
+
 def test_architecture_pairing_is_checked(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[2]["cpu_architecture"] = "s390x"
