@@ -107,7 +107,6 @@ def _human(seconds):
     return "%s%dh%02dm" % (sign, seconds // 3600, (seconds % 3600) // 60)
 
 
-
 def jwt_expiry(token):
     """The ``exp`` claim of a JWT as an aware datetime (signature not checked), or None."""
     try:
