@@ -24,7 +24,6 @@ __metaclass__ = type
 
 import base64
 import collections
-import datetime
 import errno
 import gzip
 import json
@@ -813,26 +812,3 @@ def summarize_add_nodes_ignition(ignition):
         "auth_token_expiry": env.get("AUTH_TOKEN_EXPIRY"),
         "hosts": _hosts(files),
     }
-
-
-_RFC3339_RE = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
-
-def parse_rfc3339(value):
-    """An aware ``datetime`` from an RFC 3339 timestamp (Python 3.9's fromisoformat rejects "Z")."""
-    match = _RFC3339_RE.match(value or "")
-    if not match:
-        raise IgnitionContentError("not an RFC 3339 timestamp: %r" % (value,))
-    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
-    micro = int((match.group(7) or ".0")[1:].ljust(6, "0")[:6])
-    zone = match.group(8)
-    if zone in ("Z", "z"):
-        tz = datetime.timezone.utc
-    else:
-        sign = 1 if zone[0] == "+" else -1
-        tz = datetime.timezone(sign * datetime.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
-    try:
-        return datetime.datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
-    except ValueError as exc:
-        raise IgnitionContentError("not an RFC 3339 timestamp: %r (%s)" % (value, exc))

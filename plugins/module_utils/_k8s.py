@@ -159,24 +159,22 @@ def _is_api_error(error):
     return isinstance(error, (OSError, ConnectionError))
 
 
-def core_path(resource, name=None, namespace=None):
-    parts = ["/api/v1"]
+def _path(prefix, resource, name=None, namespace=None):
+    parts = list(prefix)
     if namespace:
         parts += ["namespaces", namespace]
     parts.append(resource)
     if name:
         parts.append(name)
     return "/".join(parts)
+
+
+def core_path(resource, name=None, namespace=None):
+    return _path(["/api/v1"], resource, name, namespace)
 
 
 def group_path(group, version, resource, name=None, namespace=None):
-    parts = ["/apis", group, version]
-    if namespace:
-        parts += ["namespaces", namespace]
-    parts.append(resource)
-    if name:
-        parts.append(name)
-    return "/".join(parts)
+    return _path(["/apis", group, version], resource, name, namespace)
 
 
 def with_query(target, **query):

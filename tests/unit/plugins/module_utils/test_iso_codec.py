@@ -8,7 +8,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import datetime
 import gzip
 import json
 import lzma
@@ -407,23 +406,6 @@ def test_decode_data_url_compression_errors(compression, message):
 ])
 def test_parse_env_file(text, expected):
     assert _iso.parse_env_file(text) == expected
-
-
-@pytest.mark.parametrize("value, expected", [
-    ("2030-01-02T03:04:05Z", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)),
-    ("2030-01-02T03:04:05.5+02:00",
-     datetime.datetime(2030, 1, 2, 1, 4, 5, 500000, tzinfo=datetime.timezone.utc)),
-    ("2030-01-02t03:04:05-01:30",
-     datetime.datetime(2030, 1, 2, 4, 34, 5, tzinfo=datetime.timezone.utc)),
-])
-def test_parse_rfc3339(value, expected):
-    assert _iso.parse_rfc3339(value) == expected
-
-
-@pytest.mark.parametrize("value", ["2030-01-02", "2030-13-02T03:04:05Z", "", None, "2030-01-02T03:04:05"])
-def test_parse_rfc3339_rejects(value):
-    with pytest.raises(_iso.IgnitionContentError):
-        _iso.parse_rfc3339(value)
 
 
 @pytest.mark.parametrize("data, message", [
