@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from . import auth, seeds
-from . import hosts, redfish
+from . import hosts, isobuild, redfish
 from . import kubelet, rogue
 from . import pods
 from .apiserver import build_app
@@ -36,6 +36,7 @@ LOG = logging.getLogger("lab")
 # (pods, hosts, redfish...) appends its setup here and may add ctx.control_routes, ctx.on_shutdown, pids.
 COMPONENTS: list = []
 COMPONENTS.append(hosts.setup)  # the simulated new hosts: boot, agent API, reboot (labctl boot)
+COMPONENTS.append(isobuild.setup)  # add-nodes ISOs for tests without the collection (labctl build-iso)
 COMPONENTS.append(redfish.setup)  # sushy-emulator BMCs that boot the hosts (labctl start --redfish)
 COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, Node, lab signer
 COMPONENTS.append(rogue.setup)  # rogue CSRs on demand (labctl rogue-csr)

@@ -1,0 +1,127 @@
+"""Add-nodes ISOs for tests and the benchmark: the lab's own node-joiner run for the lab inventory.
+
+``labctl build-iso`` (control route ``POST /build-iso``) writes an ISO without the collection, so lab tests can
+boot hosts from it; it can forge an ISO for another cluster or one whose token has expired.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import time
+
+from . import iso as iso_mod
+from . import kinds
+from .apiserver import CTX, json_response
+from .hosts import GO_ARCH_TO_RPM, _json_body, cluster_architecture, cluster_id_of
+
+ISO_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))), ".cache", "lab-iso")
+TEST_ISO_SIZE = 8 * 1024 * 1024
+
+
+class IsoBuildError(Exception):
+    """The node-joiner run failed (its fatal log line is the message)."""
+
+
+def nodes_config(hosts):
+    """nodes-config.yaml (FACTS.md section 2) for inventory hosts with static IPv4."""
+    entries = []
+    for host in hosts:
+        address = {"ip": host["ip"], "prefix-length": host.get("prefix_length", 24)}
+        entries.append({
+            "hostname": host["name"], "role": "worker",
+            "interfaces": [{"name": "eth0", "macAddress": host["mac_address"]}],
+            "networkConfig": {
+                "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up",
+                                "mac-address": host["mac_address"],
+                                "ipv4": {"enabled": True, "dhcp": False, "address": [address]}}],
+                "dns-resolver": {"config": {"server": list(host.get("dns_servers") or [])}},
+                "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": host.get("gateway"),
+                                       "next-hop-interface": "eth0", "table-id": 254}]}}})
+    return {"hosts": entries}
+
+
+def nodejoiner_cluster(store):
+    """The cluster dict NodeJoinerRun takes, read from the seeded objects."""
+    import yaml
+
+    install_cm = store.find(kinds.by_kind("v1", "ConfigMap"), "kube-system", "cluster-config-v1") or {}
+    install = yaml.safe_load((install_cm.get("data") or {}).get("install-config") or "{}") or {}
+    pull = store.find(kinds.SECRET, "openshift-config", "pull-secret") or {}
+    infra = store.find(kinds.by_kind("config.openshift.io/v1", "Infrastructure"), None, "cluster") or {}
+    version = store.find(kinds.by_kind("config.openshift.io/v1", "ClusterVersion"), None, "version") or {}
+    api_url = (infra.get("status") or {}).get("apiServerURL") or ""
+    return {"cluster_id": cluster_id_of(store), "name": (install.get("metadata") or {}).get("name", "lab"),
+            "base_domain": install.get("baseDomain", ""), "api_dns_name": api_url.split("//", 1)[-1].rsplit(":", 1)[0],
+            "ssh_key": install.get("sshKey"), "mirrors": [],
+            "pull_secret_json": base64.b64decode((pull.get("data") or {}).get(".dockerconfigjson") or "").decode(),
+            "version": ((version.get("status") or {}).get("desired") or {}).get("version"),
+            "architecture": cluster_architecture(store)}
+
+
+async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
+    """Write an add-nodes ISO for ``hosts`` at ``out``; return the agent token inside it."""
+    import yaml
+
+    from .nodejoiner import TOKEN_LIFETIME, NodeJoinerRun
+
+    cluster = nodejoiner_cluster(ctx.store)
+    if cluster_id:
+        cluster["cluster_id"] = cluster_id
+    store = ctx.store
+
+    def get_secret(namespace, name):
+        return None if expired_token else store.find(kinds.SECRET, namespace, name)
+
+    def put_secret(secret):
+        if expired_token:
+            return None  # a throwaway token: the cluster's Secret stays as it is
+        secret.setdefault("metadata", {}).pop("resourceVersion", None)
+        if store.find(kinds.SECRET, secret["metadata"]["namespace"], secret["metadata"]["name"]):
+            return store.update(kinds.SECRET, secret)
+        return store.create(kinds.SECRET, secret)
+
+    options = {}
+    if expired_token:
+        past = time.time() - TOKEN_LIFETIME - 3600
+        options["clock"] = lambda: past
+    arch = GO_ARCH_TO_RPM.get(cluster["architecture"], "x86_64")
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(out) or ".") as assets:
+        with open(os.path.join(assets, "nodes-config.yaml"), "w", encoding="utf-8") as handle:
+            yaml.safe_dump(nodes_config(hosts), handle)
+        run = NodeJoinerRun(assets, cluster, get_secret, put_secret,
+                            lambda wanted: iso_mod.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted), options)
+        if await run.run() != 0:
+            raise IsoBuildError(run.log[-1] if run.log else "node-joiner failed")
+        os.replace(os.path.join(assets, f"node.{arch}.iso"), out)
+    return run.token
+
+
+async def build_iso_endpoint(request):
+    """Body {"out": PATH, "hosts": [NAME...], "cluster_id": ID, "expired_token": bool}: an add-nodes ISO.
+
+    Runs the lab's own node-joiner for the lab inventory (all hosts by default), so tests and the benchmark
+    have an ISO without the collection. ``cluster_id`` forges an ISO for another cluster; ``expired_token``
+    one whose token has expired (minted with a throwaway key, the Secret is left alone).
+    """
+    ctx = request.app[CTX]
+    body = await _json_body(request)
+    out = body.get("out")
+    if not out:
+        return json_response({"error": "give out: the path of the ISO to write"}, 400)
+    try:
+        hosts = [ctx.lab_hosts.get(name).inventory for name in body.get("hosts") or ctx.lab_hosts.by_name]
+    except KeyError as exc:
+        return json_response({"error": exc.args[0]}, 400)
+    try:
+        token = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"),
+                                bool(body.get("expired_token")))
+    except IsoBuildError as exc:
+        return json_response({"error": str(exc)}, 500)
+    return json_response({"iso": os.path.abspath(out), "token": token})
+
+
+async def setup(ctx) -> None:
+    ctx.control_routes.append(("POST", "/build-iso", build_iso_endpoint))
