@@ -62,9 +62,14 @@ def load_public_pem(pem):
 
 
 def mint(private_key, infra_env_id, exp):
-    """A compact ES256 JWT with claims infra_env_id and exp (unix seconds)."""
-    claims = {"infra_env_id": infra_env_id, "exp": int(exp)}
-    header = _b64url(json.dumps(HEADER, separators=(",", ":")).encode())
+    """A compact ES256 JWT with claims infra_env_id and exp (unix seconds): a 4.17 token."""
+    return mint_claims(private_key, {"infra_env_id": infra_env_id, "exp": int(exp)})
+
+
+def mint_claims(private_key, claims, header=None):
+    """A compact JWT with these claims, signed ES256 with ``private_key`` (``header`` overrides the JOSE
+    header, e.g. to forge another ``alg``; the signature is ES256 all the same)."""
+    header = _b64url(json.dumps(header or HEADER, separators=(",", ":")).encode())
     payload = _b64url(json.dumps(claims, separators=(",", ":")).encode())
     signing_input = "%s.%s" % (header, payload)
     der = private_key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
