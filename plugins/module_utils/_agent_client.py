@@ -4,16 +4,20 @@
 
 """Poll the agents (assisted-service) of new hosts and drive the wait.
 
-The agent API of a booted host is plain HTTP on ``<address>:8090`` under
-``/api/assisted-install/v2`` and takes the ``agentAuthToken`` in the
-``Watcher-Authorization`` header. Per host and poll at most two requests are
-made: the cluster (``GET /clusters?with_hosts=true`` the first time, then
-``GET /clusters/{id}``) and its newest events (``GET /events?infra_env_id=...``).
-When the agent is gone after the host started installing, one TLS handshake on
-the kubelet port takes the place of the second request.
+The agent API of a booted host is plain HTTP on ``<address>:8090`` under ``/api/assisted-install/v2``. The
+token goes in the header its release reads (``_agent_token``): ``Authorization`` on 4.17, ``Watcher-Authorization``
+from 4.18 (openshift/installer pkg/agent/rest.go@3075c3231aef1a206c4ce065b74b61187ecf6229 and
+@013f25cacd773a040b1b2f40ff7d211314bbb8b0). When an agent refuses it (``_agent_token.is_refusal``) the same
+request is sent once more in the other header; the header that worked is kept for that host and tried first
+for the hosts not settled yet.
 
-Only the standard library is used (http.client, ssl), so the module needs no
-extra Python package for this part. Decisions live in ``_agent_progress``.
+Per host and poll at most two requests are made: the cluster (``GET /clusters?with_hosts=true`` the first
+time, then ``GET /clusters/{id}``) and its newest events (``GET /events?infra_env_id=...``); a third one in a
+poll where the other header is tried. When the agent does not answer, one TLS handshake on the kubelet port
+takes the place of the second request.
+
+Only the standard library is used (http.client, ssl), so the module needs no extra Python package for this
+part. Decisions live in ``_agent_progress``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,12 +28,21 @@ import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, urlencode
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import Deadline, utcnow
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import (
+    AgentToken,
+    is_refusal,
+    other_header,
+    refusal_advice,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import (
+    KUBELET_HANDSHAKE,
+    KUBELET_INTERNAL_ERROR,
     HostProgress,
     Observation,
     find_host,
@@ -71,41 +84,88 @@ def _error_text(body):
     except (TypeError, ValueError):
         data = None
     if isinstance(data, dict):
-        return data.get("message") or data.get("reason") or ""
-    return body.decode("utf-8", "replace")[:200] if isinstance(body, bytes) else ""
+        return str(data.get("message") or data.get("reason") or "").strip()
+    return body.decode("utf-8", "replace")[:200].strip() if isinstance(body, bytes) else ""
+
+
+class AuthChoice:
+    """The token and the header to send it in first, shared by the hosts of one run (thread-safe)."""
+
+    def __init__(self, token, first_header=None):
+        self.token = token if isinstance(token, AgentToken) else AgentToken(token)
+        self.first = first_header or self.token.header()
+        self.accepted = None  # the header an agent accepted last
+        self._lock = threading.Lock()
+
+    def preferred(self):
+        with self._lock:
+            return self.accepted or self.first
+
+    def accept(self, header):
+        with self._lock:
+            self.accepted = header
 
 
 class AgentClient:
-    """GET requests to one host's agent; ``requests`` counts every attempt."""
+    """GET requests to one host's agent; ``requests`` counts every attempt, ``header`` is the one it accepted."""
 
-    def __init__(self, address, port, token, timeout):
+    def __init__(self, address, port, auth, timeout):
         self.address = address
         self.port = port
         self.timeout = timeout
-        self._token = token
+        self.auth = auth if isinstance(auth, AuthChoice) else AuthChoice(auth)
+        self.header = None
         self.requests = 0
+        self._may_switch = True
 
-    def get(self, path, query=None):
-        url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
-        headers = {"Watcher-Authorization": self._token, "Accept": "application/json"}
+    def begin_poll(self):
+        """Allow one try of the other header in this poll (this bounds the requests per poll)."""
+        self._may_switch = True
+
+    def _send(self, url, header):
         connection = http.client.HTTPConnection(self.address, self.port, timeout=self.timeout)
         self.requests += 1
         try:
-            connection.request("GET", url, headers=headers)
+            connection.request("GET", url, headers={header: self.auth.token.value, "Accept": "application/json"})
             response = connection.getresponse()
-            status, body = response.status, response.read()
+            return response.status, response.read()
         except (OSError, http.client.HTTPException) as error:
             raise AgentRequestError("unreachable", describe_connection_error(error, self.timeout))
         finally:
             connection.close()
-        if status in (401, 403):
-            raise AgentRequestError("rejected", "HTTP %d on GET %s: %s" % (status, path, _error_text(body)), status)
+
+    def get(self, path, query=None):
+        url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
+        header = self.header or self.auth.preferred()
+        status, body = self._send(url, header)
+        attempts = []
+        if is_refusal(status, _error_text(body)):
+            attempts.append((header, status, _error_text(body)))
+            if self._may_switch:
+                self._may_switch = False
+                header = other_header(header)
+                status, body = self._send(url, header)
+                if is_refusal(status, _error_text(body)):
+                    attempts.append((header, status, _error_text(body)))
+                else:
+                    attempts = []
+        if attempts:
+            raise AgentRequestError("rejected", self._refusal(path, attempts), status)
         if status != 200:
             raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, _error_text(body)), status)
+        self.header = header
+        self.auth.accept(header)
         try:
             return json.loads(body)
         except ValueError:
             raise AgentRequestError("http_error", "GET %s answered 200 with a body that is not JSON" % path, status)
+
+    def _refusal(self, path, attempts):
+        """The refusal in every header tried, the token (never its value) and what to do."""
+        tried = "; ".join("in %s: HTTP %d on GET %s: %s" % (header, status, path, text or "(no message)")
+                          for header, status, text in attempts)
+        return "%s. Token: %s. %s" % (tried, self.auth.token.describe(),
+                                      refusal_advice(self.auth.token, [text for _h, _s, text in attempts]))
 
     def list_clusters(self):
         return self.get("/clusters", {"with_hosts": "true"})
@@ -118,22 +178,26 @@ class AgentClient:
         return self.get("/events", query)
 
 
-def answers_tls(address, port, timeout):
-    """Whether ``address:port`` completes a TLS handshake.
+def kubelet_state(address, port, timeout):
+    """How ``address:port`` answers a TLS handshake: ``handshake``, ``internal_error`` or None.
 
-    The certificate is deliberately not verified: the kubelet of a new node serves a
-    self-signed certificate until its serving CSR is approved, and all we learn
-    here is that the installed system is up. Nothing is sent over the connection.
+    Upstream's add-nodes monitor counts a kubelet as running when its handshake fails with the alert
+    internal_error: a new node serves no certificate until its serving CSR is approved (openshift/installer
+    pkg/agent/monitoraddnodes.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c, isKubeletRunningOnNode). It also
+    counts a certificate of an unknown authority; this probe does not verify the certificate, so such a kubelet
+    completes the handshake. Nothing is sent over the connection; a refused connection costs nothing.
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     try:
         with socket.create_connection((address, port), timeout=timeout) as raw:
-            with context.wrap_socket(raw) as tls:
-                return tls.version() is not None
-    except (OSError, ssl.SSLError):
-        return False
+            with context.wrap_socket(raw):
+                return KUBELET_HANDSHAKE
+    except ssl.SSLError as error:
+        return KUBELET_INTERNAL_ERROR if getattr(error, "reason", None) == "TLSV1_ALERT_INTERNAL_ERROR" else None
+    except OSError:
+        return None
 
 
 class HostPoller:
@@ -151,18 +215,20 @@ class HostPoller:
     def requests(self):
         return self.client.requests + self.kubelet_probes
 
-    def poll(self, probe_kubelet):
-        """One poll: at most two requests (or one request and one TLS handshake)."""
+    def poll(self):
+        """One poll: at most two requests (or one request and one TLS handshake), three when the header changes."""
+        self.client.begin_poll()
         try:
             cluster, host, complete = self._cluster_and_host()
         except AgentRequestError as error:
             if error.status == 404:
                 self.cluster_id = None  # the agent restarted with a new cluster: list again
             kubelet = None
-            if error.kind == "unreachable" and probe_kubelet:
+            if error.kind == "unreachable":
+                # Also for a host never seen installing: it may have rebooted before this run started.
                 self.kubelet_probes += 1
-                kubelet = answers_tls(self.client.address, self.kubelet_port, self.client.timeout)
-            return Observation(error.kind, error.detail, kubelet_tls=kubelet)
+                kubelet = kubelet_state(self.client.address, self.kubelet_port, self.client.timeout)
+            return Observation(error.kind, error.detail, kubelet=kubelet)
         event = None
         if host and not complete:
             try:
@@ -172,7 +238,7 @@ class HostPoller:
                 if error.kind == "rejected":
                     return Observation(error.kind, error.detail)
                 # The events only add the newest message; the host state is already known.
-        return Observation("answered", cluster=cluster, host=host, event=event)
+        return Observation("answered", cluster=cluster, host=host, event=event, header=self.client.header)
 
     def _cluster_and_host(self):
         """``(cluster, host, budget_spent)``; budget_spent when two requests were needed."""
@@ -194,13 +260,14 @@ class HostPoller:
 class AgentWatch:
     """Polls every host concurrently, one round every ``wait_sleep`` seconds, until a verdict."""
 
-    def __init__(self, hosts, token, agent_port=8090, kubelet_port=10250, request_timeout=5,
+    def __init__(self, hosts, token, agent_port=8090, kubelet_port=10250, request_timeout=5, first_header=None,
                  clock=time.monotonic, sleeper=time.sleep, now=utcnow):
         self.progress = [
             HostProgress(h["name"], h["address"], agent_port, h.get("mac_address")) for h in hosts
         ]
+        self.auth = AuthChoice(token, first_header)
         self._pollers = dict(
-            (h["name"], HostPoller(AgentClient(h["address"], agent_port, token, request_timeout),
+            (h["name"], HostPoller(AgentClient(h["address"], agent_port, self.auth, request_timeout),
                                    h["name"], h.get("mac_address"), kubelet_port))
             for h in hosts
         )
@@ -240,7 +307,7 @@ class AgentWatch:
             progress.observe(observation, seen_at)
 
     def _poll_one(self, progress):
-        observation = self._pollers[progress.name].poll(progress.wants_kubelet_probe())
+        observation = self._pollers[progress.name].poll()
         return observation, self._now()
 
     def result(self, until):
@@ -249,4 +316,5 @@ class AgentWatch:
             "duration": round(self._clock() - self.started, 1) if self.started is not None else 0.0,
             "polls": self.polls,
             "requests": self.requests,
+            "auth_header": self.auth.accepted,
         }

@@ -11,7 +11,8 @@ assisted-service ones (``cluster``/``host``/``event`` definitions of its swagger
 ``host.status``, ``host.status_info``, ``host.progress.current_stage``,
 ``host.progress.installation_percentage``, ``host.validations_info`` (a JSON
 string ``{category: [{id, status, message}]}``), ``cluster.status``,
-``event.message``, ``event.event_time``.
+``event.message``, ``event.event_time``. Which stage and status reaches which ``until`` is in
+``_agent_states``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,28 +22,30 @@ __metaclass__ = type
 import json
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import format_rfc3339
-
-# The values of option ``until``, in the order a host passes them.
-TARGETS = ("discovered", "validated", "installing", "rebooted")
-_LEVEL = dict((name, index + 1) for index, name in enumerate(TARGETS))
-
-# Host statuses of the assisted-service state machine, grouped by the target they reach.
-VALIDATED_STATUSES = frozenset(["known"])
-INSTALLING_STATUSES = frozenset(
-    ["preparing-for-installation", "preparing-successful", "installing", "installing-in-progress"]
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_states import (
+    FAILED_CLUSTER_STATUSES,
+    FAILED_STAGE,
+    FAILED_STATUSES,
+    INSTALLING,
+    PENDING_USER_ACTION,
+    REBOOTED,
+    TARGETS,
+    level_of,
+    target_level,
 )
-REBOOTED_STATUSES = frozenset(["added-to-existing-cluster", "installed"])
-# Install stages that come once the disk is written: the host is rebooting from it or has.
-REBOOTED_STAGES = frozenset(["Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done"])
 
-PENDING_USER_ACTION = "installing-pending-user-action"
+# How the kubelet port answered a probe; either means the installed system runs (see _agent_client).
+KUBELET_HANDSHAKE = "handshake"
+KUBELET_INTERNAL_ERROR = "internal_error"
+_KUBELET_TEXT = {
+    KUBELET_HANDSHAKE: "the kubelet answers TLS",
+    KUBELET_INTERNAL_ERROR: "the kubelet aborts TLS with alert internal_error (its serving certificate is not "
+                            "approved yet)",
+}
+
 BOOT_ORDER_ADVICE = (
     "the host booted the ISO again after writing the disk: eject the virtual media or fix the boot "
     "order so it boots from disk"
-)
-TOKEN_ADVICE = (
-    "the token is invalid or expired: rebuild the ISO with day2_iso (force: true) and boot it again; "
-    "tokens live 48 h and an ISO stops working when its token expires"
 )
 NEVER_ANSWERED = (
     "never answered: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, expired token) "
@@ -54,19 +57,22 @@ class Observation:
     """What one poll of one host saw.
 
     ``kind`` is ``answered`` (the agent served the cluster list), ``unreachable``
-    (connection refused, reset or timed out), ``rejected`` (401/403: the token)
-    or ``http_error`` (any other HTTP error, or a body that is not JSON).
-    ``cluster``/``host``/``event`` are the agent's JSON objects, ``None`` when not
-    known yet; ``kubelet_tls`` is ``None`` when the kubelet port was not probed.
+    (connection refused, reset or timed out), ``rejected`` (the agent refused the
+    token in every header it was tried in) or ``http_error`` (any other HTTP
+    error, or a body that is not JSON). ``cluster``/``host``/``event`` are the
+    agent's JSON objects, ``None`` when not known yet; ``header`` is the header the
+    agent accepted the token in; ``kubelet`` is how the kubelet port answered
+    (``handshake``, ``internal_error``) or ``None`` (not probed, or no kubelet).
     """
 
-    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet_tls=None):
+    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None):
         self.kind = kind
         self.detail = detail
         self.cluster = cluster
         self.host = host
         self.event = event
-        self.kubelet_tls = kubelet_tls
+        self.kubelet = kubelet
+        self.header = header
 
 
 def find_host(clusters, name, mac_address=None):
@@ -142,17 +148,6 @@ def newest_event(events, host_id=None):
     return newest
 
 
-def level_of(status, stage):
-    """How far a host with this status and install stage got, as an index into TARGETS (+1)."""
-    if status in REBOOTED_STATUSES or stage in REBOOTED_STAGES:
-        return _LEVEL["rebooted"]
-    if status in INSTALLING_STATUSES:
-        return _LEVEL["installing"]
-    if status in VALIDATED_STATUSES:
-        return _LEVEL["validated"]
-    return _LEVEL["discovered"] if status else 0
-
-
 class HostProgress:
     """Everything known about one host across polls."""
 
@@ -174,6 +169,8 @@ class HostProgress:
         self.unreachable_reason = None
         self.agent_error = None
         self.rejected = None
+        self.auth_header = None
+        self.kubelet = None
         self.answered = False
         self.level = 0
         self._last_key = None
@@ -191,12 +188,13 @@ class HostProgress:
             self.unreachable_reason = None
             if seen.kind == "rejected":
                 self.rejected = seen.detail
-                note = "the agent rejected the token: %s" % seen.detail
+                note = "the agent refused the token"
             elif seen.kind == "http_error":
                 self.agent_error = seen.detail
                 note = "the agent answered with an error: %s" % seen.detail
             else:
                 self.agent_error = None
+                self.auth_header = seen.header or self.auth_header
                 self._observe_answer(seen, now)
                 note = self.last_event
         self._record(note, now)
@@ -205,12 +203,18 @@ class HostProgress:
         if self.unreachable_since is None:
             self.unreachable_since = now
         self.unreachable_reason = seen.detail
-        # The agent runs from the ISO: once the disk is written it goes away with the reboot,
-        # and the installed system's kubelet is what answers next.
-        if seen.kubelet_tls and self.level >= _LEVEL["installing"]:
-            self.level = _LEVEL["rebooted"]
-            return "the agent is gone and the kubelet answers TLS: the host rebooted from its disk"
-        return "the agent does not answer"
+        # The agent runs from the ISO: once the disk is written it goes away with the reboot, and the
+        # installed system's kubelet is what answers next. A kubelet answering means the host booted its
+        # disk, also when this run never saw it installing (it rebooted before the run started).
+        if not seen.kubelet:
+            return "the agent does not answer"
+        self.kubelet = seen.kubelet
+        installing = self.level >= INSTALLING
+        self.level = REBOOTED
+        how = _KUBELET_TEXT.get(seen.kubelet, "the kubelet answers (%s)" % seen.kubelet)
+        if installing:
+            return "the agent is gone and %s: the host rebooted from its disk" % how
+        return "the agent does not answer and %s: the host already rebooted from its disk" % how
 
     def _observe_answer(self, seen, now):
         cluster = seen.cluster or {}
@@ -253,12 +257,8 @@ class HostProgress:
 
     # -- deciding ----------------------------------------------------------------------
 
-    def wants_kubelet_probe(self):
-        """Probe the kubelet only when the agent may be gone because the host rebooted."""
-        return self.level >= _LEVEL["installing"]
-
     def reached(self, until):
-        return self.level >= _LEVEL[until]
+        return self.level >= target_level(until)
 
     def phase(self):
         """The furthest target reached, or ``waiting``."""
@@ -272,19 +272,19 @@ class HostProgress:
         """
         where = "host %s (%s)" % (self.name, self.address)
         if self.rejected:
-            return "%s: the agent at %s:%s rejected the token (%s): %s." % (
-                where, self.address, self.agent_port, self.rejected, TOKEN_ADVICE)
+            return "%s: the agent at %s:%s refused the token: %s." % (
+                where, self.address, self.agent_port, self.rejected)
         if self.status == PENDING_USER_ACTION:
             return "%s is in status %s%s: %s. %s." % (
                 where, self.status, self._stage_text(), self.status_info or "", BOOT_ORDER_ADVICE)
-        if self.status == "error" or self.stage == "Failed":
+        if self.status in FAILED_STATUSES or self.stage == FAILED_STAGE:
             return "%s failed: status %s%s: %s%s" % (
                 where, self.status, self._stage_text(), self.status_info or "(no status_info)", self._event_text())
-        if self.cluster_status in ("error", PENDING_USER_ACTION):
+        if self.cluster_status in FAILED_CLUSTER_STATUSES:
             advice = " %s." % BOOT_ORDER_ADVICE if self.cluster_status == PENDING_USER_ACTION else ""
             return "%s: the agent's cluster is in status %s: %s.%s" % (
                 where, self.cluster_status, self.cluster_status_info or "(no status_info)", advice)
-        if self.level < _LEVEL["installing"] and not self.reached(until):
+        if self.level < INSTALLING and not self.reached(until):
             return self._validation_failure(where, grace_seconds, now)
         return None
 
@@ -352,6 +352,8 @@ class HostProgress:
                 for vid, failure in self.failing.items()
             ],
             "last_event": self.last_event,
+            "auth_header": self.auth_header,
+            "kubelet": self.kubelet,
             "timeline": list(self.timeline),
             "unreachable_since": format_rfc3339(self.unreachable_since) if self.unreachable_since else None,
         }

@@ -19,7 +19,8 @@ Pure: decodes the Secret the caller read. What differs by release (upstream sour
   (openshift/assisted-service pkg/auth/agent_local_authz_handler.go@73206081d00ddfc1a2d9b385b1560564642b79ee).
 
 Every ``*AuthToken`` key is read and its claims decoded without verification (only the node holds the key to
-verify them); the watcher persona is preferred.
+verify them); the watcher persona is preferred. ``choose`` also reads the cluster's release (ClusterVersion),
+through a reader the caller connected.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,6 +31,12 @@ import base64
 import binascii
 import datetime
 import json
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+    ApiAccessError,
+    core_target,
+    group_target,
+)
 
 SECRET_NAMESPACE = "openshift-config"
 SECRET_NAME = "agent-auth-token"
@@ -76,24 +83,110 @@ class AgentToken:
             return None
 
     def header(self, cluster_minor=None):
-        """The header the monitor sends this token in: by persona, else by the cluster's release."""
+        """The header to send this token in first: by persona, else by the cluster's release.
+
+        A token without ``auth_scheme`` and without ``infra_env_id`` (not a readable JWT) follows the release;
+        when the release is unknown it starts with ``Watcher-Authorization``, the header of 4.18 and later. The
+        caller tries the other header once when the agent refuses it (``is_refusal``).
+        """
         if self.persona == WATCHER_PERSONA:
             return WATCHER_HEADER
-        if self.persona is not None:
+        if self.persona is not None or "infra_env_id" in self.claims:
             return USER_HEADER
-        if cluster_minor is not None and tuple(cluster_minor) >= WATCHER_SINCE and "infra_env_id" not in self.claims:
+        if cluster_minor is None or tuple(cluster_minor) >= WATCHER_SINCE:
             return WATCHER_HEADER
         return USER_HEADER
 
     def describe(self):
         """Where the token came from and what it is, without its value."""
-        source = "key %s of Secret %s/%s" % (self.key, SECRET_NAMESPACE, SECRET_NAME) if self.key else "the given token"
-        persona = self.persona or ("agent token with infra_env_id" if "infra_env_id" in self.claims else "no persona")
-        return "%s (%s)" % (source, persona)
+        return "%s (%s)" % (self.source(), self.kind())
+
+    def source(self):
+        if self.key:
+            return "key %s of Secret %s/%s" % (self.key, SECRET_NAMESPACE, SECRET_NAME)
+        return "the given token"
+
+    def kind(self):
+        if self.persona:
+            return "persona %s" % self.persona
+        if "infra_env_id" in self.claims:
+            return "4.17 agent token with infra_env_id"
+        return "no readable claims" if not self.claims else "no persona"
+
+    def info(self):
+        """Source, persona and expiry for the module result; never the value."""
+        expiry = self.expiry
+        return {
+            "source": "secret" if self.key else "option",
+            "key": self.key,
+            "persona": self.persona,
+            "expires": expiry.strftime("%Y-%m-%dT%H:%M:%SZ") if expiry else None,
+        }
+
+
+def release_minor(version):
+    """``(4, 18)`` for a version such as ``4.18.3``; None when unknown."""
+    parts = str(version or "").lstrip("v").split(".")
+    try:
+        return (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return None
+
+
+def cluster_version(clusterversion):
+    """``status.desired.version`` of a ClusterVersion, else ``status.history[0].version`` (what node-joiner reads)."""
+    status = (clusterversion or {}).get("status") or {}
+    desired = (status.get("desired") or {}).get("version")
+    if desired:
+        return desired
+    history = status.get("history") or []
+    return (history[0] or {}).get("version") if history and isinstance(history[0], dict) else None
 
 
 def other_header(header):
     return USER_HEADER if header == WATCHER_HEADER else WATCHER_HEADER
+
+
+# What the agent answers when it does not accept the token in the header it came in (openshift/assisted-service
+# agent-local auth, release-4.17 .. release-4.21): 401 for a missing scheme header (go-openapi "unauthenticated
+# for invalid credentials"), a bad signature or an expired token ("Failed to parse token: ...",
+# pkg/auth/local_authenticator.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd) and, on 4.17, a token without
+# infra_env_id ("claims are incorrectly formatted", pkg/auth/agent_local_authenticator.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd);
+# from 4.18, 403 "authClaim <persona> is unauthorized to access" for a persona that is not the scheme's, 500
+# "malformed auth_scheme claim" for a token without auth_scheme and 400 "token missing authClaim ..." for an
+# empty one (pkg/auth/agent_local_authz_handler.go@73206081d00ddfc1a2d9b385b1560564642b79ee).
+MALFORMED_CLAIM = "malformed auth_scheme claim"
+MISSING_CLAIM = "token missing authClaim"
+
+
+def is_refusal(status, message):
+    """Whether an agent's HTTP status and error message mean it refused the token in that header."""
+    text = message or ""
+    return status in (401, 403) or (status == 500 and MALFORMED_CLAIM in text) or (
+        status == 400 and MISSING_CLAIM in text)
+
+
+def refusal_advice(token, messages):
+    """What to do when the agent refused ``token`` in every header; ``messages`` are the agent's texts."""
+    text = " ".join(messages).lower()
+    causes = []
+    if "expired" in text:
+        causes.append("the token has expired (tokens live 48 h from the ISO build)")
+    if "authclaim" in text and "unauthorized" in text and token.persona != WATCHER_PERSONA:
+        causes.append("a token of persona %s cannot follow the install: the agent wants the watcher token" % (
+            token.persona or "(none)"))
+    if MALFORMED_CLAIM in text:
+        causes.append("a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later")
+    if "claims are incorrectly formatted" in text:
+        causes.append("a 4.18+ token (no infra_env_id claim) reached an agent of 4.17")
+    if "verification error" in text or "segments" in text or "signing method" in text:
+        causes.append("the token was not signed by the key of the ISO the host runs (the ISO comes from "
+                      "another build or another cluster)")
+    return "%sRebuild the ISO with day2_iso (force: true) and boot it again when the token expired or the ISO " \
+        "comes from another build; or pass token: the watcher token of the ISO the host runs (key %s of Secret " \
+        "%s/%s, 4.18 and later; agentAuthToken on 4.17) as it was when that ISO was built" % (
+            "Likely cause: %s. " % "; ".join(causes) if causes else "", "watcherAuthToken",
+            SECRET_NAMESPACE, SECRET_NAME)
 
 
 def decode_claims(token):
@@ -150,3 +243,32 @@ def secret_expiry(secret):
     """When the tokens of the Secret expire (the earliest ``exp``), or None when unknown."""
     expiries = [token.expiry for token in secret_tokens(secret) if token.expiry is not None]
     return min(expiries) if expiries else None
+
+
+SECRET_TARGET = core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
+CLUSTER_VERSION_TARGET = group_target("config.openshift.io", "v1", "clusterversions", "version")
+
+
+def choose(given=None, reader=None):
+    """``(AgentToken, first header, info, warnings)`` for a given token, else read with ``reader`` (two GETs).
+
+    ``reader`` is a ``_k8s.ApiReader``; its errors other than a forbidden ClusterVersion propagate. ``info`` is
+    the token's source, persona and expiry, the cluster's version and the first header; never the value.
+    """
+    warnings = []
+    version = None
+    if given:
+        token = AgentToken(given.strip())
+    else:
+        token = watch_token(reader.get(SECRET_TARGET))
+        try:
+            version = cluster_version(reader.get(CLUSTER_VERSION_TARGET))
+        except ApiAccessError as error:
+            if error.status != 403:
+                raise
+            # Only a token without readable claims needs the release, and the other header is tried anyway.
+            warnings.append("cannot read the cluster's version (%s); the header follows the token's claims" % error)
+    first = token.header(release_minor(version))
+    info = token.info()
+    info.update(cluster_version=version, first_header=first)
+    return token, first, info, warnings

@@ -21,27 +21,36 @@ description:
   - Returns per host the status, install stage and percentage, failing validations, the newest agent event and a
     timeline of every change it saw, so that a playbook or an AWX job can show and act on where each host is.
   - The agent API is plain HTTP on port O(agent_port) of each host
-    (C(http://<address>:8090/api/assisted-install/v2)); the agent checks the token in the C(Watcher-Authorization)
-    header. Per host and poll at most two requests are made, C(GET /clusters) (C(with_hosts=true) the first time,
-    C(GET /clusters/{id}) afterwards) and C(GET /events?infra_env_id=...).
-  - After the host writes its disk it reboots and the agent goes away. A host that was seen installing and whose
-    agent no longer answers counts as rebooted once its kubelet port O(kubelet_port) completes a TLS handshake.
-  - The Kubernetes API of the cluster is only used to read the default O(token), with the usual kubernetes.core
-    authentication options.
+    (C(http://<address>:8090/api/assisted-install/v2)). The token goes in the header the host's release reads,
+    C(Authorization) on 4.17 and C(Watcher-Authorization) from 4.18 (see O(token)); when an agent refuses it, the
+    request is sent once more in the other header, and the header that worked is kept (RV(auth_header)).
+  - Per host and poll at most two requests are made, C(GET /clusters) (C(with_hosts=true) the first time,
+    C(GET /clusters/{id}) afterwards) and C(GET /events?infra_env_id=...); a third one in the poll where the
+    other header is tried.
+  - After the host writes its disk it reboots and the agent goes away. Whenever the agent does not answer, one
+    TLS handshake with the kubelet port O(kubelet_port) tells whether the installed system runs; a handshake
+    that completes or that the kubelet aborts with the alert C(internal_error) (a new node has no serving
+    certificate until its CSR is approved) counts as rebooted. This also recognises a host that rebooted before
+    this run started.
+  - The Kubernetes API of the cluster is only used to read the default O(token) and the cluster's version (two
+    GET requests), with the usual kubernetes.core authentication options.
 notes:
   - "Fail-fast conditions: a host in status C(error) (or at install stage C(Failed)); a host in
     C(installing-pending-user-action) (it booted the ISO again after writing the disk: eject the virtual media or fix
     the boot order); the agent's cluster in status C(error) or C(installing-pending-user-action); a validation that
-    has been failing for longer than O(validation_grace) on a host that has not started installing; the agent
-    rejecting the token (HTTP 401 or 403: rebuild the ISO with M(openshift_agent.day2.day2_iso) and O(openshift_agent.day2.day2_iso#module:force=true))."
+    has been failing for longer than O(validation_grace) on a host that has not started installing; a host in
+    status C(cancelled) or its cluster in C(cancelled); the agent refusing the token in both headers (HTTP 401,
+    403, or 500 C(malformed auth_scheme claim)). The message quotes the agent for each header, names the token's
+    source and persona, and the fix: rebuild the ISO with M(openshift_agent.day2.day2_iso) and
+    O(openshift_agent.day2.day2_iso#module:force=true) when the token expired or the ISO comes from another
+    build, or pass the watcher token of the ISO the host runs."
   - "Connection refused, reset or timed out are tolerated at any time: a host may still be booting, or rebooting.
     The result records since when a host has not answered (RV(hosts.unreachable_since))."
   - "On timeout the message gives each late host's last state; a host whose agent never answered at all is named
     as such, with the usual causes: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, expired
     token), or not reachable at the address and port."
-  - "The kubelet check does not verify the certificate: a new node serves a self-signed certificate until its
-    serving CSR is approved, and the handshake only shows that the installed system is up. No data is exchanged.
-    The agent API has no TLS, so this module has no TLS options of its own; O(validate_certs) and the other
+  - "The kubelet check does not verify the certificate (a new node serves none, or a self-signed one, until its
+    serving CSR is approved); no data is exchanged. The agent API has no TLS, so O(validate_certs) and the other
     kubernetes.core options apply to the Kubernetes API only."
   - "Hosts are polled by up to 32 threads, one round every O(wait_sleep) seconds, so waiting for 50 hosts takes as
     long as waiting for one. A host that has reached O(until) is no longer polled."
@@ -79,8 +88,12 @@ options:
       - V(discovered) - the agent answers and knows its host.
       - V(validated) - the host's validations pass (status C(known) or later).
       - V(installing) - the installation started (C(preparing-for-installation), C(installing) and later).
-      - V(rebooted) - the disk is written and the host reboots from it - install stage C(Rebooting) or later, or status
-        C(added-to-existing-cluster), or the agent gone after installing and the kubelet port answering TLS.
+      - V(rebooted) - the disk is written and the host reboots from it - install stage C(Rebooting) or later
+        (C(Waiting for ignition), C(Configuring), C(Joined), C(Done); the agent stores a day-2 worker's
+        C(Rebooting) as C(Done)), or status C(added-to-existing-cluster) or C(installed), or the agent not
+        answering and the kubelet port answering TLS (see the description).
+      - Every stage and status of the agent's API (4.17 to 4.21) is mapped; one this module does not know is shown
+        as the agent sent it and counts as V(discovered).
     type: str
     choices: [discovered, validated, installing, rebooted]
     default: rebooted
@@ -126,9 +139,16 @@ options:
     default: 600
   token:
     description:
-      - The agent token (the JWT node-joiner writes into the ISO).
-      - Default is key C(agentAuthToken) of Secret C(openshift-config/agent-auth-token), read with the kubernetes.core
-        authentication options. It is the one the last ISO was built with, as long as no ISO was built since.
+      - The agent token (a JWT node-joiner writes into the ISO and into Secret C(openshift-config/agent-auth-token)).
+      - Default is read from that Secret with the kubernetes.core authentication options - every C(*AuthToken)
+        key, the watcher token (C(watcherAuthToken), claim C(auth_scheme=watcherAuth), 4.18 and later) preferred,
+        else the 4.17 C(agentAuthToken) (claim C(infra_env_id)). It is the one the last ISO was built with, as long
+        as no ISO was built since. The cluster's ClusterVersion is read too, to know the release.
+      - "The first header is chosen by the token's claims: the watcher persona goes in C(Watcher-Authorization),
+        a 4.17 token (C(infra_env_id)) and the user or agent persona in C(Authorization). A token whose claims
+        cannot be read follows the cluster's release when it was read from the cluster, and starts with
+        C(Watcher-Authorization) (the header of 4.18 and later) when it is given here. Either way the other
+        header is tried once when the agent refuses the first."
     type: str
 requirements:
   - python >= 3.9
@@ -243,11 +263,23 @@ hosts:
       description: Message of the newest agent event.
       type: str
       sample: "Host extra-worker-0: reached installation stage Writing image to disk: 40%"
+    auth_header:
+      description: The header this host's agent accepted the token in, null before it accepted it.
+      type: str
+      sample: Watcher-Authorization
+    kubelet:
+      description:
+        - How the kubelet port answered when the agent did not - C(handshake) (TLS completed) or
+          C(internal_error) (TLS aborted with that alert - no approved serving certificate yet) - null when it
+          was never seen answering.
+      type: str
+      sample: internal_error
     timeline:
       description:
         - One entry each time status, stage, percentage or event changed, oldest first.
         - C(event) is the newest agent event, or what this module saw when the agent did not answer
-          (C(the agent does not answer), C(the agent is gone and the kubelet answers TLS...)).
+          (C(the agent does not answer), C(the agent is gone and the kubelet answers TLS...),
+          C(the agent refused the token)).
       type: list
       elements: dict
       sample:
@@ -272,10 +304,40 @@ requests:
   returned: always
   type: int
   sample: 520
+auth_header:
+  description:
+    - The header the agents accepted the token in (C(Authorization) or C(Watcher-Authorization)); the last one
+      that worked when hosts differ (see RV(hosts.auth_header)); null when no agent accepted it.
+  returned: always
+  type: str
+  sample: Watcher-Authorization
+token_info:
+  description: Where the token came from and what it is. Never its value.
+  returned: always
+  type: dict
+  contains:
+    source:
+      description: C(secret) (read from the cluster, key C(key)) or C(option) (O(token)).
+      type: str
+    key:
+      description: The Secret key it was read from, null when given.
+      type: str
+    persona:
+      description: Its C(auth_scheme) claim (4.18 and later), null for a 4.17 token or unreadable claims.
+      type: str
+      sample: watcherAuth
+    expires:
+      description: Its C(exp) claim (RFC 3339, UTC), null when unknown.
+      type: str
+    cluster_version:
+      description: The cluster's version from ClusterVersion, null when the token was given or it could not be read.
+      type: str
+      sample: 4.18.3
+    first_header:
+      description: The header tried first.
+      type: str
 """
 
-import base64
-import binascii
 import copy
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -283,11 +345,10 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect, core_target
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import TARGETS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import AgentTokenError, choose
+from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_states import TARGETS
 from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client import AgentWatch
-
-TOKEN_SECRET = core_target("secrets", "agent-auth-token", "openshift-config")
 
 ARGUMENT_SPEC = dict(
     hosts=dict(
@@ -335,38 +396,33 @@ def check_inputs(params):
         raise InputError("validation_grace: %s" % error)
 
 
-def read_token(module):
-    """The agentAuthToken of Secret openshift-config/agent-auth-token (what node-joiner put in the ISO)."""
+def choose_token(module, params):
+    """``(AgentToken, first header, token_info, warnings)``: the given token, else the cluster's (two GETs)."""
+    if params["token"]:
+        return choose(params["token"])
     module.requires("kubernetes")
     # connect() turns an unreachable API server or rejected credentials into a clear ApiAccessError.
-    secret = connect(module)[1].get(TOKEN_SECRET)
-    if secret is None:
-        raise InputError(
-            "Secret openshift-config/agent-auth-token does not exist. node-joiner creates it when it builds the "
-            "ISO: run day2_iso first, or pass token"
-        )
-    encoded = (secret.get("data") or {}).get("agentAuthToken")
-    if not encoded:
-        raise InputError("Secret openshift-config/agent-auth-token has no key agentAuthToken; pass token")
     try:
-        return base64.b64decode(encoded).decode("utf-8").strip()
-    except (binascii.Error, ValueError):
-        raise InputError("key agentAuthToken of Secret openshift-config/agent-auth-token is not base64 text")
+        return choose(reader=connect(module)[1])
+    except AgentTokenError as error:
+        raise InputError(str(error))
 
 
 def main():
     argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
     argument_spec.update(ARGUMENT_SPEC)
-    # The kubernetes library is only required to read the default token (see read_token).
+    # The kubernetes library is only required to read the default token (see choose_token).
     module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True, check_k8s=False)
     params = module.params
     try:
         grace = check_inputs(params)
-        token = params["token"] or read_token(module)
+        token, first_header, token_info, warnings = choose_token(module, params)
     except (InputError, ApiAccessError, CoreException) as error:
         module.fail_json(msg="agent_wait: %s" % error)
     # A token read from the cluster is as secret as a given one: keep it out of every output.
-    module._module.no_log_values.add(token)
+    module._module.no_log_values.add(token.value)
+    for warning in warnings:
+        module.warn(warning)
 
     watch = AgentWatch(
         params["hosts"],
@@ -374,6 +430,7 @@ def main():
         agent_port=params["agent_port"],
         kubelet_port=params["kubelet_port"],
         request_timeout=params["request_timeout"],
+        first_header=first_header,
     )
     failure, result = watch.run(
         params["until"],
@@ -382,6 +439,7 @@ def main():
         wait_sleep=params["wait_sleep"],
         grace_seconds=grace,
     )
+    result["token_info"] = token_info
     if failure:
         module.fail_json(msg="agent_wait: %s" % failure, changed=False, **result)
     module.exit_json(changed=False, **result)

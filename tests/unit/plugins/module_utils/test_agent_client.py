@@ -3,11 +3,12 @@
 
 """The agent client and the poll driver against small HTTP agents on 127.0.1.x.
 
-Every fake agent serves the swagger-shaped JSON of test_agent_progress and
-records each request with the poll round it arrived in, so the tests check the
-two-requests-per-host-per-poll budget. The driver gets a fake clock whose
-sleep advances time and runs the actions planned for the next round (start or
-stop an agent, start a kubelet), so nothing really sleeps.
+Every fake agent serves the swagger-shaped JSON of test_agent_progress, checks the
+token in the header of its release (with assisted-service's refusals), and
+records each request with the poll round it arrived in and the header used, so
+the tests check the requests-per-host-per-poll budget. The driver gets a fake
+clock whose sleep advances time and runs the actions planned for the next round
+(start or stop an agent, start a kubelet), so nothing really sleeps.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,7 +34,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client
     AgentClient,
     AgentRequestError,
     AgentWatch,
-    answers_tls,
+    kubelet_state,
 )
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_progress import (
     CLUSTER_ID,
@@ -43,7 +44,9 @@ from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.te
     host,
 )
 
-TOKEN = "eyJhbGciOiJFUzI1NiJ9.test.signature"
+TOKEN = "eyJhbGciOiJFUzI1NiJ9.test.signature"  # claims not readable: starts with Watcher-Authorization
+WATCHER, USER = "Watcher-Authorization", "Authorization"
+UNAUTHENTICATED = (401, "unauthenticated for invalid credentials")
 API = "/api/assisted-install/v2"
 T0 = datetime.datetime(2025, 1, 20, 10, 0, 0, tzinfo=datetime.timezone.utc)
 WRITING = "Writing image to disk"
@@ -67,9 +70,15 @@ class FakeAgent:
         self.list_with_hosts = list_with_hosts
         self.cluster_id = CLUSTER_ID
         self.token = TOKEN
+        self.header = WATCHER  # the header this agent's release reads the token from
+        # What it answers to the token in the other header (4.18+ in Authorization: 403 for the persona;
+        # 4.17 in Watcher-Authorization: that header is no scheme at all).
+        self.wrong_header = (403, "authClaim watcherAuth is unauthorized to access")
+        self.refuse_claims = None
         self.delay = 0
         self.events = []
         self.requests = []  # (round, path with query)
+        self.headers = []  # the auth header of each request
         self.lock = threading.Lock()
 
     def next_cluster(self):
@@ -89,11 +98,14 @@ class AgentHandler(http.server.BaseHTTPRequestHandler):
         agent = self.server.agent
         url = urlsplit(self.path)
         query = parse_qs(url.query)
+        sent = [name for name in (WATCHER, USER) if self.headers.get(name)]
         with agent.lock:
             agent.requests.append((agent.lab.round, self.path))
+            agent.headers.extend(sent)
         time.sleep(agent.delay)
-        if self.headers.get("Watcher-Authorization") != agent.token:
-            return self.reply(401, {"code": 401, "message": "Unauthorized: token is expired"})
+        refusal = agent_refusal(agent, self.headers)
+        if refusal:
+            return self.reply(refusal[0], {"code": refusal[0], "message": refusal[1]})
         if url.path == API + "/clusters":
             answer = agent.next_cluster()
             if not (agent.list_with_hosts and query.get("with_hosts") == ["true"]):
@@ -115,6 +127,22 @@ class AgentHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+BAD_SIGNATURE = (401, "Failed to parse token: crypto/ecdsa: verification error\n")
+
+
+def agent_refusal(agent, headers):
+    """assisted-service's refusal of a request (None when it accepts): authentication first, then the persona."""
+    right = headers.get(agent.header)
+    other = headers.get(USER if agent.header == WATCHER else WATCHER)
+    if not (right or other) or (not right and agent.wrong_header == UNAUTHENTICATED):
+        return UNAUTHENTICATED  # no header of a scheme this operation has
+    if (right or other) != agent.token:
+        return BAD_SIGNATURE
+    if agent.refuse_claims:
+        return agent.refuse_claims  # signed right, but its claims do not pass (persona, missing claim)
+    return None if right else agent.wrong_header
 
 
 def free_port():
@@ -167,9 +195,13 @@ class Lab:
         server.agent = agent
         self._serve(("agent", index), server)
 
-    def start_kubelet(self, index):
+    def start_kubelet(self, index, serving_certificate=True):
+        """A kubelet; without its serving certificate it aborts every handshake with alert internal_error."""
         server = http.server.ThreadingHTTPServer((self.address(index), self.kubelet_port), AgentHandler)
-        server.socket = self_signed(self.tmp_path, self.address(index)).wrap_socket(server.socket, server_side=True)
+        context = self_signed(self.tmp_path, self.address(index))
+        if not serving_certificate:
+            context.sni_callback = lambda *_args: ssl.ALERT_DESCRIPTION_INTERNAL_ERROR
+        server.socket = context.wrap_socket(server.socket, server_side=True)
         self._serve(("kubelet", index), server)
 
     def _serve(self, key, server):
@@ -198,10 +230,11 @@ class Lab:
         for action in self.plan.pop(self.round, []):
             action()
 
-    def watch(self, count, request_timeout=2):
+    def watch(self, count, request_timeout=2, token=TOKEN, first_header=None):
         hosts = [{"name": "worker-%d" % i, "address": self.address(i)} for i in range(count)]
-        return AgentWatch(hosts, TOKEN, agent_port=self.port, kubelet_port=self.kubelet_port,
-                          request_timeout=request_timeout, clock=self.clock, sleeper=self.sleep, now=self.now)
+        return AgentWatch(hosts, token, agent_port=self.port, kubelet_port=self.kubelet_port,
+                          request_timeout=request_timeout, first_header=first_header,
+                          clock=self.clock, sleeper=self.sleep, now=self.now)
 
     def close(self):
         for key in list(self.servers):
@@ -247,18 +280,72 @@ def test_three_hosts_to_rebooted_one_refusing_at_first(lab):
         assert agent.requests[2][1] == API + "/clusters/" + CLUSTER_ID
     # Reached hosts are not polled again: the first two answer five rounds, two requests each.
     assert sorted(per_round(agents[0])) == [1, 2, 3, 4, 5]
-    refused = 2
-    assert result["requests"] == sum(len(a.requests) for a in agents) + refused
+    refused, kubelet_probes = 2, 2  # worker-2's first two rounds: the agent and the kubelet port refuse
+    assert result["requests"] == sum(len(a.requests) for a in agents) + refused + kubelet_probes
     assert result["duration"] == 30.0
 
 
-def test_a_rejected_token_fails_at_the_first_poll(lab):
+def test_a_token_refused_in_both_headers_fails_at_the_first_poll(lab):
     agent = lab.agent(0, TO_REBOOT)
     agent.token = "another-token"
     failure, result = lab.watch(1).run("rebooted", wait_timeout=600, wait_sleep=5)
-    assert "rejected the token (HTTP 401 on GET /clusters: Unauthorized: token is expired)" in failure
-    assert "rebuild the ISO with day2_iso" in failure
-    assert result["polls"] == 1 and result["requests"] == 1
+    assert failure.startswith("host worker-0 (127.0.1.1): the agent at 127.0.1.1:%d refused the token: "
+                              "in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token: "
+                              "crypto/ecdsa: verification error; in Authorization: HTTP 401 on GET /clusters: "
+                              "Failed to parse token: crypto/ecdsa: verification error. Token: the given token (no "
+                              "readable claims). Likely cause: the token was not signed" % lab.port)
+    assert "Rebuild the ISO with day2_iso (force: true)" in failure
+    assert agent.headers == [WATCHER, USER]
+    assert result["polls"] == 1 and result["requests"] == 2
+    assert result["auth_header"] is None and result["hosts"]["worker-0"]["auth_header"] is None
+
+
+def test_a_4_17_agent_takes_the_token_in_authorization_after_one_more_request(lab):
+    agents = [lab.agent(0, TO_REBOOT), lab.agent(1, TO_REBOOT, start=False)]
+    for agent in agents:
+        agent.header, agent.wrong_header = USER, UNAUTHENTICATED
+    lab.at_round(2, lambda: lab.start(1, agents[1]))
+    failure, result = lab.watch(2).run("rebooted", wait_timeout=600, wait_sleep=5)
+    assert failure is None
+    assert result["auth_header"] == USER
+    assert all(entry["auth_header"] == USER for entry in result["hosts"].values())
+    # worker-0 tried Watcher-Authorization once; worker-1 came later and started with what worked.
+    assert agents[0].headers[:3] == [WATCHER, USER, USER] and set(agents[0].headers[3:]) == {USER}
+    assert set(agents[1].headers) == {USER}
+    assert per_round(agents[0])[1] == 3 and max(per_round(agents[0]).values()) <= 3
+    assert max(per_round(agents[1]).values()) <= 2
+
+
+def test_a_watcher_persona_token_goes_first_in_watcher_authorization(lab):
+    from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_token import jwt
+
+    watcher = jwt({"auth_scheme": "watcherAuth", "exp": 1893456000})
+    agent = lab.agent(0, TO_REBOOT)
+    agent.token = watcher
+    failure, result = lab.watch(1, token=watcher, first_header=USER).run("discovered", wait_timeout=60)
+    # first_header (as the module computes it from the claims and the release) wins; 403 then the other header
+    assert failure is None and result["auth_header"] == WATCHER
+    assert agent.headers == [USER, WATCHER, WATCHER]
+
+
+@pytest.mark.parametrize("claims, refusal, cause", [
+    ({"auth_scheme": "agentAuth"}, (403, "authClaim agentAuth is unauthorized to access"),
+     "a token of persona agentAuth cannot follow the install: the agent wants the watcher token"),
+    ({"infra_env_id": "x"}, (500, "malformed auth_scheme claim"),
+     "a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later"),
+])
+def test_a_token_of_the_wrong_persona_or_release_fails_fast_naming_it(lab, claims, refusal, cause):
+    from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_token import jwt
+
+    token = jwt(claims)
+    agent = lab.agent(0, TO_REBOOT)
+    agent.token = token
+    agent.refuse_claims = refusal  # signed right, refused in both headers for its claims
+    failure, result = lab.watch(1, token=token).run("rebooted", wait_timeout=60)
+    assert "in Authorization: HTTP %d on GET /clusters: %s; in Watcher-Authorization: HTTP %d" % (
+        refusal[0], refusal[1], refusal[0]) in failure
+    assert cause in failure and "pass token: the watcher token" in failure
+    assert token not in failure and result["requests"] == 2
 
 
 def test_rebooted_when_the_agent_is_gone_and_the_kubelet_answers_tls(lab):
@@ -279,6 +366,18 @@ def test_rebooted_when_the_agent_is_gone_and_the_kubelet_answers_tls(lab):
     assert entry["status"] == "installing-in-progress"  # the agent's last word is kept
     # round 1: two requests; rounds 2 and 3: one refused request and one TLS handshake each
     assert result["requests"] == 2 + 2 + 2
+    assert entry["kubelet"] == "handshake"
+
+
+@pytest.mark.parametrize("serving_certificate, kubelet", [(True, "handshake"), (False, "internal_error")])
+def test_a_fresh_run_recognises_a_host_that_already_rebooted(lab, serving_certificate, kubelet):
+    """No agent (it went away with the reboot), no approved CSR needed: the kubelet port is enough."""
+    lab.start_kubelet(0, serving_certificate=serving_certificate)
+    failure, result = lab.watch(1).run("rebooted", wait_timeout=60)
+    assert failure is None and result["polls"] == 1 and result["requests"] == 2
+    entry = result["hosts"]["worker-0"]
+    assert entry["reached"] and entry["answered"] is False and entry["kubelet"] == kubelet
+    assert entry["timeline"][-1]["event"].startswith("the agent does not answer and the kubelet ")
 
 
 def test_agent_unreachable_mid_install_then_back(lab):
@@ -399,9 +498,11 @@ def test_client_times_out_on_a_silent_peer(lab):
     assert timed_out.value.kind == "unreachable" and timed_out.value.detail == "no answer within 1 s"
 
 
-def test_answers_tls(lab):
-    assert answers_tls(lab.address(0), lab.kubelet_port, 1) is False
+def test_kubelet_state(lab):
+    assert kubelet_state(lab.address(0), lab.kubelet_port, 1) is None  # connection refused
     lab.start_kubelet(0)
-    assert answers_tls(lab.address(0), lab.kubelet_port, 1) is True
+    assert kubelet_state(lab.address(0), lab.kubelet_port, 1) == "handshake"
+    lab.start_kubelet(2, serving_certificate=False)
+    assert kubelet_state(lab.address(2), lab.kubelet_port, 1) == "internal_error"
     lab.agent(1, TO_REBOOT)  # plain HTTP is not TLS
-    assert answers_tls(lab.address(1), lab.port, 1) is False
+    assert kubelet_state(lab.address(1), lab.port, 1) is None

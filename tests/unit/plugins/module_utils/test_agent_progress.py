@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Table tests of the pure agent progress logic (FACTS.md section 4).
+"""Table tests of the pure agent progress logic.
 
 The first part builds agent JSON in the shapes of the assisted-service swagger
 (definitions cluster, host, event); test_agent_client.py serves the same JSON.
@@ -110,28 +110,6 @@ def answered(host_entry, cluster_status="adding-hosts", message=None):
 
 def progress(name="worker-0"):
     return HostProgress(name, "127.0.111.20", 8090, "52:54:00:00:00:20")
-
-
-@pytest.mark.parametrize("status, stage, phase", [
-    (None, None, "waiting"),
-    ("discovering", None, "discovered"),
-    ("insufficient", None, "discovered"),
-    ("pending-for-input", None, "discovered"),
-    ("known", None, "validated"),
-    ("preparing-for-installation", None, "installing"),
-    ("preparing-successful", None, "installing"),
-    ("installing", "Starting installation", "installing"),
-    ("installing-in-progress", "Writing image to disk", "installing"),
-    ("installing-in-progress", "Rebooting", "rebooted"),
-    ("installing-in-progress", "Configuring", "rebooted"),
-    ("installing-in-progress", "Joined", "rebooted"),
-    ("installing-in-progress", "Done", "rebooted"),
-    ("added-to-existing-cluster", None, "rebooted"),
-    ("added-to-existing-cluster", "Done", "rebooted"),
-])
-def test_level_of_status_and_stage(status, stage, phase):
-    level = ap.level_of(status, stage)
-    assert (ap.TARGETS[level - 1] if level else "waiting") == phase
 
 
 @pytest.mark.parametrize("until, reached_from", [
@@ -343,13 +321,33 @@ def test_fatal_state_wins_over_a_rebooted_stage():
     assert verdict == "failed" and "fix the boot order" in message
 
 
-def test_a_rejected_token_says_to_rebuild_the_iso():
+def test_a_refused_token_fails_with_the_detail_and_no_header_is_kept():
     p = progress()
-    p.observe(Observation("rejected", "HTTP 401 on GET /clusters: token expired"), T0)
+    p.observe(Observation("rejected", "in Authorization: HTTP 401 on GET /clusters: expired. Rebuild the ISO"), T0)
     message = p.failure(GRACE, T0)
-    assert "rejected the token (HTTP 401 on GET /clusters: token expired)" in message
-    assert "rebuild the ISO with day2_iso (force: true)" in message and "48 h" in message
-    assert p.answered
+    assert message == "host worker-0 (127.0.111.20): the agent at 127.0.111.20:8090 refused the token: " \
+                      "in Authorization: HTTP 401 on GET /clusters: expired. Rebuild the ISO."
+    assert p.answered and p.auth_header is None
+    assert p.timeline[-1]["event"] == "the agent refused the token"
+
+
+def test_the_accepted_header_is_kept_per_host():
+    p = progress()
+    seen = answered(host(status="known"))
+    seen.header = "Authorization"
+    p.observe(seen, T0)
+    p.observe(answered(host(status="known")), at(5))
+    assert p.result("validated")["auth_header"] == "Authorization"
+
+
+@pytest.mark.parametrize("status, cluster_status, fragment", [
+    ("cancelled", "adding-hosts", "failed: status cancelled"),
+    ("known", "cancelled", "cluster is in status cancelled"),
+])
+def test_cancelled_fails_fast(status, cluster_status, fragment):
+    p = progress()
+    p.observe(answered(host(status=status), cluster_status=cluster_status), T0)
+    assert fragment in p.failure(GRACE, T0)
 
 
 def test_other_http_errors_are_tolerated():
@@ -360,22 +358,33 @@ def test_other_http_errors_are_tolerated():
 
 
 @pytest.mark.parametrize("before, kubelet, rebooted", [
-    ("installing-in-progress", True, True),
-    ("installing-in-progress", False, False),
+    ("installing-in-progress", "handshake", True),
+    ("installing-in-progress", "internal_error", True),
     ("installing-in-progress", None, False),
-    ("known", True, False),
-    (None, True, False),
+    ("known", "handshake", True),
+    ("known", None, False),
+    (None, "internal_error", True),
+    (None, None, False),
 ])
-def test_rebooted_when_the_agent_is_gone_and_the_kubelet_answers(before, kubelet, rebooted):
+def test_rebooted_when_the_agent_does_not_answer_and_the_kubelet_does(before, kubelet, rebooted):
     p = progress()
     if before:
         p.observe(answered(host(status=before, stage="Writing image to disk" if "install" in before else None,
                                 percentage=100)), at(0))
-    p.observe(Observation("unreachable", "connection refused", kubelet_tls=kubelet), at(5))
+    p.observe(Observation("unreachable", "connection refused", kubelet=kubelet), at(5))
     assert p.reached("rebooted") == rebooted
-    assert p.wants_kubelet_probe() == (before == "installing-in-progress")
-    if rebooted:
-        assert "kubelet answers TLS" in p.timeline[-1]["event"]
+    assert p.result("rebooted")["kubelet"] == kubelet
+    event = p.timeline[-1]["event"]
+    if not rebooted:
+        assert event == "the agent does not answer"
+    elif before == "installing-in-progress":
+        assert event.startswith("the agent is gone and the kubelet ")
+        assert event.endswith(": the host rebooted from its disk")
+    else:  # a fresh run: the host rebooted before it started
+        assert event.startswith("the agent does not answer and the kubelet ")
+        assert event.endswith(": the host already rebooted from its disk")
+    if kubelet == "internal_error":
+        assert "aborts TLS with alert internal_error (its serving certificate is not approved yet)" in event
 
 
 def test_unreachable_since_is_kept_until_the_agent_answers_again():
@@ -427,6 +436,7 @@ def test_result_shape():
         "address": "127.0.111.20", "answered": True, "phase": "validated", "reached": True,
         "status": "known", "status_info": "Host is known", "stage": None, "percentage": None,
         "cluster_status": "adding-hosts", "failing_validations": [], "last_event": "Host is ready",
+        "auth_header": None, "kubelet": None,
         "timeline": [{"time": "2025-01-20T10:00:00Z", "status": "known", "stage": None, "percentage": None,
                       "event": "Host is ready"}],
         "unreachable_since": None,

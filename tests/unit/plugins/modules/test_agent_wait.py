@@ -12,7 +12,7 @@ import json
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic.exceptions import NotFoundError
+from kubernetes.dynamic.exceptions import ForbiddenError, NotFoundError
 
 from ansible.module_utils.testing import patch_module_args
 
@@ -21,8 +21,10 @@ from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
     TO_REBOOT,
     TOKEN,
+    USER,
     Lab,
 )
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_token import jwt
 
 
 @pytest.fixture
@@ -62,18 +64,25 @@ class FakeResponse:
         self.data = json.dumps(body).encode() if body is not None else b""
 
 
-class FakeDynamicClient:
-    """Answers the one GET of Secret openshift-config/agent-auth-token."""
+SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+CV_PATH = "/apis/config.openshift.io/v1/clusterversions/version"
 
-    def __init__(self, secret):
-        self.secret = secret
+
+class FakeDynamicClient:
+    """Answers the GETs of Secret openshift-config/agent-auth-token and ClusterVersion version by path."""
+
+    def __init__(self, answers):
+        self.answers = answers
         self.paths = []
 
     def request(self, method, path, body=None, serialize=False, **params):
         self.paths.append((method, path))
-        if self.secret is None:
+        answer = self.answers.get(path)
+        if answer is None:
             raise NotFoundError(ApiException(status=404, reason="Not Found"))
-        return FakeResponse(self.secret)
+        if isinstance(answer, int):
+            raise ForbiddenError(ApiException(status=answer, reason="Forbidden"))
+        return FakeResponse(answer)
 
 
 class FakeModule:
@@ -84,8 +93,8 @@ class FakeModule:
         self.required.append(dependency)
 
 
-def install_client(monkeypatch, secret):
-    dynamic = FakeDynamicClient(secret)
+def install_client(monkeypatch, secret, clusterversion=None):
+    dynamic = FakeDynamicClient({SECRET_PATH: secret, CV_PATH: clusterversion})
 
     class Wrapper:
         client = dynamic
@@ -99,25 +108,57 @@ def secret_with(data):
             "metadata": {"name": "agent-auth-token", "namespace": "openshift-config"}, "data": data}
 
 
-def test_read_token_decodes_the_secret(monkeypatch):
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_the_token_and_the_version_come_from_the_cluster(monkeypatch):
+    watcher = jwt({"auth_scheme": "watcherAuth", "exp": 1893456000})
     dynamic = install_client(monkeypatch, secret_with({
-        "agentAuthToken": base64.b64encode(b"eyJhbGciOiJFUzI1NiJ9.claims.sig\n").decode(),
-        "authTokenPublicKey": "cHVibGlj"}))
+        "agentAuthToken": b64(jwt({"auth_scheme": "agentAuth"})), "watcherAuthToken": b64(watcher + "\n"),
+        "authTokenPublicKey": "cHVibGlj"}), {"status": {"desired": {"version": "4.19.2"}}})
     module = FakeModule()
-    assert agent_wait.read_token(module) == "eyJhbGciOiJFUzI1NiJ9.claims.sig"
+    token, first, info, warnings = agent_wait.choose_token(module, params(token=None))
+    assert token.value == watcher and first == "Watcher-Authorization" and warnings == []
+    assert info == {"source": "secret", "key": "watcherAuthToken", "persona": "watcherAuth",
+                    "expires": "2030-01-01T00:00:00Z", "cluster_version": "4.19.2",
+                    "first_header": "Watcher-Authorization"}
     assert module.required == ["kubernetes"]
-    assert dynamic.paths == [("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token")]
+    assert dynamic.paths == [("GET", SECRET_PATH), ("GET", CV_PATH)]
+
+
+def test_a_4_17_cluster_gives_the_agent_token_in_authorization(monkeypatch):
+    install_client(monkeypatch, secret_with({"agentAuthToken": b64(jwt({"infra_env_id": "e"})),
+                                             "authTokenPublicKey": "cHVibGlj"}),
+                   {"status": {"history": [{"version": "4.17.3"}]}})
+    _token, first, info, _warnings = agent_wait.choose_token(FakeModule(), params(token=None))
+    assert first == "Authorization" and info["key"] == "agentAuthToken" and info["cluster_version"] == "4.17.3"
+
+
+def test_a_forbidden_clusterversion_is_a_warning(monkeypatch):
+    install_client(monkeypatch, secret_with({"agentAuthToken": b64("opaque")}), 403)
+    _token, first, info, warnings = agent_wait.choose_token(FakeModule(), params(token=None))
+    assert first == "Watcher-Authorization" and info["cluster_version"] is None
+    assert "cannot read the cluster's version" in warnings[0]
+
+
+def test_a_given_token_reads_nothing(monkeypatch):
+    dynamic = install_client(monkeypatch, None)
+    module = FakeModule()
+    token, first, info, _warnings = agent_wait.choose_token(module, params(token="opaque"))
+    assert token.value == "opaque" and first == "Watcher-Authorization" and info["source"] == "option"
+    assert dynamic.paths == [] and module.required == []
 
 
 @pytest.mark.parametrize("secret, message", [
-    (None, "does not exist. node-joiner creates it when it builds the ISO: run day2_iso first, or pass token"),
-    (secret_with({"authTokenPublicKey": "cHVibGlj"}), "has no key agentAuthToken"),
-    (secret_with({"agentAuthToken": "%%%not base64"}), "is not base64 text"),
+    (None, "does not exist. node-joiner creates it when it builds the ISO: build the ISO first"),
+    (secret_with({"authTokenPublicKey": "cHVibGlj"}), "holds no readable \\*AuthToken key .keys: authTokenPublicKey"),
+    (secret_with({"agentAuthToken": "%%%not base64"}), "keys: agentAuthToken"),
 ])
-def test_read_token_explains_what_is_missing(monkeypatch, secret, message):
+def test_choose_token_explains_what_is_missing(monkeypatch, secret, message):
     install_client(monkeypatch, secret)
     with pytest.raises(agent_wait.InputError, match=message):
-        agent_wait.read_token(FakeModule())
+        agent_wait.choose_token(FakeModule(), params(token=None))
 
 
 def run_main(args, capsys):
@@ -134,7 +175,22 @@ def test_main_returns_one_snapshot_without_changing_anything(lab, capsys):
     assert result["changed"] is False and "failed" not in result
     assert result["polls"] == 1 and result["requests"] == 2
     assert result["hosts"]["worker-0"]["status"] == "discovering"
+    assert result["auth_header"] == result["hosts"]["worker-0"]["auth_header"] == "Watcher-Authorization"
+    assert result["token_info"] == {"source": "option", "key": None, "persona": None, "expires": None,
+                                    "cluster_version": None, "first_header": "Watcher-Authorization"}
     assert TOKEN not in json.dumps(result)
+
+
+def test_main_reports_the_header_that_worked_on_a_4_17_agent(lab, capsys):
+    agent = lab.agent(0, TO_REBOOT)
+    agent.header = USER
+    token = jwt({"infra_env_id": "e", "exp": 1893456000})
+    agent.token = token
+    result = run_main({"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": token,
+                       "agent_port": lab.port, "wait": False}, capsys)
+    assert "failed" not in result and result["requests"] == 2
+    assert result["auth_header"] == "Authorization" and result["token_info"]["first_header"] == "Authorization"
+    assert token not in json.dumps(result)
 
 
 def test_main_fails_with_the_partial_result(lab, capsys):
@@ -144,5 +200,7 @@ def test_main_fails_with_the_partial_result(lab, capsys):
                        "agent_port": lab.port}, capsys)
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("agent_wait: host worker-0 (%s): the agent at" % lab.address(0))
-    assert "rebuild the ISO" in result["msg"]
+    assert "refused the token: in Watcher-Authorization: HTTP 401" in result["msg"]
+    assert "Rebuild the ISO with day2_iso (force: true)" in result["msg"]
+    assert result["token_info"]["source"] == "option"
     assert result["hosts"]["worker-0"]["answered"] is True
