@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reader and writer for the cpio "newc" format (the one the Linux initramfs loader reads).
+"""Reader and writer for the cpio "newc" format (the one the Linux initramfs loader reads), and for
+initramfs streams: cpio archives, each optionally xz or gzip compressed, concatenated with NUL padding.
 
 An entry is a 110-byte ASCII header (magic ``070701`` then 13 eight-digit hex fields), the
 NUL-terminated name padded so header+name ends on a 4-byte boundary, then the data padded
@@ -13,6 +14,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import lzma
+import zlib
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import EmbedAreaError
 
 NEWC_MAGIC = b"070701"
 # "070702" is the same layout with a checksum in the last field; the kernel accepts both.
@@ -115,3 +120,129 @@ def read_archive(buf, pos=0):
         if name == TRAILER_NAME:
             return entries, min(pos, len(buf))
         entries.append(CpioEntry(name, fields["mode"], bytes(buf[data_start:data_end])))
+
+
+# --- initramfs streams ------------------------------------------------------------------------
+
+XZ_MAGIC = b"\xfd7zXZ\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+_OTHER_COMPRESSIONS = (
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\x02\x21\x4c\x18", "lz4"),
+    (b"\x89LZO", "lzo"),
+)
+# How far back from the end of an initrd to look for an appended archive, and how many starts to try.
+APPENDED_SEARCH_WINDOW = 16 << 20
+APPENDED_MAX_CANDIDATES = 256
+
+
+def _decompress(data, pos):
+    """Decompress the xz or gzip stream at ``pos``; return ``(payload, bytes consumed, kind)``."""
+    if data.startswith(XZ_MAGIC, pos):
+        decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+        kind, error = "xz", lzma.LZMAError
+    else:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        kind, error = "gzip", zlib.error
+    chunk = data[pos:]
+    try:
+        payload = decompressor.decompress(chunk)
+    except (error, EOFError) as exc:
+        raise EmbedAreaError("corrupt %s stream at offset %d: %s" % (kind, pos, exc))
+    if not decompressor.eof:
+        raise EmbedAreaError("truncated %s stream at offset %d" % (kind, pos))
+    return payload, len(chunk) - len(decompressor.unused_data), kind
+
+
+def _skip_nul(data, pos):
+    return len(data) - len(data[pos:].lstrip(b"\0"))
+
+
+def iter_initramfs(data, kinds=None, allow_compressed=True):
+    """Yield the cpio entries of every archive in ``data``, in order.
+
+    Archives may be concatenated, each optionally xz or gzip compressed, with NUL padding between and
+    after them, as the kernel's initramfs loader accepts. ``kinds`` (a list) collects the compression of
+    each archive met (``xz``, ``gzip`` or ``none``). Raises EmbedAreaError on anything else.
+    """
+    pos = _skip_nul(data, 0)
+    while pos < len(data):
+        if data.startswith(XZ_MAGIC, pos) or data.startswith(GZIP_MAGIC, pos):
+            if not allow_compressed:
+                raise EmbedAreaError("compressed stream nested inside a compressed stream at offset %d" % pos)
+            payload, used, kind = _decompress(data, pos)
+            if kinds is not None:
+                kinds.append(kind)
+            for entry in iter_initramfs(payload, allow_compressed=False):
+                yield entry
+            pos += used
+        elif data[pos:pos + 6] in (NEWC_MAGIC, NEWC_CRC_MAGIC):
+            if pos % 4:
+                # cpio padding is relative to the start of the stream; the kernel rejects this too.
+                raise EmbedAreaError("cpio archive at offset %d is not 4-byte aligned" % pos)
+            try:
+                entries, pos = read_archive(data, pos)
+            except CpioError as exc:
+                raise EmbedAreaError(str(exc))
+            if kinds is not None and allow_compressed:
+                kinds.append("none")
+            for entry in entries:
+                yield entry
+        else:
+            for magic, kind in _OTHER_COMPRESSIONS:
+                if data.startswith(magic, pos):
+                    raise EmbedAreaError("unsupported %s stream at offset %d (expected xz or gzip)" % (kind, pos))
+            raise EmbedAreaError("unrecognised data %r at offset %d (expected an xz, gzip or cpio newc archive)"
+                                 % (bytes(data[pos:pos + 8]), pos))
+        pos = _skip_nul(data, pos)
+
+
+def normalize_member_name(name):
+    while name.startswith("./"):
+        name = name[2:]
+    return name.lstrip("/")
+
+
+def unpack_initramfs(data, kinds=None):
+    """``{name: CpioEntry}`` of the files in an initramfs stream, or None if it is all zero.
+
+    Later archives override earlier ones, as when the kernel unpacks them in order.
+    """
+    data = bytes(data)
+    if data.count(b"\0") == len(data):
+        return None
+    files = collections.OrderedDict()
+    for entry in iter_initramfs(data, kinds):
+        files[normalize_member_name(entry.name)] = entry
+    return files
+
+
+def _candidate_starts(data):
+    starts = set()
+    for magic in (GZIP_MAGIC + b"\x08", XZ_MAGIC, NEWC_MAGIC):
+        pos = len(data)
+        while len(starts) < APPENDED_MAX_CANDIDATES * 3:
+            pos = data.rfind(magic, 0, pos)
+            if pos < 0:
+                break
+            starts.add(pos)
+    return sorted(starts, reverse=True)[:APPENDED_MAX_CANDIDATES]
+
+
+def find_appended_archive(tail, member):
+    """The archive appended last to an initrd whose end is ``tail``, if it holds ``member``.
+
+    Tries every place an archive could start, from the end backwards, and returns
+    ``({name: CpioEntry}, [compression kinds], start offset in tail)`` for the first one that decodes
+    up to the end (NUL padding aside) and holds ``member``; None when there is none.
+    """
+    for start in _candidate_starts(tail):
+        kinds = []
+        try:
+            files = unpack_initramfs(tail[start:], kinds)
+        except EmbedAreaError:
+            continue
+        if files and member in files:
+            return files, kinds, start
+    return None

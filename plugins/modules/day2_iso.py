@@ -396,7 +396,7 @@ class Builder:
     def iso_token_expiry(path):
         try:
             summary = inspect_iso(path)["summary"] or {}
-            return parse_rfc3339(summary.get("auth_token_expiry"))
+            return parse_rfc3339(summary.get("token_expiry"))
         except (IsoError, ValueError, OSError):
             return None
 
@@ -441,7 +441,7 @@ class Builder:
         record = {
             "inputs_digest": digest,
             "sha256": sha,
-            "token_expiry": summary.get("auth_token_expiry"),
+            "token_expiry": summary.get("token_expiry"),
             "cluster_id": summary.get("cluster_id"),
             "built_at": format_rfc3339(utcnow()),
         }
@@ -460,7 +460,7 @@ class Builder:
             "reason": reason,
             "sidecar": sidecar,
             "inputs_digest": digest,
-            "token_expiry": summary.get("auth_token_expiry"),
+            "token_expiry": summary.get("token_expiry"),
             "cluster_id": summary.get("cluster_id"),
             "cluster_name": summary.get("cluster_name"),
             "api_dns_name": summary.get("api_dns_name"),

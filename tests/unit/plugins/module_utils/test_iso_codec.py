@@ -14,12 +14,13 @@ import lzma
 import os
 import shutil
 import subprocess
-from urllib.parse import quote
 
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils import _cpio
 from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _kargs
 
 CONFIG = {"ignition": {"version": "3.2.0"}, "storage": {"files": []}}
 CONFIG_BYTES = json.dumps(CONFIG).encode()
@@ -169,9 +170,10 @@ def test_rejects_undecodable_area(area, message):
 
 
 def test_error_hierarchy_has_one_root():
-    for cls in (_iso.IsoLayoutError, _iso.EmbedAreaError, _iso.CapacityError,
-                _iso.KargsMismatchError, _iso.IgnitionContentError):
-        assert issubclass(cls, _iso.IsoError)
+    for cls in (_iso_errors.IsoLayoutError, _iso_errors.EmbedAreaError, _iso_errors.CapacityError,
+                _iso_errors.KargsMismatchError, _iso_errors.IgnitionContentError):
+        assert issubclass(cls, _iso_errors.IsoError)
+    assert _iso.IsoError is _iso_errors.IsoError
 
 
 def test_refuses_config_larger_than_area():
@@ -243,7 +245,7 @@ def _umask():
     (b"\n######", "#", "\n", ""),
 ])
 def test_parse_kargs_region(raw, pad, end, expected):
-    assert _iso.parse_kargs_region(raw, pad, end) == expected
+    assert _kargs.parse_kargs_region(raw, pad, end) == expected
 
 
 @pytest.mark.parametrize("kargs, size, pad, end, expected", [
@@ -254,19 +256,19 @@ def test_parse_kargs_region(raw, pad, end, expected):
     ("a", 5, " ", ";", b"a;   "),
 ])
 def test_format_kargs_region(kargs, size, pad, end, expected):
-    formatted = _iso.format_kargs_region(kargs, size, pad, end)
+    formatted = _kargs.format_kargs_region(kargs, size, pad, end)
     assert formatted == expected
-    assert _iso.parse_kargs_region(formatted, pad, end) == kargs.strip()
+    assert _kargs.parse_kargs_region(formatted, pad, end) == kargs.strip()
 
 
 def test_format_kargs_refuses_too_long():
     with pytest.raises(_iso.CapacityError, match="at most 3"):
-        _iso.format_kargs_region("abcd", 4)
+        _kargs.format_kargs_region("abcd", 4)
 
 
 def test_non_utf8_kargs_region():
     with pytest.raises(_iso.IsoLayoutError, match="UTF-8"):
-        _iso.parse_kargs_region(b"\xff\xfe\n###")
+        _kargs.parse_kargs_region(b"\xff\xfe\n###")
 
 
 @pytest.mark.parametrize("kargs, expected", [
@@ -277,7 +279,7 @@ def test_non_utf8_kargs_region():
     (" \t\n", []),
 ])
 def test_split_kargs(kargs, expected):
-    assert _iso.split_kargs(kargs) == expected
+    assert _kargs.split_kargs(kargs) == expected
 
 
 @pytest.mark.parametrize("current, additions, expected", [
@@ -290,123 +292,12 @@ def test_split_kargs(kargs, expected):
     ("console=tty0", "console=ttyS0", "console=tty0 console=ttyS0"),
 ])
 def test_merge_kargs(current, additions, expected):
-    merged = _iso.merge_kargs(current, additions)
+    merged = _kargs.merge_kargs(current, additions)
     assert merged == expected
-    assert _iso.merge_kargs(merged, additions) == merged
+    assert _kargs.merge_kargs(merged, additions) == merged
 
 
-# --- add-nodes ignition summary -------------------------------------------------------------------
-
-def _b64_url(text):
-    return "data:text/plain;charset=utf-8;base64," + base64.b64encode(text.encode()).decode()
-
-
-def _gzip_b64_url(text):
-    return "data:;base64," + base64.b64encode(gzip.compress(text.encode())).decode()
-
-
-def _file(path, source, compression=None):
-    contents = {"source": source}
-    if compression:
-        contents["compression"] = compression
-    return {"path": path, "mode": 420, "contents": contents}
-
-
-ADD_NODES_ENV = (
-    "CLUSTER_ID=3bd3f9ad-6e2e-4b50-9d0f-0e5bc2b1c7a1\n"
-    "CLUSTER_NAME=ostest\n"
-    "CLUSTER_API_VIP_DNS_NAME=api.ostest.example.com\n"
-    "AUTH_TOKEN_EXPIRY=2030-01-02T03:04:05Z\n"
-)
-
-
-def add_nodes_ignition():
-    return {
-        "ignition": {"version": "3.2.0"},
-        "storage": {"files": [
-            _file("/etc/assisted/add-nodes.env", _b64_url(ADD_NODES_ENV)),
-            _file("/etc/assisted/rendezvous-host.env",
-                  "data:," + quote("NODE_ZERO_IP=127.0.0.1\nWORKFLOW_TYPE=addnodes\n")),
-            _file("/etc/assisted/network/host1/mac_interface.ini",
-                  _gzip_b64_url("00:02:46:E3:9E:7D=eth0\n52:54:00:00:00:02=eth1\n"), "gzip"),
-            _file("/etc/assisted/network/host1/eth0.nmconnection", _b64_url("[connection]\n")),
-            _file("/etc/assisted/network/host0/mac_interface.ini",
-                  "data:," + quote("00:02:46:e3:9e:7c=eth0\n")),
-            _file("/etc/assisted/network/host0/hostname", "data:,extra-worker-0%0A"),
-            _file("/etc/assisted/hostnames/00:02:46:e3:9e:7d", "data:,extra-worker-1"),
-            _file("/etc/assisted/network/host10/mac_interface.ini", "data:,eth0%3D52:54:00:00:00:10"),
-            _file("/usr/local/bin/add-node.sh", "https://example.invalid/not-a-data-url"),
-        ]},
-    }
-
-
-def test_summarize_add_nodes_ignition():
-    summary = _iso.summarize_add_nodes_ignition(add_nodes_ignition())
-    assert summary["cluster_id"] == "3bd3f9ad-6e2e-4b50-9d0f-0e5bc2b1c7a1"
-    assert summary["cluster_name"] == "ostest"
-    assert summary["api_dns_name"] == "api.ostest.example.com"
-    assert summary["auth_token_expiry"] == "2030-01-02T03:04:05Z"
-    assert summary["hosts"] == [
-        {"name": "host0", "hostname": "extra-worker-0", "mac_addresses": ["00:02:46:e3:9e:7c"],
-         "interfaces": [{"mac_address": "00:02:46:e3:9e:7c", "name": "eth0"}]},
-        {"name": "host1", "hostname": "extra-worker-1",
-         "mac_addresses": ["00:02:46:e3:9e:7d", "52:54:00:00:00:02"],
-         "interfaces": [{"mac_address": "00:02:46:e3:9e:7d", "name": "eth0"},
-                        {"mac_address": "52:54:00:00:00:02", "name": "eth1"}]},
-        {"name": "host10", "hostname": None, "mac_addresses": ["52:54:00:00:00:10"],
-         "interfaces": [{"mac_address": "52:54:00:00:00:10", "name": "eth0"}]},
-    ]
-
-
-def test_summary_of_unrelated_ignition_is_empty():
-    assert _iso.summarize_add_nodes_ignition({"ignition": {"version": "3.2.0"}}) == {
-        "cluster_id": None, "cluster_name": None, "api_dns_name": None,
-        "auth_token_expiry": None, "hosts": []}
-
-
-def test_summary_later_file_entry_wins():
-    ignition = add_nodes_ignition()
-    ignition["storage"]["files"].append(
-        _file("/etc/assisted/add-nodes.env", "data:," + quote("CLUSTER_NAME='other'\n")))
-    assert _iso.summarize_add_nodes_ignition(ignition)["cluster_name"] == "other"
-
-
-@pytest.mark.parametrize("path, source, message", [
-    ("/etc/assisted/add-nodes.env", "https://example.invalid/env", "expected a data: URL"),
-    ("/etc/assisted/add-nodes.env", "data:;base64,@@@", "undecodable"),
-    ("/etc/assisted/network/host0/mac_interface.ini", "data:,eth0%3Deth1", "no MAC address"),
-])
-def test_summary_reports_undecodable_files(path, source, message):
-    ignition = {"storage": {"files": [_file(path, source)]}}
-    with pytest.raises(_iso.IgnitionContentError, match=message) as info:
-        _iso.summarize_add_nodes_ignition(ignition)
-    assert path in str(info.value) or "mac_interface" in str(info.value)
-
-
-@pytest.mark.parametrize("source, compression, expected", [
-    ("data:,hello%20world", None, b"hello world"),
-    ("data:text/plain;base64,aGk=", None, b"hi"),
-    ("data:;base64,aGk%3D", None, b"hi"),
-    ("data:;base64," + base64.b64encode(gzip.compress(b"zipped")).decode(), "gzip", b"zipped"),
-    ("data:,", "", b""),
-])
-def test_decode_data_url(source, compression, expected):
-    assert _iso.decode_data_url(source, compression) == expected
-
-
-@pytest.mark.parametrize("compression, message", [("xz", "unsupported compression"), ("gzip", "corrupt gzip")])
-def test_decode_data_url_compression_errors(compression, message):
-    with pytest.raises(_iso.IgnitionContentError, match=message):
-        _iso.decode_data_url("data:,plain", compression)
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("A=1\nexport B=two\n# C=3\n\nD=\"quoted value\"\nE='x'\nF=a=b\n",
-     {"A": "1", "B": "two", "D": "quoted value", "E": "x", "F": "a=b"}),
-])
-def test_parse_env_file(text, expected):
-    assert _iso.parse_env_file(text) == expected
-
+# --- streams cut short ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("data, message", [
     (_xz(b"x" * 1000)[:30], "truncated xz stream"),

@@ -18,6 +18,10 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso9660
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_layout
+from ansible_collections.openshift_agent.day2.plugins.module_utils import _kargs
 
 _LAYOUT_FILE = os.path.join(os.path.dirname(__file__), "fixtures", "iso", "live_iso_layout.py")
 _spec = importlib.util.spec_from_file_location("live_iso_layout", _LAYOUT_FILE)
@@ -74,7 +78,7 @@ def _build(tmp_path, **kwargs):
 
 def _layout(path):
     with open(path, "rb") as fp:
-        return _iso.read_layout(fp, path)
+        return _iso_layout.read_layout(fp, path)
 
 
 def _extract(iso_path, iso_file, out):
@@ -103,7 +107,7 @@ def test_layout_agrees_with_xorriso(live_iso):
     # "File data lba:  0 , <start lba> , <blocks> , <bytes> , '/images/ignition.img'"
     fields = [field.strip() for field in report.split("File data lba:")[1].split(",")]
     assert layout.embed_file == "images/ignition.img"
-    assert layout.embed_area == _iso.Region(int(fields[1]) * 2048, int(fields[3]))
+    assert layout.embed_area == _iso9660.Region(int(fields[1]) * 2048, int(fields[3]))
     assert layout.embed_area.length == 256 * 1024
     assert [r.path for r in layout.kargs.regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
     assert layout.kargs.default == DEFAULT_KARGS
@@ -278,13 +282,13 @@ def test_igninfo_offset_and_length_locate_the_area(tmp_path):
 
 def test_missing_igninfo(tmp_path):
     iso = _build(tmp_path, skip=("coreos/igninfo.json",))
-    with pytest.raises(_iso.IsoLayoutError, match="coreos/igninfo.json not found"):
+    with pytest.raises(_iso.IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"):
         _iso.read_embedded_ignition(iso)
 
 
 def test_missing_kargs_json_still_allows_ignition_edits(tmp_path):
     iso = _build(tmp_path, skip=("coreos/kargs.json",))
-    with pytest.raises(_iso.IsoLayoutError, match="coreos/kargs.json not found"):
+    with pytest.raises(_iso.IsoLayoutError, match=r"coreos/kargs.json \(kargs.jso in a node-joiner ISO\) not found"):
         _iso.read_kargs(iso)
     with pytest.raises(_iso.IsoLayoutError, match="cannot set kernel arguments"):
         _iso.edit_iso_in_place(iso, kargs="a")
@@ -322,10 +326,10 @@ def test_kargs_that_just_fit(live_iso, tmp_path):
 
 def test_disagreeing_kargs_regions(iso_copy):
     grub = _layout(iso_copy).kargs.regions[1]
-    _overwrite(iso_copy, grub.offset, _iso.format_kargs_region("different", grub.length))
-    with pytest.raises(_iso.KargsMismatchError, match="EFI/redhat/grub.cfg has 'different'"):
+    _overwrite(iso_copy, grub.offset, _kargs.format_kargs_region("different", grub.length))
+    with pytest.raises(_iso_errors.KargsMismatchError, match="EFI/redhat/grub.cfg has 'different'"):
         _iso.read_kargs(iso_copy)
-    with pytest.raises(_iso.KargsMismatchError):
+    with pytest.raises(_iso_errors.KargsMismatchError):
         _iso.edit_iso_in_place(iso_copy, append_kargs="quiet")
     # replacing the kargs outright repairs the regions
     _iso.edit_iso_in_place(iso_copy, kargs="repaired")
@@ -344,7 +348,7 @@ def test_corrupt_xz_in_the_embed_area(iso_copy):
 def test_not_an_iso(tmp_path):
     path = tmp_path / "plain.bin"
     path.write_bytes(b"\0" * 70000)
-    with pytest.raises(_iso.IsoLayoutError, match="not a readable ISO9660 image"):
+    with pytest.raises(_iso.IsoLayoutError, match="not an ISO 9660 image"):
         _iso.read_kargs(str(path))
 
 
