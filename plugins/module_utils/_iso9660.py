@@ -206,33 +206,40 @@ class IsoImage:
     # --- lookup ------------------------------------------------------------------------------
 
     @staticmethod
-    def _match(records, component):
+    def _match(records, component, by_primary):
         exact = [component, truncated_extension(component)]
-        for wanted in exact:
-            for record in records:
-                if record.name == wanted:
-                    return record
+        if not by_primary:
+            for wanted in exact:
+                for record in records:
+                    if record.name == wanted:
+                        return record
+            return None
         primaries = set([level1_name(component)] + [name.upper() for name in exact])
         for record in records:
             if record.primary is not None and record.primary.upper() in primaries:
                 return record
         return None
 
+    def _walk(self, path):
+        """``(Record, names as stored)`` of ``path``: Rock Ridge or Joliet names first, then primary names."""
+        components = [part.split(";", 1)[0] for part in path.strip("/").split("/") if part]
+        if not components:
+            return None, None
+        for by_primary in (False, True):
+            for joliet, root in self._roots:
+                current, names = root, []
+                for component in components:
+                    current = self._match(self.listdir(current, joliet), component, by_primary) if current.is_dir else None
+                    if current is None:
+                        break
+                    names.append(current.primary if by_primary else current.name)
+                if current is not None:
+                    return current, "/".join(names)
+        return None, None
+
     def find(self, path):
         """The Record of ``path`` (``coreos/igninfo.json``, ``/COREOS/IGNINFO.JSO;1``...), or None."""
-        components = [part.split(";", 1)[0] for part in path.strip("/").split("/") if part]
-        for joliet, root in self._roots:
-            current = root
-            for component in components:
-                if not current.is_dir:
-                    current = None
-                    break
-                current = self._match(self.listdir(current, joliet), component)
-                if current is None:
-                    break
-            if current is not None and components:
-                return current
-        return None
+        return self._walk(path)[0]
 
     def file_region(self, path):
         """``Region(offset, length)`` of the file ``path``, or None when there is no such file.
@@ -251,14 +258,4 @@ class IsoImage:
 
     def stored_name(self, path):
         """The path as the image spells it (Rock Ridge or Joliet names, else primary names), or None."""
-        components = [part for part in path.strip("/").split("/") if part]
-        for joliet, root in self._roots:
-            current, names = root, []
-            for component in components:
-                current = self._match(self.listdir(current, joliet), component) if current.is_dir else None
-                if current is None:
-                    break
-                names.append(current.name or current.primary)
-            if current is not None and components:
-                return "/".join(names)
-        return None
+        return self._walk(path)[1]
