@@ -372,3 +372,29 @@ def test_addresses_outside_machine_networks():
 def test_machine_network_must_be_a_cidr():
     with pytest.raises(ValueError):
         addresses_outside_machine_networks([GOOD_HOST], ["not-a-network"])
+
+
+# --- ppc64le and s390x only on platform none (the agent installer's rule, applied by node-joiner) ------
+
+@pytest.mark.parametrize("platform", ["BareMetal", "VSphere", "External"])
+def test_s390x_worker_needs_platform_none(platform):
+    host = dict(GOOD_HOST, cpu_architecture="s390x")
+    problems = inventory_problems([host], "s390x", platform=platform)
+    assert [(p["host"], p["field"], p["value"]) for p in problems] == [("extra-worker-0", "cpu_architecture", "s390x")]
+    message = problems[0]["message"]
+    assert 'CPU architecture "s390x" only supports platform "none"' in message
+    assert "cannot join this %s cluster" % platform in message and "use x86_64 or aarch64 hardware" in message
+
+
+def test_inherited_ppc64le_is_named_as_the_control_planes():
+    problems = inventory_problems([GOOD_HOST], "ppc64le", platform="BareMetal")
+    assert problems[0]["value"] is None
+    assert 'CPU architecture "ppc64le" (the control plane\'s, as cpu_architecture is not set)' in problems[0]["message"]
+    with pytest.raises(InventoryError, match='only supports platform "none"'):
+        build_nodes_configs([GOOD_HOST], "ppc64le", platform="BareMetal")
+
+
+@pytest.mark.parametrize("platform", ["None", "none", None, ""])
+def test_platform_none_or_unknown_takes_s390x(platform):
+    assert inventory_problems([dict(GOOD_HOST, cpu_architecture="s390x")], "s390x", platform=platform) == []
+    assert inventory_problems([GOOD_HOST], "x86_64", platform="BareMetal") == []
