@@ -4,9 +4,10 @@
 
 """Map the day-1 cluster's objects to the facts a day-2 worker needs.
 
-Pure functions: the caller fetches the objects listed in ``READS`` (the same
-ones node-joiner reads) and passes them in; nothing here talks to the API.
-Secret contents never leave this module: only derived, harmless values do.
+Pure functions: the caller fetches the objects listed in ``READS`` (the ones
+node-joiner reads, plus a few for health) and passes them in; nothing here talks
+to the API. Secret contents never leave this module: only derived, harmless
+values do. Whether node-joiner can work with the cluster is ``_cluster_support``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,45 +32,61 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
     core_target,
     group_target,
 )
-
-MIN_VERSION = (4, 17)
-DOCUMENTED_PLATFORMS = ("BareMetal", "VSphere", "Nutanix", "None")
-GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
-CONTROL_PLANE_ROLES = ("master", "control-plane")
-
-# (key, target, required). A required object that cannot be read fails the
-# module; any other one that cannot be read only makes the cluster unsupported
-# (or, for mirrors, falls back to install-config, as node-joiner does).
-READS = (
-    ("clusterversion", group_target("config.openshift.io", "v1", "clusterversions", "version"), True),
-    ("infrastructure", group_target("config.openshift.io", "v1", "infrastructures", "cluster"), True),
-    ("network", group_target("config.openshift.io", "v1", "networks", "cluster"), False),
-    ("proxy", group_target("config.openshift.io", "v1", "proxies", "cluster"), False),
-    ("install_config", core_target("configmaps", "cluster-config-v1", "kube-system"), True),
-    ("pull_secret", core_target("secrets", "pull-secret", "openshift-config"), False),
-    ("user_ca_bundle", core_target("configmaps", "user-ca-bundle", "openshift-config"), False),
-    ("nodes", core_target("nodes"), True),
-    ("idms", group_target("config.openshift.io", "v1", "imagedigestmirrorsets"), False),
-    ("icsp", group_target("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies"), False),
-    ("bootimages", core_target("configmaps", "coreos-bootimages", "openshift-machine-config-operator"), False),
-    ("worker_user_data", core_target("secrets", "worker-user-data-managed", "openshift-machine-api"), False),
-    ("mc_ssh", group_target("machineconfiguration.openshift.io", "v1", "machineconfigs", "99-worker-ssh"), False),
-    ("mc_fips", group_target("machineconfiguration.openshift.io", "v1", "machineconfigs", "99-worker-fips"), False),
-    (
-        "mc_chrony",
-        group_target("machineconfiguration.openshift.io", "v1", "machineconfigs", "50-workers-chrony-configuration"),
-        False,
-    ),
-    ("clusteroperators", group_target("config.openshift.io", "v1", "clusteroperators"), False),
-    ("worker_pool", group_target("machineconfiguration.openshift.io", "v1", "machineconfigpools", "worker"), False),
+from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_support import (
+    master_architecture,
+    split_api_host,
+    support_reasons,
 )
 
-# Objects node-joiner cannot work without; reading them is what "supported" needs.
-NEEDED_BY_NODE_JOINER = {
-    "pull_secret": "the pull secret (Secret openshift-config/pull-secret)",
-    "bootimages": "the RHCOS boot images (ConfigMap openshift-machine-config-operator/coreos-bootimages)",
-    "worker_user_data": "the worker ignition (Secret openshift-machine-api/worker-user-data-managed)",
-    "network": "the cluster network (Network.config.openshift.io cluster)",
+GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+# How much each object matters (see _cluster_support for the upstream source):
+REQUIRED = "required"  # missing or forbidden fails the module: not an OpenShift cluster, or no access at all
+NEEDED = "needed"  # node-joiner fails without it: missing or forbidden makes the cluster unsupported
+OPTIONAL = "optional"  # node-joiner does without it: missing or forbidden is a warning
+USUAL = "usual"  # its absence is a normal configuration (no extra CA, FIPS off...): only a forbidden read warns
+_MCO = "machineconfiguration.openshift.io"
+READS = (
+    ("clusterversion", group_target("config.openshift.io", "v1", "clusterversions", "version"), REQUIRED),
+    ("infrastructure", group_target("config.openshift.io", "v1", "infrastructures", "cluster"), REQUIRED),
+    ("network", group_target("config.openshift.io", "v1", "networks", "cluster"), OPTIONAL),
+    ("proxy", group_target("config.openshift.io", "v1", "proxies", "cluster"), NEEDED),
+    ("ingress", group_target("config.openshift.io", "v1", "ingresses", "cluster"), OPTIONAL),
+    ("install_config", core_target("configmaps", "cluster-config-v1", "kube-system"), OPTIONAL),
+    ("pull_secret", core_target("secrets", "pull-secret", "openshift-config"), NEEDED),
+    ("user_ca_bundle", core_target("configmaps", "user-ca-bundle", "openshift-config"), USUAL),
+    ("nodes", core_target("nodes"), REQUIRED),
+    ("idms", group_target("config.openshift.io", "v1", "imagedigestmirrorsets"), USUAL),
+    ("icsp", group_target("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies"), USUAL),
+    ("bootimages", core_target("configmaps", "coreos-bootimages", "openshift-machine-config-operator"), OPTIONAL),
+    ("worker_user_data", core_target("secrets", "worker-user-data-managed", "openshift-machine-api"), OPTIONAL),
+    ("mc_ssh", group_target(_MCO, "v1", "machineconfigs", "99-worker-ssh"), OPTIONAL),
+    ("mc_fips", group_target(_MCO, "v1", "machineconfigs", "99-worker-fips"), USUAL),
+    ("mc_chrony", group_target(_MCO, "v1", "machineconfigs", "50-workers-chrony-configuration"), USUAL),
+    ("clusteroperators", group_target("config.openshift.io", "v1", "clusteroperators"), OPTIONAL),
+    ("worker_pool", group_target(_MCO, "v1", "machineconfigpools", "worker"), OPTIONAL),
+)
+
+# What each object is, and what its absence means, for the reasons (NEEDED) and the warnings (OPTIONAL, USUAL).
+MEANING = {
+    "proxy": ("the cluster proxy (Proxy.config.openshift.io cluster)", ""),
+    "pull_secret": ("the pull secret (Secret openshift-config/pull-secret)", ""),
+    "network": ("Network.config.openshift.io cluster", "cluster_networks, service_networks and network_type come "
+                "from install-config or stay empty; node-joiner does not read it"),
+    "ingress": ("Ingress.config.openshift.io cluster", "ingress_domain is unknown; node-joiner reads the apps "
+                "domain from it only after 4.21"),
+    "install_config": ("ConfigMap kube-system/cluster-config-v1 (install-config)", "name and base domain come from "
+                       "the API URL alone, machine_networks stays empty"),
+    "bootimages": ("ConfigMap openshift-machine-config-operator/coreos-bootimages", "boot_images is empty"),
+    "worker_user_data": ("Secret openshift-machine-api/worker-user-data-managed", "worker_ignition is unknown"),
+    "mc_ssh": ("MachineConfig 99-worker-ssh", "ssh_key comes from install-config, or new workers get no SSH key"),
+    "clusteroperators": ("the resource clusteroperators.config.openshift.io", "the operators' health is unknown"),
+    "worker_pool": ("MachineConfigPool worker", "its health is unknown"),
+    "user_ca_bundle": ("ConfigMap openshift-config/user-ca-bundle", "user_ca_bundle is unknown"),
+    "idms": ("the ImageDigestMirrorSets", "mirrors come from install-config, as node-joiner does"),
+    "icsp": ("the ImageContentSourcePolicies", "their mirrors are missing"),
+    "mc_fips": ("MachineConfig 99-worker-fips", "fips comes from install-config, as node-joiner does"),
+    "mc_chrony": ("MachineConfig 50-workers-chrony-configuration", "chrony_configured is unknown"),
 }
 
 
@@ -102,41 +119,46 @@ def _is_true(obj, cond_type):
     return _condition(obj, cond_type).get("status") == "True"
 
 
-def parse_version(text):
-    match = re.match(r"^v?(\d+)\.(\d+)", text or "")
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def parse_install_config(configmap):
+def parse_install_config(configmap, warnings):
+    """The install-config as a dict, {} when absent; a damaged one is a warning (node-joiner rarely reads it)."""
+    if configmap is None:
+        return {}
     text = _get(configmap, "data", "install-config")
+    problem = None
+    data = None
     if not text:
-        raise FactsError(
-            "ConfigMap kube-system/cluster-config-v1 has no key 'install-config'; the cluster was not "
-            "installed by the OpenShift installer or the ConfigMap was edited. Restore it from the "
-            "installation directory's install-config.yaml."
-        )
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise FactsError(
-            "ConfigMap kube-system/cluster-config-v1 key 'install-config' is not valid YAML (%s); "
-            "fix the ConfigMap so it holds the install-config used at installation." % error
-        )
-    if not isinstance(data, dict) or not _get(data, "metadata", "name") or not data.get("baseDomain"):
-        raise FactsError(
-            "ConfigMap kube-system/cluster-config-v1 key 'install-config' lacks metadata.name or baseDomain; "
-            "fix the ConfigMap so it holds the install-config used at installation."
-        )
+        problem = "has no key 'install-config'"
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            problem = "key 'install-config' is not valid YAML (%s)" % " ".join(str(error).split())
+    if problem is None and not isinstance(data, dict):
+        problem = "key 'install-config' is not a YAML mapping"
+    if problem:
+        warnings.append("ConfigMap kube-system/cluster-config-v1 %s; its values are not used. Restore it from the "
+                        "installation directory's install-config.yaml." % problem)
+        return {}
     return data
 
 
-def _identity(clusterversion, infrastructure, install_config):
+def _identity(clusterversion, infrastructure, install_config, warnings):
+    """Name and base domain from the API host as node-joiner derives them; install-config as fallback."""
     api_url = _get(infrastructure, "status", "apiServerURL")
     api_host = urlparse(api_url).hostname if api_url else None
+    name, base_domain = split_api_host(api_host)
+    ic_name, ic_domain = _get(install_config, "metadata", "name"), install_config.get("baseDomain")
+    if name is None:
+        name, base_domain = ic_name, ic_domain
+    elif install_config and (ic_name, ic_domain) != (name, base_domain):
+        warnings.append(
+            "install-config (ConfigMap kube-system/cluster-config-v1) names the cluster %s.%s, but the API URL %s "
+            "says %s.%s: node-joiner uses the API URL, so do these facts" % (ic_name, ic_domain, api_url, name,
+                                                                              base_domain))
     return {
         "cluster_id": _get(clusterversion, "spec", "clusterID"),
-        "name": _get(install_config, "metadata", "name"),
-        "base_domain": install_config.get("baseDomain"),
+        "name": name,
+        "base_domain": base_domain,
         "infrastructure_name": _get(infrastructure, "status", "infrastructureName"),
         "api_url": api_url,
         "api_int_url": _get(infrastructure, "status", "apiServerInternalURI"),
@@ -145,27 +167,34 @@ def _identity(clusterversion, infrastructure, install_config):
 
 
 def _version(clusterversion):
+    """``status.desired``, else ``status.history[0]`` (what node-joiner reads)."""
     desired = _get(clusterversion, "status", "desired", default={})
     history = [
         {"version": h.get("version"), "state": h.get("state"), "image": h.get("image")}
-        for h in _get(clusterversion, "status", "history", default=[])
+        for h in _get(clusterversion, "status", "history", default=[]) if isinstance(h, dict)
     ]
+    latest = history[0] if history else {}
     return {
-        "version": desired.get("version"),
-        "release_image": desired.get("image"),
+        "version": desired.get("version") or latest.get("version"),
+        "release_image": desired.get("image") or latest.get("image"),
         "version_history": history,
     }
 
 
 def _platform(infrastructure):
-    ptype = _get(infrastructure, "spec", "platformSpec", "type") or _get(infrastructure, "status", "platformStatus", "type")
-    key = (ptype or "").lower()  # platformStatus keys are lower case: baremetal, vsphere, nutanix
+    """The platform as node-joiner reads it (spec.platformSpec.type); the VIPs from platformStatus."""
+    ptype = _get(infrastructure, "spec", "platformSpec", "type")
+    key = (ptype or _get(infrastructure, "status", "platformStatus", "type") or "").lower()
     status = _get(infrastructure, "status", "platformStatus", key, default={}) or {}
     return {
         "platform": ptype,
         "api_vips": list(status.get("apiServerInternalIPs") or []),
         "ingress_vips": list(status.get("ingressIPs") or []),
     }
+
+
+def _ingress_domain(ingress):
+    return _get(ingress, "spec", "appsDomain") or _get(ingress, "spec", "domain")
 
 
 def _networks(network, install_config):
@@ -232,17 +261,18 @@ def pull_secret_registries(secret):
     return sorted(auths)
 
 
-def _boot_images(configmap):
+def _boot_images(configmap, warnings):
     text = _get(configmap, "data", "stream")
     if not text:
         return {}
     try:
         stream = json.loads(text)
+        if not isinstance(stream, dict):
+            raise ValueError("not an object")
     except ValueError:
-        raise FactsError(
-            "ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not JSON; "
-            "the machine-config operator maintains it: check that operator's health."
-        )
+        warnings.append("ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON "
+                        "object, boot_images is empty; the machine-config operator maintains it: check its health.")
+        return {}
     images = {}
     for arch, data in sorted((stream.get("architectures") or {}).items()):
         metal = _get(data, "artifacts", "metal", default={})
@@ -261,17 +291,17 @@ def _boot_images(configmap):
     return images
 
 
-def _worker_ignition(secret):
+def _worker_ignition(secret, warnings):
     encoded = _get(secret, "data", "userData")
     if not encoded:
         return {"url": None, "has_ca": False}
     try:
         pointer = json.loads(base64.b64decode(encoded))
     except (ValueError, TypeError):
-        raise FactsError(
-            "Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition JSON "
-            "document; it is maintained by the machine-config operator: check that operator's health."
-        )
+        warnings.append("Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition "
+                        "JSON document, worker_ignition is unknown; the machine-config operator maintains it: "
+                        "check its health.")
+        return {"url": None, "has_ca": False}
     merge = _get(pointer, "ignition", "config", "merge", default=[])
     cas = _get(pointer, "ignition", "security", "tls", "certificateAuthorities", default=[])
     return {
@@ -306,14 +336,6 @@ def node_summary(node):
     }
 
 
-def control_plane_arch(nodes):
-    """(architecture or None, every architecture) the control-plane nodes report."""
-    arches = sorted(
-        set(n["architecture"] for n in nodes if n["architecture"] and set(n["roles"]) & set(CONTROL_PLANE_ROLES))
-    )
-    return (arches[0] if arches else None), arches
-
-
 def _health(clusteroperators, worker_pool, nodes, readable):
     problems = []
     operators = {"total": 0, "degraded": [], "unavailable": [], "progressing": []}
@@ -342,15 +364,26 @@ def _health(clusteroperators, worker_pool, nodes, readable):
         }
         if pool["degraded"]:
             problems.append("MachineConfigPool worker is Degraded: %s" % pool["message"])
-    elif readable.get("worker_pool", True):
-        problems.append("MachineConfigPool worker does not exist")
     for node in nodes:
         if not node["ready"]:
             problems.append("Node %s is not Ready" % node["name"])
+    # Absent objects are warnings (see MEANING); an identity that may not read them cannot judge the health.
     for key in ("clusteroperators", "worker_pool"):
         if not readable.get(key, True):
             problems.append("health unknown: cannot read %s" % key)
     return {"healthy": not problems, "problems": problems, "cluster_operators": operators, "worker_pool": pool}
+
+
+def absence_warnings(objects, unreadable):
+    """One warning per optional object that is missing or forbidden, and per usual one that is forbidden."""
+    warnings = []
+    for key, _target, role in READS:
+        what, consequence = MEANING.get(key, (key, ""))
+        if key in unreadable and role in (OPTIONAL, USUAL):
+            warnings.append("cannot read %s: %s (%s)" % (what, consequence, unreadable[key]))
+        elif role == OPTIONAL and objects.get(key) is None:
+            warnings.append("%s does not exist: %s" % (what, consequence))
+    return warnings
 
 
 def build_facts(objects, unreadable=None):
@@ -360,20 +393,25 @@ def build_facts(objects, unreadable=None):
     ``unreadable`` maps READS keys that could not be read (403) to the reason.
     """
     unreadable = unreadable or {}
-    install_config = parse_install_config(objects.get("install_config"))
+    warnings = absence_warnings(objects, unreadable)
+    install_config = parse_install_config(objects.get("install_config"), warnings)
     clusterversion = objects.get("clusterversion") or {}
     infrastructure = objects.get("infrastructure") or {}
-    nodes = [node_summary(n) for n in _get(objects.get("nodes"), "items", default=[])]
-    nodes.sort(key=lambda n: n["name"] or "")
-    architecture, cp_arches = control_plane_arch(nodes)
-    readable = dict((key, key not in unreadable) for key, _target, _required in READS)
+    node_items = _get(objects.get("nodes"), "items", default=[])
+    nodes = sorted((node_summary(n) for n in node_items), key=lambda n: n["name"] or "")
+    architecture, master_arches = master_architecture(node_items)
+    if len(master_arches) > 1:
+        warnings.append("the master Nodes report several architectures (%s): node-joiner takes %s, the first "
+                        "one's" % (", ".join(master_arches), architecture))
+    readable = dict((key, key not in unreadable) for key, _target, _role in READS)
 
     facts = {}
-    facts.update(_identity(clusterversion, infrastructure, install_config))
+    facts.update(_identity(clusterversion, infrastructure, install_config, warnings))
     facts.update(_version(clusterversion))
     facts["architecture"] = architecture
     facts["rpm_architecture"] = GO_TO_RPM_ARCH.get(architecture)
     facts.update(_platform(infrastructure))
+    facts["ingress_domain"] = _ingress_domain(objects.get("ingress"))
     facts.update(_networks(objects.get("network"), install_config))
     facts["proxy"] = _proxy(objects.get("proxy"), install_config)
     facts["mirrors"] = _mirrors(objects.get("idms"), objects.get("icsp"), install_config, readable["idms"])
@@ -385,38 +423,21 @@ def build_facts(objects, unreadable=None):
         "registries": pull_secret_registries(objects.get("pull_secret")),
     }
     facts["user_ca_bundle"] = bool(_get(objects.get("user_ca_bundle"), "data", "ca-bundle.crt"))
-    facts["boot_images"] = _boot_images(objects.get("bootimages"))
-    facts["worker_ignition"] = _worker_ignition(objects.get("worker_user_data"))
+    facts["boot_images"] = _boot_images(objects.get("bootimages"), warnings)
+    facts["worker_ignition"] = _worker_ignition(objects.get("worker_user_data"), warnings)
     facts["nodes"] = nodes
     facts["health"] = _health(objects.get("clusteroperators"), objects.get("worker_pool"), nodes, readable)
 
-    reasons = []
-    version = parse_version(facts["version"])
-    if version is None:
-        reasons.append("cluster version unknown (ClusterVersion status.desired.version is empty)")
-    elif version < MIN_VERSION:
-        reasons.append(
-            "cluster version %s is older than %d.%d, the first release whose node-joiner can add nodes"
-            % (facts["version"], MIN_VERSION[0], MIN_VERSION[1])
-        )
-    if facts["platform"] not in DOCUMENTED_PLATFORMS:
-        reasons.append(
-            "platform %s is not one of those documented for adding nodes with node-joiner (%s)"
-            % (facts["platform"], ", ".join(DOCUMENTED_PLATFORMS))
-        )
-    if len(cp_arches) > 1:
-        reasons.append("control-plane nodes report several architectures: %s" % ", ".join(cp_arches))
-    elif architecture is None:
-        reasons.append("no control-plane node reports its architecture (Node status.nodeInfo.architecture)")
-    for key, what in sorted(NEEDED_BY_NODE_JOINER.items()):
-        if key in unreadable:
-            reasons.append("cannot read %s: %s" % (what, unreadable[key]))
-        elif not objects.get(key):
-            reasons.append("%s does not exist" % what)
     if facts["rpm_architecture"] and facts["boot_images"] and facts["rpm_architecture"] not in facts["boot_images"]:
-        reasons.append("no RHCOS boot image for the control-plane architecture %s" % facts["rpm_architecture"])
-    if objects.get("worker_user_data") and not facts["worker_ignition"]["url"]:
-        reasons.append("the worker ignition pointer config has no merge source URL")
+        warnings.append("coreos-bootimages has no RHCOS boot image for the control-plane architecture %s (node-joiner "
+                        "of 4.17 reads the ISO from it; later ones take it from the release)" % facts["rpm_architecture"])
+    if objects.get("worker_user_data") and facts["worker_ignition"]["url"] is None and \
+            _get(objects.get("worker_user_data"), "data", "userData"):
+        warnings.append("the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) "
+                        "has no merge source URL")
+    needed = dict((key, MEANING[key][0]) for key, _target, role in READS if role == NEEDED)
+    reasons = support_reasons(facts, objects, unreadable, needed)
     facts["supported"] = not reasons
     facts["unsupported_reasons"] = reasons
+    facts["warnings"] = warnings
     return facts

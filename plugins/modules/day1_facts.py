@@ -18,23 +18,38 @@ description:
     installed with the agent-based installer, and returns them as facts in C(ansible_facts.day1_cluster).
   - Identity, version, platform, architecture, networks, proxy, mirrors, SSH key, RHCOS boot images, the worker
     Ignition endpoint, the existing nodes and the cluster's health.
-  - Decides whether the cluster can take day-2 workers (C(supported)) and says why not (C(unsupported_reasons)).
-  - Only reads. It makes exactly 17 GET requests on the resources listed in the notes (the kubernetes client may add
+  - Decides whether the cluster can take day-2 workers (C(supported)) the way node-joiner decides it, and says why
+    not (C(unsupported_reasons)). Objects node-joiner does without are read and used when they exist; when they
+    are missing the facts say so in C(warnings) (also shown as module warnings), never as a reason to refuse.
+  - Only reads. It makes exactly 18 GET requests on the resources listed in the notes (the kubernetes client may add
     its own discovery requests the first time it meets an API server; it caches them in a temporary file).
   - Secret contents are never returned. For the pull secret only its presence and the registries it covers are
     returned.
 notes:
-  - "The 17 requests: ClusterVersion C(version); Infrastructure, Network and Proxy C(cluster); ConfigMaps
+  - "The 18 requests: ClusterVersion C(version); Infrastructure, Network, Proxy and Ingress C(cluster); ConfigMaps
     C(kube-system/cluster-config-v1), C(openshift-config/user-ca-bundle),
     C(openshift-machine-config-operator/coreos-bootimages); Secrets C(openshift-config/pull-secret) and
     C(openshift-machine-api/worker-user-data-managed); the Node list; the ImageDigestMirrorSet and
     ImageContentSourcePolicy lists; MachineConfigs C(99-worker-ssh), C(99-worker-fips) and
     C(50-workers-chrony-configuration); the ClusterOperator list; MachineConfigPool C(worker)."
+  - "What node-joiner needs: ClusterVersion, Infrastructure (platform and API URL) and the Node list (a Node
+    labelled C(node-role.kubernetes.io/master) and its architecture) - missing, the module fails: this is not an
+    OpenShift cluster; Proxy and the pull secret - missing, C(supported) is false. Everything else is optional
+    (Network, install-config, Ingress, coreos-bootimages, worker-user-data-managed, user-ca-bundle, the
+    MachineConfigs, ClusterOperators, the worker MachineConfigPool): a missing one is a warning, except those
+    whose absence is a normal setting (no user-ca-bundle, no 99-worker-fips or chrony MachineConfig, no mirror
+    sets)."
+  - "As node-joiner does: the cluster name and base domain come from the API host C(api.<name>.<base domain>)
+    (install-config only when the API URL has no such form; a disagreeing install-config is a warning); the
+    version from ClusterVersion C(status.desired), else C(status.history[0]); the platform from Infrastructure
+    C(spec.platformSpec.type) - accepted are BareMetal, VSphere, None and External, and ppc64le or s390x control
+    planes only on None; Nutanix and the cloud platforms are refused with node-joiner's words."
   - The identity needs C(get) on the named objects and C(list) on the lists, as the C(cluster-reader) role grants,
-    plus C(get) on the two Secrets. A missing permission on ClusterVersion, Infrastructure, the install-config
-    ConfigMap or Nodes fails the module with the resource and the verb; a missing permission elsewhere is reported
-    in C(unsupported_reasons) or C(health.problems). Without permission on the mirror sets, mirrors are taken from
-    the install-config, as node-joiner does.
+    plus C(get) on the two Secrets. A missing permission on ClusterVersion, Infrastructure or Nodes fails the
+    module with the resource and the verb; on Proxy or the pull secret it is reported in C(unsupported_reasons);
+    on ClusterOperators or the worker pool in C(health.problems); elsewhere in C(warnings). Without permission on
+    the mirror sets, the SSH or the FIPS MachineConfig, their values are taken from the install-config, as
+    node-joiner does.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
@@ -89,13 +104,17 @@ ansible_facts:
           type: str
           sample: 1b7e7a38-0c0e-4a59-8a3f-5d5a4f2a6c11
         name:
-          description: Cluster name (install-config C(metadata.name)).
+          description: Cluster name, from the API host C(api.<name>.<base domain>) (else install-config C(metadata.name)).
           type: str
           sample: mycluster
         base_domain:
-          description: Base DNS domain (install-config C(baseDomain)).
+          description: Base DNS domain, from the API host (else install-config C(baseDomain)).
           type: str
           sample: example.com
+        ingress_domain:
+          description: The apps domain (Ingress C(cluster) C(spec.appsDomain), else C(spec.domain)), null when unknown.
+          type: str
+          sample: apps.mycluster.example.com
         infrastructure_name:
           description: Infrastructure C(status.infrastructureName).
           type: str
@@ -113,11 +132,11 @@ ansible_facts:
           type: str
           sample: api.mycluster.example.com
         version:
-          description: Cluster version (ClusterVersion C(status.desired.version)).
+          description: Cluster version (ClusterVersion C(status.desired.version), else C(status.history[0].version)).
           type: str
           sample: 4.18.3
         release_image:
-          description: Release payload pull spec (ClusterVersion C(status.desired.image)).
+          description: Release payload pull spec (ClusterVersion C(status.desired.image), else C(status.history[0].image)).
           type: str
           sample: quay.io/openshift-release-dev/ocp-release@sha256:0123...
         version_history:
@@ -135,7 +154,9 @@ ansible_facts:
               description: Release image of that version.
               type: str
         architecture:
-          description: Architecture of the control plane, as Go names it (C(amd64), C(arm64), C(ppc64le), C(s390x)).
+          description:
+            - Architecture of the first Node labelled C(node-role.kubernetes.io/master), as Go names it (C(amd64),
+              C(arm64), C(ppc64le), C(s390x)); what node-joiner builds the ISO for unless a host sets its own.
           type: str
           sample: amd64
         rpm_architecture:
@@ -311,11 +332,18 @@ ansible_facts:
           type: list
           elements: str
           sample: ["cluster version 4.16.20 is older than 4.17, the first release whose node-joiner can add nodes"]
+        warnings:
+          description: Optional objects that are missing or cannot be read and what that leaves unknown, and
+            disagreements between sources. None of them makes the cluster unsupported.
+          type: list
+          elements: str
+          sample: ["Network.config.openshift.io cluster does not exist: cluster_networks, service_networks and
+            network_type come from install-config or stay empty; node-joiner does not read it"]
 api_calls:
   description: Number of API requests this module made for its reads (discovery requests of the client excluded).
   returned: success
   type: int
-  sample: 17
+  sample: 18
 """
 
 import copy
@@ -327,6 +355,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions imp
 from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
     READS,
+    REQUIRED,
     FactsError,
     build_facts,
 )
@@ -335,15 +364,15 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_fact
 def read_cluster(reader):
     """Fetch every object of READS; return (objects, unreadable reasons)."""
     objects, unreadable = {}, {}
-    for key, target, required in READS:
+    for key, target, role in READS:
         try:
             objects[key] = reader.get(target)
         except ApiAccessError as error:
-            if required or error.status != 403:
+            if role == REQUIRED or error.status != 403:
                 raise
             objects[key] = None
             unreadable[key] = str(error)
-        if required and objects[key] is None:
+        if role == REQUIRED and objects[key] is None:
             raise FactsError(
                 "%s does not exist: this does not look like an OpenShift cluster installed by the "
                 "OpenShift installer (check that the kubeconfig points at the right cluster)" % target.describe()
@@ -363,6 +392,8 @@ def main():
         facts, calls = gather(module)
     except (ApiAccessError, FactsError, CoreException) as error:
         module.fail_json(msg="day1_facts: %s" % error)
+    for warning in facts["warnings"]:
+        module.warn("day1_facts: %s" % warning)
     module.exit_json(changed=False, ansible_facts={"day1_cluster": facts}, api_calls=calls)
 
 
