@@ -171,6 +171,8 @@ class HostProgress:
         self.rejected = None
         self.auth_header = None
         self.kubelet = None
+        self.last_answer = None  # when the agent (in the live ISO) last answered
+        self.rebooted_after = None  # the last time the live ISO was seen before the reboot
         self.answered = False
         self.level = 0
         self._last_key = None
@@ -195,6 +197,7 @@ class HostProgress:
             else:
                 self.agent_error = None
                 self.auth_header = seen.header or self.auth_header
+                self.last_answer = now
                 self._observe_answer(seen, now)
                 note = self.last_event
         self._record(note, now)
@@ -210,6 +213,8 @@ class HostProgress:
             return "the agent does not answer"
         self.kubelet = seen.kubelet
         installing = self.level >= INSTALLING
+        if self.level < REBOOTED:
+            self.rebooted_after = self.last_answer  # None: the host rebooted before this run heard its agent
         self.level = REBOOTED
         how = _KUBELET_TEXT.get(seen.kubelet, "the kubelet answers (%s)" % seen.kubelet)
         if installing:
@@ -229,7 +234,10 @@ class HostProgress:
             self.stage = progress.get("current_stage") or None
             self.percentage = progress.get("installation_percentage")
             self._track_validations(failing_validations(host.get("validations_info")), now)
-            self.level = max(self.level, level_of(self.status, self.stage))
+            level = level_of(self.status, self.stage)
+            if level >= REBOOTED > self.level:
+                self.rebooted_after = now  # the agent reports Rebooting (stored as Done) before the reboot
+            self.level = max(self.level, level)
         if seen.event:
             self.last_event = seen.event.get("message")
 
@@ -354,6 +362,7 @@ class HostProgress:
             "last_event": self.last_event,
             "auth_header": self.auth_header,
             "kubelet": self.kubelet,
+            "rebooted_after": format_rfc3339(self.rebooted_after) if self.rebooted_after else None,
             "timeline": list(self.timeline),
             "unreachable_since": format_rfc3339(self.unreachable_since) if self.unreachable_since else None,
         }

@@ -174,13 +174,7 @@ EXAMPLES = r"""
     msg: "{{ item.key }}: {{ item.value.timeline | map(attribute='stage') | unique | join(' -> ') }}"
   loop: "{{ install.hosts | dict2items }}"
 
-- name: Build the host list from the inventory group new_workers
-  ansible.builtin.set_fact:
-    new_hosts: "{{ new_hosts | default([]) + [{'name': item, 'address': hostvars[item].ip,
-                   'mac_address': hostvars[item].mac_address}] }}"
-  loop: "{{ groups['new_workers'] }}"
-
-- name: Wait for them, giving NTP 20 minutes to sync before a failing ntp-synced validation fails the task
+- name: Wait for the hosts of a list, giving NTP 20 minutes to sync before a failing ntp-synced validation fails the task
   openshift_agent.day2.agent_wait:
     hosts: "{{ new_hosts }}"
     validation_grace: 20m
@@ -267,6 +261,12 @@ hosts:
       description: The header this host's agent accepted the token in, null before it accepted it.
       type: str
       sample: Watcher-Authorization
+    rebooted_after:
+      description:
+        - When the agent (it runs from the live ISO) was last seen before the host rebooted (RFC 3339, UTC) - the
+          installed system and its CSRs come later; null before C(rebooted), or when this run never heard the agent
+          (the host had rebooted already). The C(join) role passes it to M(openshift_agent.day2.csr_approve).
+      type: str
     kubelet:
       description:
         - How the kubelet port answered when the agent did not - C(handshake) (TLS completed) or

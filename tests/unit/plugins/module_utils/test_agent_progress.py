@@ -374,6 +374,8 @@ def test_rebooted_when_the_agent_does_not_answer_and_the_kubelet_does(before, ku
     p.observe(Observation("unreachable", "connection refused", kubelet=kubelet), at(5))
     assert p.reached("rebooted") == rebooted
     assert p.result("rebooted")["kubelet"] == kubelet
+    # The agent last answered at 0 s from the live ISO: the installed system's CSRs cannot be older.
+    assert p.result("rebooted")["rebooted_after"] == ("2025-01-20T10:00:00Z" if rebooted and before else None)
     event = p.timeline[-1]["event"]
     if not rebooted:
         assert event == "the agent does not answer"
@@ -436,7 +438,7 @@ def test_result_shape():
         "address": "127.0.111.20", "answered": True, "phase": "validated", "reached": True,
         "status": "known", "status_info": "Host is known", "stage": None, "percentage": None,
         "cluster_status": "adding-hosts", "failing_validations": [], "last_event": "Host is ready",
-        "auth_header": None, "kubelet": None,
+        "auth_header": None, "kubelet": None, "rebooted_after": None,
         "timeline": [{"time": "2025-01-20T10:00:00Z", "status": "known", "stage": None, "percentage": None,
                       "event": "Host is ready"}],
         "unreachable_since": None,

@@ -125,5 +125,6 @@ def test_a_day2_worker_goes_through_its_stages_to_done():
         p.observe(answered(host(status=status, stage=stage, percentage=percentage)), at(second * 5))
         seen.append(p.phase())
     assert seen == DAY2_WORKER_PHASES
+    assert p.result("rebooted")["rebooted_after"] == "2025-01-20T10:00:25Z"  # when Done was seen
     assert [e["stage"] for e in p.timeline] == [None] + list(states.DAY2_WORKER_STAGES[:4]) + ["Done"]
     assert p.failure(GRACE, at(30)) is None
