@@ -13,8 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-import datetime
 import hashlib
 import json
 import os
@@ -105,13 +103,3 @@ def _human(seconds):
     sign = "-" if seconds < 0 else ""
     seconds = abs(seconds)
     return "%s%dh%02dm" % (sign, seconds // 3600, (seconds % 3600) // 60)
-
-
-def jwt_expiry(token):
-    """The ``exp`` claim of a JWT as an aware datetime (signature not checked), or None."""
-    try:
-        payload = token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return datetime.datetime.fromtimestamp(int(claims["exp"]), tz=datetime.timezone.utc)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        return None

@@ -5,8 +5,8 @@
 """The objects of one node-joiner run and the interpretation of what it reports.
 
 Pure: builds manifests as dicts and reads report.json / image-references
-documents. The module drives the API; this file only knows the shapes that
-``oc adm node-image create`` uses (FACTS.md §1).
+documents and pod logs. The module drives the API; this file only knows the shapes
+that ``oc adm node-image create`` uses (openshift/oc pkg/cli/admin/nodeimage, cited below).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "openshift_agent.day2"
@@ -24,20 +25,39 @@ CONFIGMAP = "nodes-config"
 POD = "node-joiner"
 RELEASE_POD = "release-image-references"
 ASSETS = "/assets"
-INSTALLER_IMAGES_NAMESPACES = ("openshift-config", "openshift")
+# oc 4.18+ reads ConfigMap openshift-config/installer-images (key images.json, field installer), else the release
+# payload's baremetal-installer -- openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f.
+INSTALLER_IMAGES_NAMESPACE = "openshift-config"
+INSTALLER_IMAGES_CONFIGMAP = "installer-images"
 IMAGE_REFERENCES = "/release-manifests/image-references"
 NODE_JOINER_TAG = "baremetal-installer"
 
-# What node-joiner reads and writes in the cluster, as oc grants it.
-CLUSTER_ROLE_RULES = [
-    {"apiGroups": ["config.openshift.io"], "resources": ["clusterversions", "infrastructures", "proxies",
-                                                         "imagedigestmirrorsets"], "verbs": ["get", "list"]},
-    {"apiGroups": ["operator.openshift.io"], "resources": ["imagecontentsourcepolicies"], "verbs": ["get", "list"]},
+# What node-joiner reads and writes in the cluster, as oc grants it. oc 4.17-4.20 lists a
+# "config.openshift.io imagecontentpolicies" resource -- openshift/oc
+# pkg/cli/admin/nodeimage/basenodeimagecommand.go@92a3a166a7f710a344a11bda0ad221e54583fccd (4.20; the same in
+# create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf on 4.17); 4.21 grants "operator.openshift.io
+# imagecontentsourcepolicies" instead (OCPBUGS-61491) -- basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
+# The run grants what the oc of the cluster's release grants.
+ICSP_RULE_FIXED_IN = (4, 21)
+_CONFIG_RESOURCES = ["clusterversions", "infrastructures", "proxies", "imagedigestmirrorsets"]
+_COMMON_RULES = [
     {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigs"], "verbs": ["get", "list"]},
     {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "list"]},
     {"apiGroups": [""], "resources": ["configmaps", "nodes", "pods"], "verbs": ["get", "list"]},
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "update"]},
 ]
+
+
+def cluster_role_rules(cluster_minor):
+    """The ClusterRole rules oc grants node-joiner on a cluster of release ``cluster_minor`` (e.g. (4, 18))."""
+    if tuple(cluster_minor) >= ICSP_RULE_FIXED_IN:
+        head = [{"apiGroups": ["config.openshift.io"], "resources": list(_CONFIG_RESOURCES), "verbs": ["get", "list"]},
+                {"apiGroups": ["operator.openshift.io"], "resources": ["imagecontentsourcepolicies"],
+                 "verbs": ["get", "list"]}]
+    else:
+        head = [{"apiGroups": ["config.openshift.io"], "resources": _CONFIG_RESOURCES + ["imagecontentpolicies"],
+                 "verbs": ["get", "list"]}]
+    return head + [dict(rule) for rule in _COMMON_RULES]
 
 
 def labels(run_id):
@@ -75,7 +95,7 @@ def service_account_manifest(namespace, run_id):
     }
 
 
-def cluster_role_manifest(namespace, run_id):
+def cluster_role_manifest(namespace, run_id, cluster_minor):
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -84,7 +104,7 @@ def cluster_role_manifest(namespace, run_id):
             "labels": labels(run_id),
             "ownerReferences": owned_by_namespace(namespace),
         },
-        "rules": CLUSTER_ROLE_RULES,
+        "rules": cluster_role_rules(cluster_minor),
     }
 
 
@@ -218,15 +238,56 @@ def parse_report(text):
     return report if isinstance(report, dict) else None
 
 
+ZERO_TIME = "0001-01-01T00:00:00Z"  # Go's zero time: a stage (or the report) that has not ended
+
+
+def _ended(value):
+    return isinstance(value, str) and value != "" and not value.startswith("0001-01-01")
+
+
 def report_finished(report):
-    return bool(report) and isinstance(report.get("result"), dict)
+    """True once node-joiner completed the report: its top-level ``end_time`` is no longer Go's zero time.
+
+    oc waits for exactly that, then reads ``result`` -- openshift/oc
+    pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``monitorWorkflowReport``).
+    """
+    return bool(report) and _ended(report.get("end_time"))
+
+
+def report_exit_code(report):
+    """``result.exit_code`` of a finished report; None when it ended without a result."""
+    result = (report or {}).get("result")
+    if not isinstance(result, dict):
+        return None
+    try:
+        return int(result.get("exit_code") or 0)
+    except (TypeError, ValueError):
+        return None
 
 
 def report_failed(report):
-    return report_finished(report) and int(report["result"].get("exit_code") or 0) != 0
+    return report_finished(report) and report_exit_code(report) != 0
 
 
-ZERO_TIME = "0001-01-01T00:00:00Z"  # Go's zero time: a stage that has not ended
+# A node-joiner that stops before NewAddNodesCommand runs writes no exit_code: logrus prints
+# "level=fatal" (main ends with logrus.Fatal on any error -- openshift/installer
+# cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c) and cobra prints "Error: <error>", e.g.
+# "Error: unknown flag: --pxe" -- spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
+_FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*)$", re.MULTILINE)
+
+
+def fatal_line(log_text):
+    """The first line of a pod log that says node-joiner stopped (fatal or cobra error), or None."""
+    match = _FATAL_LINE.search(log_text or "")
+    return match.group(0).strip() if match else None
+
+
+def ended_without_exit_code(line):
+    hint = ""
+    if "unknown flag" in line:
+        hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
+    return ("node-joiner stopped without writing %s/exit_code; its log says: %s.%s"
+            % (ASSETS, line, hint))
 
 
 def summarize_stages(report):
@@ -241,7 +302,7 @@ def summarize_stages(report):
     def walk(stages, last_of_parent):
         for index, stage in enumerate(stages or []):
             last = last_of_parent and index == len(stages) - 1
-            ended = stage.get("end_time") not in (None, "", ZERO_TIME)
+            ended = _ended(stage.get("end_time"))
             row = {
                 "id": stage.get("id"),
                 "description": stage.get("description"),
@@ -260,6 +321,8 @@ def summarize_stages(report):
 
 def failure_message(report):
     result = (report or {}).get("result") or {}
+    if not isinstance(result, dict) or not result:
+        return "node-joiner completed its report (end_time %s) without a result" % (report or {}).get("end_time")
     detail = result.get("detailed_error_message") or ""
     message = result.get("error_message") or "node-joiner failed with exit code %s" % result.get("exit_code")
     failed = [stage for stage in summarize_stages(report) if stage["status"] == "failed"]

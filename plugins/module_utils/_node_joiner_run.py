@@ -46,8 +46,9 @@ class NodeJoinerRun:
     """One namespace, one or more pods, their artifacts; use as a context manager."""
 
     def __init__(self, api, configuration, run_id, proxy=None, wait_sleep=5, pod_start_timeout=900,
-                 build_timeout=1800, keep_on_failure=False, sleeper=None):
+                 build_timeout=1800, keep_on_failure=False, sleeper=None, cluster_minor=(4, 21)):
         self.api = api
+        self.cluster_minor = tuple(cluster_minor)
         self.configuration = configuration
         self.run_id = run_id
         self.proxy = proxy
@@ -78,7 +79,7 @@ class NodeJoinerRun:
         self.api.create(core_target("serviceaccounts", namespace=name, verb="create"),
                         nj.service_account_manifest(self.namespace, self.run_id))
         self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
-                        nj.cluster_role_manifest(self.namespace, self.run_id))
+                        nj.cluster_role_manifest(self.namespace, self.run_id, self.cluster_minor))
         self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
                         nj.cluster_role_binding_manifest(self.namespace, self.run_id))
 
@@ -185,22 +186,40 @@ class NodeJoinerRun:
                         nj.node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy))
         self.wait_started(nj.POD, image, until_phases=("Running",))
 
+    def _exit_code(self):
+        """The number in /assets/exit_code, or None while node-joiner has not written it."""
+        result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/exit_code"])
+        text = result.stdout.decode("utf-8", "replace").strip()
+        return int(text) if result.returncode == 0 and text.lstrip("-").isdigit() else None
+
     def wait_report(self, exit_code_only=False):
-        """Poll the report until it has a result; return (report or None, exit code)."""
+        """Wait until node-joiner is done, as oc does; return (report or None, exit code or None).
+
+        From 4.18: until report.json's top-level end_time is set, then its result.exit_code (None when it has
+        no result). Before 4.18 (``exit_code_only``): until /assets/exit_code exists; a pod log that shows
+        node-joiner stopped without writing it (a fatal line, a cobra error) fails at once -- openshift/oc
+        pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``waitForCompletion``).
+        """
         deadline = Deadline(self.build_timeout)
         report = None
         while True:
-            if not exit_code_only:
+            if exit_code_only:
+                code = self._exit_code()
+                if code is not None:
+                    return None, code
+                log = self.pod_log_tail(nj.POD)
+                line = nj.fatal_line(log)
+                if line:
+                    code = self._exit_code()  # a failed run writes exit_code just before its fatal line
+                    if code is not None:
+                        return None, code
+                    raise RunError(nj.ended_without_exit_code(line), log_tail=log)
+            else:
                 result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/report.json"])
                 if result.returncode == 0:
                     report = nj.parse_report(result.stdout.decode("utf-8", "replace")) or report
                 if nj.report_finished(report):
-                    return report, int(report["result"].get("exit_code") or 0)
-            if exit_code_only:
-                result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/exit_code"])
-                text = result.stdout.decode("utf-8", "replace").strip()
-                if result.returncode == 0 and text.lstrip("-").isdigit():
-                    return report, int(text)
+                    return report, nj.report_exit_code(report)
             pod = self.api.get(core_target("pods", nj.POD, self.ns_name))
             phase = ((pod or {}).get("status") or {}).get("phase")
             if phase in ("Failed", "Succeeded"):

@@ -20,15 +20,22 @@ description:
   - Every host is checked before anything is written to the cluster; all problems are reported at once, each naming
     the host, the field, the value and the fix.
   - One ISO per CPU architecture present in O(hosts). Workers of the control plane's architecture are always allowed;
-    amd64 and arm64 may be mixed both ways; s390x and ppc64le only on a cluster of the same architecture.
+    amd64 and arm64 may be mixed both ways; s390x and ppc64le only on a cluster of the same architecture whose
+    platform (Infrastructure C(cluster) C(spec.platformSpec.type)) is C(None), as node-joiner requires
+    (C(CPU architecture "s390x" only supports platform "none")).
   - The node-joiner image is O(node_joiner_image) when given; otherwise the C(installer) image of ConfigMap
-    C(installer-images) (namespace C(openshift-config), then C(openshift)); otherwise the release payload's
-    C(baremetal-installer) image, read by a short pod that runs the release image itself.
+    C(openshift-config/installer-images) (as C(oc adm node-image) 4.18 and later look it up); otherwise the release
+    payload's C(baremetal-installer) image, read by a short pod that runs the release image itself.
   - The run creates a namespace C(openshift-node-joiner-*) with a service account, a ClusterRole and
     ClusterRoleBinding (owned by the namespace), the C(nodes-config) ConfigMap and the pod, all labelled
-    C(app.kubernetes.io/managed-by=openshift_agent.day2), with the cluster proxy in the pod's environment. All of it is
-    deleted at the end, on failure too, unless O(keep_on_failure) is set.
-  - The written ISO is inspected; the module fails if its cluster ID is not the cluster's. O(live_kernel_arguments)
+    C(app.kubernetes.io/managed-by=openshift_agent.day2), with the cluster proxy in the pod's environment. The
+    ClusterRole has the rules C(oc adm node-image) of the cluster's release grants. All of it is deleted at the end,
+    on failure too, unless O(keep_on_failure) is set.
+  - Completion is read as C(oc) does it - from 4.18 the C(end_time) of node-joiner's C(report.json), then its
+    C(result.exit_code); on 4.17 the C(exit_code) file, failing at once when the pod log shows that node-joiner
+    stopped without writing it.
+  - The written ISO is inspected (node-joiner's C(coreos/igninfo.jso) and C(kargs.jso) names as well as C(.json));
+    the module fails if its cluster ID is not the cluster's. O(live_kernel_arguments)
     are written into the ISO's kernel-argument areas without rebuilding the ISO.
   - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 and the agent token expiry read
     from the ISO. A re-run with the same inputs, intact files and a token valid for at least O(min_token_validity)
@@ -38,7 +45,9 @@ description:
 notes:
   - The identity needs to create and delete namespaces, service accounts, ClusterRoles, ClusterRoleBindings,
     ConfigMaps and pods, and to create C(pods/exec) and get C(pods/log) in the run's namespace (cluster-admin has all
-    of it). It also reads ClusterVersion, Proxy, Nodes and ConfigMap C(installer-images).
+    of it). Before deciding anything it reads ClusterVersion, Proxy, Infrastructure and Nodes (four GETs); a build
+    also reads ConfigMap C(openshift-config/installer-images), and a PXE build Secret
+    C(openshift-config/agent-auth-token) when the initrd does not tell the token expiry.
   - Failures include the node-joiner report stages and the tail of the pod log.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -59,7 +68,9 @@ options:
     type: path
     required: true
   pxe:
-    description: Build PXE boot artifacts (into O(dest)C(/boot-artifacts/<arch>/)) instead of an ISO.
+    description:
+      - Build PXE boot artifacts (into O(dest)C(/boot-artifacts/<arch>/)) instead of an ISO.
+      - Needs OpenShift 4.18 or later (node-joiner 4.17 has no C(--pxe)); refused on 4.17 before anything is created.
     type: bool
     default: false
   boot_artifacts_base_url:
@@ -116,11 +127,11 @@ attributes:
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
-  - pycdlib
   - netaddr
   - PyYAML
 seealso:
   - module: openshift_agent.day2.day1_facts
+  - module: openshift_agent.day2.iso_info
 """
 
 EXAMPLES = r"""
@@ -238,7 +249,6 @@ duration:
   type: float
 """
 
-import base64
 import copy
 import os
 import time
@@ -250,259 +260,25 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._artifacts import (
-    file_sha256,
-    inputs_digest,
-    jwt_expiry,
-    read_sidecar,
-    reuse_decision,
-    sidecar_path,
-    write_sidecar,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
-    format_rfc3339,
-    parse_duration,
-    parse_rfc3339,
-    utcnow,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
-    GO_TO_RPM_ARCH,
-    MIN_VERSION,
-    control_plane_arch,
-    node_summary,
-    parse_version,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._day2_iso import (
+    Builder,
+    Day2IsoError,
+    check_architecture_pairs,
+    check_pxe_supported,
+    cleanup_note,
+    host_items,
+    read_cluster,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import (
-    SECRET_HOST_KEYS,
     InventoryError,
     build_nodes_configs,
     missing_libraries,
     render_nodes_config,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso import IsoError, edit_iso_in_place, inspect_iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
-    ApiAccessError,
-    connect,
-    core_target,
-    group_target,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._iso import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._node_joiner_run import NodeJoinerRun, RunError
-
-PXE_DIR = "boot-artifacts"
-
-
-class Day2IsoError(Exception):
-    def __init__(self, message, **extra):
-        super(Day2IsoError, self).__init__(message)
-        self.extra = extra
-
-
-def read_cluster(api):
-    """ClusterVersion, Proxy and the control plane's architecture."""
-    cv = api.get(group_target("config.openshift.io", "v1", "clusterversions", "version"))
-    if not cv:
-        raise Day2IsoError("ClusterVersion 'version' does not exist: is the kubeconfig pointing at an OpenShift cluster?")
-    desired = (cv.get("status") or {}).get("desired") or {}
-    version = desired.get("version")
-    parsed = parse_version(version)
-    if parsed is None or parsed < MIN_VERSION:
-        raise Day2IsoError(
-            "cluster version %s is older than %d.%d: node-joiner cannot add nodes to it. Upgrade the cluster first."
-            % (version, MIN_VERSION[0], MIN_VERSION[1]))
-    proxy = api.get(group_target("config.openshift.io", "v1", "proxies", "cluster"))
-    nodes = [node_summary(n) for n in (api.get(core_target("nodes")) or {}).get("items") or []]
-    arch, arches = control_plane_arch(nodes)
-    if len(arches) != 1:
-        raise Day2IsoError("cannot tell the control plane's architecture (control-plane nodes report %s)" % (arches or "none"))
-    return {
-        "cluster_id": (cv.get("spec") or {}).get("clusterID"),
-        "version": version,
-        "version_tuple": parsed,
-        "release_image": desired.get("image"),
-        "proxy": proxy,
-        "architecture": GO_TO_RPM_ARCH.get(arch, arch),
-    }
-
-
-def check_architecture_pairs(configs, cluster_arch):
-    mixable = ("x86_64", "aarch64")
-    for arch in configs:
-        if arch == cluster_arch:
-            continue
-        if arch in mixable and cluster_arch in mixable:
-            continue
-        hosts = ", ".join(h["hostname"] for h in configs[arch]["hosts"])
-        raise Day2IsoError(
-            "hosts %s: field \"cpu_architecture\" value %r cannot join a %s cluster: only amd64 and arm64 workers "
-            "may be mixed (with a multi-architecture release payload); s390x and ppc64le only join clusters of the "
-            "same architecture. Fix cpu_architecture." % (hosts, arch, cluster_arch))
-
-
-class Builder:
-    def __init__(self, module, api, cluster):
-        self.module = module
-        self.params = module.params
-        self.api = api
-        self.cluster = cluster
-        self.now = utcnow()
-        self.min_validity = parse_duration(self.params["min_token_validity"])
-
-    # --- planning -----------------------------------------------------------------------
-
-    def artifact_path(self, arch):
-        if self.params["pxe"]:
-            return os.path.join(self.params["dest"], PXE_DIR, arch)
-        return os.path.join(self.params["dest"], nj.iso_name(arch))
-
-    def plan(self, arch, nodes_config_yaml):
-        inputs = {
-            "nodes_config": nodes_config_yaml,
-            "release_image": self.cluster["release_image"],
-            "cluster_id": self.cluster["cluster_id"],
-            "pxe": self.params["pxe"],
-            "boot_artifacts_base_url": self.params["boot_artifacts_base_url"],
-            "live_kernel_arguments": self.params["live_kernel_arguments"],
-            "node_joiner_image": self.params["node_joiner_image"],
-        }
-        digest = inputs_digest(inputs)
-        path = self.artifact_path(arch)
-        if self.params["force"]:
-            return {"digest": digest, "reuse": False, "reason": "force is set"}
-        if self.params["pxe"]:
-            record = read_sidecar(path)
-            files = [os.path.join(path, f["name"]) for f in (record or {}).get("files", [])]
-            reuse, reason = self.reuse_pxe(record, files, digest)
-        else:
-            reuse, reason = reuse_decision([path], digest, self.now, self.min_validity, self.iso_token_expiry)
-        return {"digest": digest, "reuse": reuse, "reason": reason}
-
-    def reuse_pxe(self, record, files, digest):
-        if record is None:
-            return False, "no PXE artifacts recorded yet"
-        if record.get("inputs_digest") != digest:
-            return False, "the inputs changed since the PXE artifacts were built"
-        for entry, path in zip(record.get("files", []), files):
-            if not os.path.exists(path) or file_sha256(path) != entry.get("sha256"):
-                return False, "%s is missing or was modified" % path
-        try:
-            expiry = parse_rfc3339(record.get("token_expiry"))
-        except ValueError:
-            expiry = None
-        if expiry is None or (expiry - self.now).total_seconds() < self.min_validity:
-            return False, "the agent token of the PXE artifacts expires too soon (%s)" % record.get("token_expiry")
-        return True, "inputs unchanged, files intact, token valid until %s" % record.get("token_expiry")
-
-    @staticmethod
-    def iso_token_expiry(path):
-        try:
-            summary = inspect_iso(path)["summary"] or {}
-            return parse_rfc3339(summary.get("token_expiry"))
-        except (IsoError, ValueError, OSError):
-            return None
-
-    # --- building -----------------------------------------------------------------------
-
-    def find_image(self, run):
-        if self.params["node_joiner_image"]:
-            return self.params["node_joiner_image"]
-        for namespace in nj.INSTALLER_IMAGES_NAMESPACES:
-            image = nj.installer_image_from_configmap(self.api.get(core_target("configmaps", "installer-images", namespace)))
-            if image:
-                return image
-        return run.image_from_release(self.cluster["release_image"])
-
-    def build(self, arch, nodes_config_yaml, digest, run, image):
-        run.start_build(image, nodes_config_yaml, self.params["pxe"])
-        exit_code_only = self.cluster["version_tuple"] < (4, 18)
-        report, exit_code = run.wait_report(exit_code_only=exit_code_only)
-        stages = nj.summarize_stages(report)
-        if exit_code != 0:
-            raise RunError(nj.failure_message(report) if report else "node-joiner exited with code %s" % exit_code,
-                           stages=stages, log_tail=run.pod_log_tail(nj.POD))
-        if self.params["pxe"]:
-            return self.fetch_pxe(arch, digest, run, stages)
-        return self.fetch_iso(arch, digest, run, stages)
-
-    def finish_iso(self, temp_path):
-        """Check what the ISO says and add the live kernel arguments, before it is renamed into place."""
-        summary = (inspect_iso(temp_path)["summary"] or {})
-        if summary.get("cluster_id") != self.cluster["cluster_id"]:
-            raise Day2IsoError("the ISO node-joiner built names cluster %r, not this cluster %r: refusing it"
-                               % (summary.get("cluster_id"), self.cluster["cluster_id"]))
-        if self.params["live_kernel_arguments"]:
-            edit_iso_in_place(temp_path, append_kargs=self.params["live_kernel_arguments"])
-
-    def fetch_iso(self, arch, digest, run, stages):
-        path = self.artifact_path(arch)
-        run.fetch("%s/%s" % (nj.ASSETS, nj.iso_name(arch)), path, finish=self.finish_iso)
-        sha = file_sha256(path)
-        info = inspect_iso(path)
-        summary = info["summary"] or {}
-        record = {
-            "inputs_digest": digest,
-            "sha256": sha,
-            "token_expiry": summary.get("token_expiry"),
-            "cluster_id": summary.get("cluster_id"),
-            "built_at": format_rfc3339(utcnow()),
-        }
-        sidecar = write_sidecar(path, record)
-        return self.iso_result(arch, path, sidecar, digest, False, "built", stages, info, sha)
-
-    def iso_result(self, arch, path, sidecar, digest, reused, reason, stages, info=None, sha=None):
-        info = info or inspect_iso(path)
-        summary = info["summary"] or {}
-        sha = sha or (read_sidecar(path) or {}).get("sha256")
-        return {
-            "architecture": arch,
-            "path": path,
-            "files": [{"path": path, "sha256": sha, "size": os.path.getsize(path)}],
-            "reused": reused,
-            "reason": reason,
-            "sidecar": sidecar,
-            "inputs_digest": digest,
-            "token_expiry": summary.get("token_expiry"),
-            "cluster_id": summary.get("cluster_id"),
-            "cluster_name": summary.get("cluster_name"),
-            "api_dns_name": summary.get("api_dns_name"),
-            "hosts": [{"hostname": h.get("hostname"), "mac_addresses": h.get("mac_addresses")}
-                      for h in summary.get("hosts") or []],
-            "kernel_arguments": info.get("kargs"),
-            "stages": stages,
-        }
-
-    def fetch_pxe(self, arch, digest, run, stages):
-        directory = self.artifact_path(arch)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        files = []
-        for name in run.list_dir(nj.ASSETS + "/" + PXE_DIR):
-            path = os.path.join(directory, name)
-            size, sha = run.fetch("%s/%s/%s" % (nj.ASSETS, PXE_DIR, name), path)
-            files.append({"name": name, "path": path, "sha256": sha, "size": size})
-        secret = self.api.get(core_target("secrets", "agent-auth-token", "openshift-config"))
-        token_expiry = None
-        try:
-            token = base64.b64decode(((secret or {}).get("data") or {}).get("agentAuthToken", "")).decode("utf-8", "replace")
-        except ValueError:  # a damaged Secret: the expiry is unknown and the next run rebuilds
-            token = ""
-        expiry = jwt_expiry(token)
-        token_expiry = format_rfc3339(expiry) if expiry else None
-        record = {"inputs_digest": digest, "files": files, "token_expiry": token_expiry,
-                  "built_at": format_rfc3339(utcnow())}
-        sidecar = write_sidecar(directory, record)
-        return {"architecture": arch, "path": directory, "files": [dict((k, f[k]) for k in ("path", "sha256", "size")) for f in files],
-                "reused": False, "reason": "built", "sidecar": sidecar, "inputs_digest": digest,
-                "token_expiry": token_expiry, "stages": stages}
-
-    def reused_result(self, arch, plan):
-        if self.params["pxe"]:
-            record = read_sidecar(self.artifact_path(arch)) or {}
-            return {"architecture": arch, "path": self.artifact_path(arch),
-                    "files": [dict((k, f[k]) for k in ("path", "sha256", "size")) for f in record.get("files", [])],
-                    "reused": True, "reason": plan["reason"], "sidecar": sidecar_path(self.artifact_path(arch)),
-                    "inputs_digest": plan["digest"], "token_expiry": record.get("token_expiry"), "stages": []}
-        path = self.artifact_path(arch)
-        return self.iso_result(arch, path, sidecar_path(path), plan["digest"], True, plan["reason"], [])
 
 
 def argument_spec():
@@ -526,19 +302,6 @@ def argument_spec():
     return spec
 
 
-def host_items(module, hosts):
-    """Host dicts as the inventory code takes them; their secrets are hidden from every message and result."""
-    for host in hosts:
-        if not isinstance(host, dict) or not host.get("name"):
-            raise Day2IsoError("hosts: every item needs a 'name' (the host name); got %r" % (
-                sorted(host) if isinstance(host, dict) else host,))
-        for key in SECRET_HOST_KEYS:
-            if host.get(key):
-                # AnsibleK8SModule wraps AnsibleModule, which owns the no_log values.
-                module._module.no_log_values.add(str(host[key]))  # pylint: disable=protected-access
-    return hosts
-
-
 def run_module(module):
     params = module.params
     started = time.monotonic()
@@ -557,10 +320,11 @@ def run_module(module):
 
     client, api = connect(module)
     cluster = read_cluster(api)
+    check_pxe_supported(params["pxe"], cluster)
     try:
         configs = build_nodes_configs(hosts, cluster["architecture"], ssh_key=params["ssh_key"],
                                       boot_artifacts_base_url=params["boot_artifacts_base_url"],
-                                      allow_loopback=params["allow_loopback"])
+                                      allow_loopback=params["allow_loopback"], platform=cluster["platform"])
     except InventoryError as error:
         raise Day2IsoError("invalid hosts, nothing was written:\n%s" % error, problems=error.problems)
     check_architecture_pairs(configs, cluster["architecture"])
@@ -587,7 +351,8 @@ def run_module(module):
             continue
         run = NodeJoinerRun(api, client.client.configuration, uuid.uuid4().hex[:12], proxy=cluster["proxy"],
                             wait_sleep=params["wait_sleep"], pod_start_timeout=params["pod_start_timeout"],
-                            build_timeout=params["build_timeout"], keep_on_failure=params["keep_on_failure"])
+                            build_timeout=params["build_timeout"], keep_on_failure=params["keep_on_failure"],
+                            cluster_minor=cluster["version_tuple"])
         try:
             with run:
                 result["namespace"] = run.ns_name
@@ -605,17 +370,6 @@ def run_module(module):
             raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name)
     result["duration"] = round(time.monotonic() - started, 3)
     return result
-
-
-def cleanup_note(run):
-    if run.kept:
-        return " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)" % run.ns_name
-    if run.cleaned_up:
-        return " (namespace %s and everything in it were deleted)" % run.ns_name
-    if run.cleanup_failures:
-        return " (clean-up of namespace %s incomplete, delete what is left by hand: %s)" % (
-            run.ns_name, "; ".join(run.cleanup_failures))
-    return ""
 
 
 def main():

@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
 import datetime
 import json
 import os
@@ -17,12 +16,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils import _artif
 
 NOW = datetime.datetime(2025, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 DAY = 24 * 3600
-
-
-def jwt(claims):
-    def part(obj):
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-    return "%s.%s.sig" % (part({"alg": "ES256"}), part(claims))
 
 
 @pytest.fixture
@@ -88,10 +81,3 @@ def test_rebuilt_when_something_is_wrong(iso, change, expected):
         expiry = no_expiry
     reuse, reason = art.reuse_decision([iso], digest, NOW, DAY, expiry)
     assert not reuse and expected in reason
-
-
-def test_jwt_expiry():
-    assert art.jwt_expiry(jwt({"exp": 1746100800})) == datetime.datetime(2025, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
-    assert art.jwt_expiry("not-a-jwt") is None
-    assert art.jwt_expiry(jwt({"infra_env_id": "x"})) is None
-    assert art.jwt_expiry(None) is None

@@ -30,6 +30,9 @@ def stage(stage_id, end=ZERO, result=None, subs=None):
 
 
 FAILED_REPORT = {
+    "id": "report-addnodes-202501010000",
+    "start_time": "2025-01-01T00:00:00Z",
+    "end_time": "2025-01-01T00:00:03Z",
     "stages": [
         stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z", result='{"Version":"4.18.1"}'),
         stage("create-manifest", "2025-01-01T00:00:02Z"),
@@ -44,7 +47,7 @@ FAILED_REPORT = {
 
 def test_stages_of_a_running_report():
     report = {"stages": [stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z"), stage("create-manifest")],
-              "result": None}
+              "end_time": ZERO, "result": None}
     rows = nj.summarize_stages(report)
     expected = [("add-nodes-cluster-inspection", "done"), ("create-manifest", "running")]
     assert [(r["id"], r["status"]) for r in rows] == expected
@@ -79,7 +82,7 @@ def test_describe_failure_carries_stages_and_log_tail():
 
 
 def test_manifests_are_labelled_owned_and_restricted():
-    role = nj.cluster_role_manifest(NAMESPACE, "run1")
+    role = nj.cluster_role_manifest(NAMESPACE, "run1", (4, 21))
     binding = nj.cluster_role_binding_manifest(NAMESPACE, "run1")
     for obj in (role, binding):
         owner = {"apiVersion": "v1", "kind": "Namespace", "name": "openshift-node-joiner-abcde", "uid": "uid-1"}
@@ -203,3 +206,123 @@ def test_finish_edits_the_copy_before_the_rename(fetcher, tmp_path):
     run.fetch("/assets/node.x86_64.iso", str(tmp_path / "node.iso"), finish=finish)
     assert seen[0].startswith(".node.iso.") and seen[0].endswith(".part")
     assert (tmp_path / "node.iso").read_bytes().endswith(b"+kargs")
+
+
+# ----- per-release behaviour: ClusterRole, completion signal, fatal log lines ---------------------------------
+def test_cluster_role_rules_follow_oc_of_the_release():
+    def groups(minor):
+        return {(rule["apiGroups"][0], resource) for rule in nj.cluster_role_rules(minor) for resource in rule["resources"]}
+
+    for minor in ((4, 17), (4, 18), (4, 20)):
+        assert ("config.openshift.io", "imagecontentpolicies") in groups(minor)
+        assert ("operator.openshift.io", "imagecontentsourcepolicies") not in groups(minor)
+    assert ("operator.openshift.io", "imagecontentsourcepolicies") in groups((4, 21))
+    assert ("config.openshift.io", "imagecontentpolicies") not in groups((4, 21))
+    assert ("", "secrets") in groups((4, 17)) and ("certificates.k8s.io", "certificatesigningrequests") in groups((4, 21))
+
+
+def test_report_is_finished_only_when_its_end_time_is_set():
+    running = {"end_time": ZERO, "result": None, "stages": []}
+    assert not nj.report_finished(running) and not nj.report_finished(None)
+    # a result without end_time is not the completion signal oc waits for
+    assert not nj.report_finished(dict(running, result={"exit_code": 0}))
+    done = dict(running, end_time="2025-01-01T00:05:00Z", result={"exit_code": 0})
+    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and not nj.report_failed(done)
+    no_result = dict(running, end_time="2025-01-01T00:05:00Z")
+    assert nj.report_exit_code(no_result) is None and nj.report_failed(no_result)
+    assert "without a result" in nj.failure_message(no_result)
+
+
+@pytest.mark.parametrize("log, line", [
+    ('time="2025-01-01T00:00:00Z" level=info msg="x"\ntime="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"\n',
+     'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"'),
+    ("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n", "Error: unknown flag: --pxe"),
+    ("level=debug msg=\"Error: not at the start\"\nlevel=info msg=\"done\"\n", None),
+    ("", None),
+])
+def test_fatal_line(log, line):
+    assert nj.fatal_line(log) == line
+
+
+def test_unknown_flag_message_names_the_cause():
+    message = nj.ended_without_exit_code("Error: unknown flag: --pxe")
+    assert "stopped without writing /assets/exit_code" in message and "4.17 node-joiner has no --pxe" in message
+
+
+class ScriptedPod:
+    """exec and pod-log answers of a node-joiner pod, one scripted state per poll."""
+
+    def __init__(self, states):
+        self.states = list(states)
+        self.state = self.states.pop(0)
+        self.calls = []
+
+    def advance(self, _seconds):
+        if self.states:
+            self.state = self.states.pop(0)
+
+    def exec(self, _pod, _container, command, timeout=120):
+        self.calls.append(command[-1])
+        content = self.state.get(command[-1].rsplit("/", 1)[-1])
+        if content is None:
+            return _pod_exec.ExecResult(1, b"", b"cat: no such file")
+        return _pod_exec.ExecResult(0, content.encode(), b"")
+
+    def log(self, _pod, lines=40):
+        return self.state.get("log", "")
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    def make(states, timeout=60):
+        pod = ScriptedPod(states)
+
+        class Api:
+            @staticmethod
+            def get(_target):
+                return {"status": {"phase": "Running"}}
+
+        run = nj_run.NodeJoinerRun(Api(), None, "r", build_timeout=timeout, wait_sleep=5, sleeper=pod.advance)
+        run.namespace = NAMESPACE
+        monkeypatch.setattr(run, "exec", pod.exec)
+        monkeypatch.setattr(run, "pod_log_tail", pod.log)
+        return run, pod
+
+    return make
+
+
+def test_4_18_waits_for_the_report_end_time(scripted):
+    running = json.dumps({"end_time": ZERO, "result": None, "stages": [stage("create-manifest")]})
+    done = json.dumps(dict(FAILED_REPORT, result={"exit_code": 0}))
+    run, pod = scripted([{"report.json": running, "exit_code": "0"}, {"report.json": running}, {"report.json": done}])
+    report, code = run.wait_report()
+    assert code == 0 and report["end_time"] == "2025-01-01T00:00:03Z"
+    assert pod.calls == ["/assets/report.json"] * 3  # exit_code is not what 4.18+ completion means
+
+
+def test_4_17_polls_exit_code(scripted):
+    run, pod = scripted([{"log": "level=info msg=working"}, {"exit_code": "1", "log": "level=fatal msg=boom"}])
+    assert run.wait_report(exit_code_only=True) == (None, 1)
+    assert "/assets/report.json" not in pod.calls
+
+
+def test_4_17_fails_fast_when_node_joiner_stopped_without_exit_code(scripted):
+    log = "Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n"
+    run, pod = scripted([{"log": "level=info msg=starting"}, {"log": log}], timeout=3600)
+    with pytest.raises(nj_run.RunError) as caught:
+        run.wait_report(exit_code_only=True)
+    assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.log_tail == log
+    assert pod.calls == ["/assets/exit_code"] * 3  # one poll, then the re-check after the fatal line
+
+
+def test_4_17_fatal_line_with_exit_code_written_just_before(scripted):
+    run, _pod = scripted([{"exit_code": None, "log": "level=fatal msg=x"}])
+    states = iter([None, "1"])
+    original = _pod_exec.ExecResult
+
+    def exec_(_pod, _container, command, timeout=120):
+        value = next(states)
+        return original(0, value.encode(), b"") if value else original(1, b"", b"")
+
+    run.exec = exec_
+    assert run.wait_report(exit_code_only=True) == (None, 1)
