@@ -54,7 +54,7 @@ def test_unknown_token_and_anonymous_get_401(lab):
 def test_version_is_anonymous_and_matches_the_control_plane(lab):
     response = lab.api("GET", "/version", as_user=None)
     assert response.status_code == 200
-    assert response.json()["gitVersion"] == "v1.31.7"
+    assert response.json()["gitVersion"] == "v1.34.2"
     assert (response.json()["major"], response.json()["minor"]) == ("1", "31")
 
 
@@ -327,3 +327,19 @@ def test_discovery_lists_subresources_verbs_and_short_names(lab):
     assert groups["operator.openshift.io"]["preferredVersion"]["groupVersion"] == "operator.openshift.io/v1alpha1"
     machines = {r["name"]: r for r in lab.api("GET", "/apis/machine.openshift.io/v1beta1").json()["resources"]}
     assert machines["machines"]["namespaced"] is True
+
+
+def test_config_kinds_node_joiner_and_oc_read_are_served(lab):
+    config = {r["name"]: r for r in lab.api("GET", "/apis/config.openshift.io/v1").json()["resources"]}
+    assert {"ingresses", "ingresses/status", "dnses", "imagecontentpolicies", "imagetagmirrorsets"} <= set(config)
+    assert config["imagetagmirrorsets"]["shortNames"] == ["itms"] and config["dnses"]["namespaced"] is False
+    ingress = lab.api("GET", "/apis/config.openshift.io/v1/ingresses/cluster").json()
+    assert ingress["spec"]["domain"] == "apps.lab.day2.example.test"
+    dns = lab.api("GET", "/apis/config.openshift.io/v1/dnses/cluster").json()
+    assert dns["spec"]["baseDomain"] == "lab.day2.example.test"
+    for plural in ("imagetagmirrorsets", "imagecontentpolicies"):
+        listed = lab.api("GET", f"/apis/config.openshift.io/v1/{plural}").json()
+        assert listed["items"] == [] and listed["kind"].endswith("List")
+    # kube-apiserver's own namespaces exist even though no seed file holds them
+    names = {ns["metadata"]["name"] for ns in lab.api("GET", "/api/v1/namespaces").json()["items"]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names

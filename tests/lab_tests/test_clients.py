@@ -26,7 +26,7 @@ def dynamic_client(lab):
 
 def test_dynamic_client_reads_the_cluster_version(dynamic_client):
     versions = dynamic_client.resources.get(api_version="config.openshift.io/v1", kind="ClusterVersion")
-    assert versions.get(name="version").status.desired.version == "4.18.12"
+    assert versions.get(name="version").status.desired.version == "4.21.1"
 
 
 def test_dynamic_client_crud_and_label_selector(dynamic_client):
@@ -98,10 +98,10 @@ def test_kubectl_1_20(lab, tmp_path):
     assert "v1.20" in kubectl("version", "--client", "--short")
     nodes = [line.split() for line in kubectl("get", "nodes").splitlines()]
     assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
-    assert nodes[3][:3] == ["master-2", "Ready", "control-plane,master"] and nodes[3][4] == "v1.31.7"
+    assert nodes[3][:3] == ["master-2", "Ready", "control-plane,master"] and nodes[3][4] == "v1.34.2"
     masters = kubectl("get", "nodes", "-l", "node-role.kubernetes.io/master", "-o", "name").split()
     assert masters == ["node/master-0", "node/master-1", "node/master-2"]
-    assert kubectl("get", "clusterversion", "version", "-o", "jsonpath={.status.desired.version}") == "4.18.12"
+    assert kubectl("get", "clusterversion", "version", "-o", "jsonpath={.status.desired.version}") == "4.21.1"
     import yaml
 
     manifest = tmp_path / "csr.yaml"

@@ -71,9 +71,94 @@ def test_every_variant_only_replaces_default_files_or_adds_its_own():
         objects = seeds.load_seed(variant)
         keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
         assert len(keys) == len(set(keys)), f"{variant}: an object is seeded twice"
-        assert defaults <= set(seeds.seed_files(variant))
+        if not seeds.is_standalone(variant):
+            assert defaults <= set(seeds.seed_files(variant))
         store = Store()
-        assert seeds.load_into(store, variant) == len(objects)
+        seeded_namespaces = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
+        system = set(seeds.APISERVER_NAMESPACES) - seeded_namespaces
+        assert seeds.load_into(store, variant) == len(objects) + len(system)
+        assert {ns["metadata"]["name"] for ns in store.list(kinds.NAMESPACE)[0]} == seeded_namespaces | system
+
+
+# The five version variants: (variant, version, installer-images exists, history length).
+VERSION_VARIANTS = [("v417", "4.17.20", False, 2), ("v418", "4.18.12", False, 2), ("v419", "4.19.9", True, 3),
+                    ("v420", "4.20.4", True, 3), ("v421", "4.21.1", True, 3)]
+
+
+@pytest.mark.parametrize("variant, version, installer_images, history", VERSION_VARIANTS)
+def test_version_variants(variant, version, installer_images, history):
+    from lab import versions
+
+    objects = seeds.load_seed(variant)
+    cv = seeds.find(objects, "ClusterVersion", "version")
+    assert cv["status"]["desired"]["version"] == version == cv["status"]["history"][0]["version"]
+    assert cv["spec"]["channel"] == "stable-" + version.rsplit(".", 1)[0]
+    assert len(cv["status"]["history"]) == history
+    assert [h["state"] for h in cv["status"]["history"]] == ["Completed"] * history
+    profile = versions.for_version(versions.cluster_version(cv))
+    assert profile.name == version.rsplit(".", 1)[0]
+    assert profile.ships_installer_images is installer_images
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert (("ConfigMap", "installer-images") in names) is installer_images
+    kubelet = {n["status"]["nodeInfo"]["kubeletVersion"].rsplit(".", 1)[0] for n in objects if n["kind"] == "Node"}
+    assert kubelet == {"v1.%d" % (profile.minor[1] + 13)}  # 4.17 ships Kubernetes 1.30 ... 4.21 1.34
+    operators = {o["status"]["versions"][0]["version"] for o in objects if o["kind"] == "ClusterOperator"}
+    assert operators == {version}
+    assert {("Ingress", "cluster"), ("DNS", "cluster")} <= names
+
+
+def test_an_empty_variant_file_removes_the_default_one(tmp_path, monkeypatch):
+    for name in ("default", "gone"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "default" / "a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+    (tmp_path / "default" / "b.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n")
+    (tmp_path / "gone" / "a.yaml").write_text("# comments only: no document\n")
+    monkeypatch.setattr(seeds, "SEEDS_DIR", str(tmp_path))
+    assert [o["metadata"]["name"] for o in seeds.load_seed("gone")] == ["b"]
+    assert [o["metadata"]["name"] for o in seeds.load_seed("default")] == ["a", "b"]
+
+
+def test_nodejoiner_testdata_variant_is_exactly_upstreams_cluster():
+    objects = seeds.load_seed("nodejoiner-testdata")
+    assert seeds.is_standalone("nodejoiner-testdata") and not seeds.is_standalone("default")
+    assert sorted((o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in objects) == [
+        ("ClusterVersion", "", "version"), ("ConfigMap", "kube-system", "cluster-config-v1"),
+        ("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
+        ("ImageDigestMirrorSet", "", "image-digest-mirror"), ("Infrastructure", "", "cluster"),
+        ("Ingress", "", "cluster"), ("MachineConfig", "", "99-worker-fips"), ("MachineConfig", "", "99-worker-ssh"),
+        ("Namespace", "", "openshift-config"), ("Namespace", "", "openshift-machine-config-operator"),
+        ("Node", "", "master-0"), ("Proxy", "", "cluster"), ("Secret", "openshift-config", "pull-secret")]
+    cv = seeds.find(objects, "ClusterVersion", "version")
+    assert cv["spec"] == {"clusterID": "c37c9544-4320-4380-9d8b-0753a4d9ea57"}
+    assert cv["status"]["desired"]["version"] == "4.25.0" and len(cv["status"]["history"]) == 1
+    assert "@sha256:" in cv["status"]["history"][0]["image"] and "$" not in cv["status"]["history"][0]["image"]
+    infra = seeds.find(objects, "Infrastructure", "cluster")
+    assert infra["spec"] == {"platformSpec": {"type": "BareMetal"}}
+    assert infra["status"] == {"apiServerURL": "https://api.ostest.test.metalkube.org:6443"}
+    install = _install_config(objects)
+    assert install == {"apiVersion": "v1", "metadata": {"name": "ostest"}, "baseDomain": "test.nodejoiner.org",
+                       "sshKey": "my-sshKey"}
+    stream = json.loads(seeds.find(objects, "ConfigMap", "coreos-bootimages",
+                                   "openshift-machine-config-operator")["data"]["stream"])
+    assert list(stream["architectures"]) == ["x86_64"]
+    node = seeds.find(objects, "Node", "master-0")
+    assert node["metadata"]["labels"] == {"node-role.kubernetes.io/master": ""}
+    assert node["status"] == {"nodeInfo": {"architecture": "amd64"}}
+    pull = seeds.find(objects, "Secret", "pull-secret", "openshift-config")
+    assert list(pull["stringData"]) == [".dockerconfigjson"] and "data" not in pull
+    ssh = seeds.find(objects, "MachineConfig", "99-worker-ssh")["spec"]["config"]["passwd"]["users"]
+    assert ssh == [{"name": "core", "sshAuthorizedKeys": ["my-sshKey"]}]
+    assert seeds.find(objects, "MachineConfig", "99-worker-fips")["spec"] == {"fips": True}
+    served = seeds.served_resources("nodejoiner-testdata")
+    assert ("config.openshift.io", "networks") not in served and ("config.openshift.io", "ingresses") in served
+    assert seeds.served_resources("default") is None
+    store = Store()
+    seeds.load_into(store, "nodejoiner-testdata")
+    secret = store.get(kinds.SECRET, "openshift-config", "pull-secret")
+    assert "stringData" not in secret and json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
+    assert {ns["metadata"]["name"] for ns in store.list(kinds.NAMESPACE)[0]} == {
+        "default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
+        "openshift-machine-config-operator"}
 
 
 def _install_config(objects) -> dict:
@@ -83,7 +168,7 @@ def _install_config(objects) -> dict:
 def test_default_seed_matches_facts():
     objects = seeds.load_seed("default")
     version = seeds.find(objects, "ClusterVersion", "version")
-    assert version["status"]["desired"]["version"].startswith("4.18.")
+    assert version["status"]["desired"]["version"].startswith("4.21.")
     assert version["status"]["history"][0]["version"] == version["status"]["desired"]["version"]
     assert len(version["spec"]["clusterID"]) == 36
     infra = seeds.find(objects, "Infrastructure", "cluster")
@@ -134,6 +219,11 @@ def test_default_seed_matches_facts():
 def test_variants_match_their_purpose():
     old = seeds.find(seeds.load_seed("old"), "ClusterVersion", "version")
     assert old["status"]["desired"]["version"].startswith("4.16.")
+    assert not [o for o in seeds.load_seed("old") if o["metadata"]["name"] == "installer-images"]
+    multi = seeds.find(seeds.load_seed("multiarch"), "ClusterVersion", "version")
+    assert multi["status"]["desired"]["architecture"] == "Multi"
+    arm_payload = seeds.find(seeds.load_seed("arm64"), "ClusterVersion", "version")["status"]["desired"]
+    assert "architecture" not in arm_payload and arm_payload["version"].startswith("4.21.")
     proxy = seeds.load_seed("proxy")
     assert seeds.find(proxy, "Proxy", "cluster")["status"]["httpsProxy"] == "http://127.0.0.1:3128"
     assert "proxy" in _install_config(proxy)

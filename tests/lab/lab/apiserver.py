@@ -17,22 +17,14 @@ from aiohttp import web
 
 from . import admission, kinds, tables
 from .auth import ANONYMOUS_PATHS, Attributes, allowed
+from .discovery import CTX, NO_RESOURCE as _NO_RESOURCE, _serves, core_versions, error_response, group_info
+from .discovery import group_list, json_response, openapi_v2, resource_list, version
 from .errors import ApiError, bad_request, forbidden, status_body
 from .patch import APPLY, apply_patch
 from .store import now_rfc3339
 
 LOG = logging.getLogger(__name__)
-CTX = web.AppKey("ctx", object)
 DEFAULT_WATCH_SECONDS = 1800  # kube-apiserver's --min-request-timeout
-_NO_RESOURCE = ApiError(404, "NotFound", "the server could not find the requested resource")
-
-
-def json_response(body, status: int = 200) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
-
-
-def error_response(error: ApiError) -> web.Response:
-    return json_response(error.status(), error.code)
 
 
 def reset_connection(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
@@ -91,69 +83,8 @@ async def fault_middleware(request: web.Request, handler):
     return await handler(request)
 
 
-# ----- discovery -----------------------------------------------------------------------------------
-def _kube_version(ctx) -> str:
-    """The kubelet version of the seeded control plane, so an old-cluster variant reports an old Kubernetes."""
-    items, _rv = ctx.store.list(kinds.NODE, label_selector="node-role.kubernetes.io/master")
-    for node in items:
-        version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion")
-        if version:
-            return version
-    return "v1.31.6"
-
-
-async def version(request: web.Request) -> web.Response:
-    git_version = _kube_version(request.app[CTX])
-    major, minor = git_version.lstrip("v").split(".")[:2]
-    return json_response({
-        "major": major, "minor": minor, "gitVersion": git_version, "gitCommit": "0" * 40,
-        "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.22.9",
-        "compiler": "gc", "platform": "linux/amd64",
-    })
-
-
 async def healthz(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
-
-
-def _group_entry(group: str, versions: list) -> dict:
-    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
-
-
-async def core_versions(request: web.Request) -> web.Response:
-    host = request.host
-    return json_response({"kind": "APIVersions", "versions": ["v1"],
-                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]})
-
-
-async def group_list(_request: web.Request) -> web.Response:
-    groups = [_group_entry(group, versions) for group, versions in kinds.group_versions().items() if group]
-    return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-
-
-def _subresource_kind(kind, subresource: str) -> str:
-    return {"exec": "PodExecOptions", "log": "Pod"}.get(subresource, kind.kind)
-
-
-def resource_list(group: str, version: str) -> dict | None:
-    selected = [kind for kind in kinds.all_kinds() if kind.group == group and kind.version == version]
-    if not selected:
-        return None
-    resources = []
-    for kind in selected:
-        entry = {"name": kind.plural, "singularName": kind.singular, "namespaced": kind.namespaced,
-                 "kind": kind.kind, "verbs": list(kind.verbs)}
-        if kind.short_names:
-            entry["shortNames"] = list(kind.short_names)
-        if kind.categories:
-            entry["categories"] = list(kind.categories)
-        resources.append(entry)
-        for sub in kind.subresources:
-            resources.append({"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
-                              "kind": _subresource_kind(kind, sub), "verbs": list(kinds.SUBRESOURCE_VERBS[sub])})
-    group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
 # ----- resource requests ---------------------------------------------------------------------------
@@ -255,11 +186,13 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
         if isinstance(parsed, tuple):
             if request.method != "GET":
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
-            body = resource_list(parsed[1], parsed[2])
+            body = resource_list(parsed[1], parsed[2], _serves(ctx))
             if body is None:
                 raise _NO_RESOURCE
             return json_response(body)
         target = parsed
+        if not _serves(ctx)(target.kind):
+            raise _NO_RESOURCE
         verb = _verb(request, target)
         if target.kind.namespaced and not target.namespace and verb not in ("list", "watch"):
             raise _NO_RESOURCE
@@ -423,34 +356,6 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
     finally:
         watch.close()
     return response
-
-
-async def group_info(request: web.Request) -> web.Response:
-    versions = kinds.group_versions().get(request.match_info["group"])
-    if not versions or not request.match_info["group"]:
-        return error_response(_NO_RESOURCE)
-    return json_response({"kind": "APIGroup", "apiVersion": "v1",
-                          **_group_entry(request.match_info["group"], versions)})
-
-
-def _proto_string(field_number: int, value: bytes) -> bytes:
-    """One length-delimited protobuf field (values here are shorter than 128 bytes: one-byte length)."""
-    assert len(value) < 128
-    return bytes([(field_number << 3) | 2, len(value)]) + value
-
-
-async def openapi_v2(request: web.Request) -> web.Response:
-    """An OpenAPI document with no definitions: kubectl then skips client-side validation of every kind.
-
-    kubectl 1.20 fetches it (as gnostic protobuf) before ``create -f`` and fails on a 404.
-    """
-    title, git_version = "Kubernetes", _kube_version(request.app[CTX])
-    if "protobuf" in request.headers.get("Accept", ""):
-        info = _proto_string(1, title.encode()) + _proto_string(2, git_version.encode())
-        body = _proto_string(1, b"2.0") + _proto_string(2, info)
-        return web.Response(body=body, content_type="application/octet-stream")  # as kube-apiserver sends it
-    return json_response({"swagger": "2.0", "info": {"title": title, "version": git_version}, "paths": {},
-                          "definitions": {}})
 
 
 async def not_found(_request: web.Request) -> web.Response:

@@ -89,6 +89,11 @@ _BUILTIN = [
     Kind(_CONFIG, "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets", False, ("idms",), ("status",),
          builtin=False),
     Kind(_CONFIG, "v1", "Image", "images", False, (), ("status",), builtin=False),
+    # Read by node-joiner (ingress domain) and by oc adm node-image (mirror configuration).
+    Kind(_CONFIG, "v1", "Ingress", "ingresses", False, (), ("status",), builtin=False),
+    Kind(_CONFIG, "v1", "DNS", "dnses", False, (), ("status",), builtin=False),
+    Kind(_CONFIG, "v1", "ImageContentPolicy", "imagecontentpolicies", False, (), ("status",), builtin=False),
+    Kind(_CONFIG, "v1", "ImageTagMirrorSet", "imagetagmirrorsets", False, ("itms",), ("status",), builtin=False),
     Kind("operator.openshift.io", "v1alpha1", "ImageContentSourcePolicy", "imagecontentsourcepolicies", False,
          builtin=False),
     Kind(_MCO, "v1", "MachineConfig", "machineconfigs", False, ("mc",), builtin=False),

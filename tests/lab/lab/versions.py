@@ -42,6 +42,17 @@ commit belongs to is inferred from its content and from the assisted-service rel
   openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@b2a93a639c07ebf4d547d10877b6c13f65583248, OCPBUGS-53106).
 - PXE artifacts (4.18+): ``boot-artifacts/node.<arch>-{initrd.img,rootfs.img,vmlinuz}`` and ``node.<arch>.ipxe``
   -- openshift/installer cmd/node-joiner/testdata/add-nodes-pxe.txt@be8603b19514d0b701a29c99b91c81d4810e8c40.
+
+Fields added later (same rule: each cites its source):
+
+- ``import_cluster_config``: ``/etc/assisted/clusterconfig/import-cluster-config.json`` is always written from 4.18
+  (installer PR #9129; openshift/installer pkg/asset/agent/image/ignition.go@5e705f0f658f4030865683bee11bc0e45bf61cfb,
+  ``addDay2ClusterConfigFiles``); assisted-service reads it from release-4.18 on
+  (openshift/assisted-service cmd/agentbasedinstaller/import.go@73206081d00ddfc1a2d9b385b1560564642b79ee). 4.17 writes
+  only ``worker-ignition-endpoint.json`` -- ignition.go@3075c3231aef1a206c4ce065b74b61187ecf6229.
+- ``aiui_urls``: ``AIUI_APP_API_URL`` and ``AIUI_URL`` in ``rendezvous-host.env`` -- openshift/installer
+  pkg/asset/agent/image/ignition.go@00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9 (the newest stored copy, which also has
+  arbiter hosts: 4.19+, inferred); absent at ignition.go@5e705f0f658f4030865683bee11bc0e45bf61cfb (4.18).
 """
 
 from __future__ import annotations
@@ -85,6 +96,9 @@ class Profile:
     host_stages: tuple
     # the cluster
     ships_installer_images: bool  # ConfigMap openshift-config/installer-images
+    # (added later, with defaults so the rows above keep their meaning)
+    import_cluster_config: bool = False  # /etc/assisted/clusterconfig/import-cluster-config.json
+    aiui_urls: bool = False  # AIUI_APP_API_URL / AIUI_URL in rendezvous-host.env
 
     @property
     def name(self) -> str:
@@ -121,8 +135,9 @@ _V418 = Profile(
     watcher_scheme=True,
     host_stages=HOST_STAGES_4_17,
     ships_installer_images=False,
+    import_cluster_config=True,
 )
-_V419 = Profile(**dict(_V418.__dict__, minor=(4, 19), ships_installer_images=True))
+_V419 = Profile(**dict(_V418.__dict__, minor=(4, 19), ships_installer_images=True, aiui_urls=True))
 _V420 = Profile(**dict(_V419.__dict__, minor=(4, 20)))
 _V421 = Profile(**dict(_V420.__dict__, minor=(4, 21), host_stages=HOST_STAGES_4_21))
 
