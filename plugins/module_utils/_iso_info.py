@@ -17,7 +17,12 @@ import os
 import re
 import stat
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import format_rfc3339, parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
+    format_rfc3339,
+    parse_duration,
+    parse_rfc3339,
+    utcnow,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._cpio import (
     APPENDED_SEARCH_WINDOW,
     GZIP_MAGIC,
@@ -97,7 +102,7 @@ def _hosts(summary):
 
 
 def _message(result, min_validity):
-    name = os.path.basename(result["path"])
+    name = os.path.basename(result["file"])
     if result["layout"] == LAYOUT_BASE_ISO:
         return "%s is a CoreOS live ISO without an embedded config: it is for no cluster and no host" % name
     hosts = ", ".join(h["hostname"] or "/".join(h["mac_addresses"]) for h in result["hosts"]) or "no host"
@@ -122,7 +127,7 @@ def describe_image(path, now, min_validity=0):
     RHCOS live ISO or a node-joiner PXE initrd.
     """
     kind = _kind(path)
-    result = {"path": path, "kernel_arguments": None, "volume_id": None, "iso_files": None}
+    result = {"file": path, "kernel_arguments": None, "volume_id": None, "iso_files": None}
     boot_arch = None
     if kind == "iso":
         info = inspect_iso(path)
@@ -153,3 +158,15 @@ def describe_image(path, now, min_validity=0):
     result["checked_at"] = format_rfc3339(now)
     result["message"] = _message(result, min_validity)
     return result
+
+
+def iso_info(path, min_validity="0", now=None):
+    """The iso_info module's result for ``path``; ``min_validity`` is seconds or a duration like ``24h``.
+
+    Raises ValueError for a bad ``min_validity`` (message says so) and IsoError subclasses for the image.
+    """
+    try:
+        seconds = parse_duration(min_validity)
+    except ValueError as exc:
+        raise ValueError("min_validity: %s" % exc)
+    return describe_image(path, now or utcnow(), seconds)
