@@ -1,4 +1,10 @@
-"""day1_facts against every lab variant, compared with the variant's seed files."""
+"""day1_facts against every lab variant, compared with the variant's seed files.
+
+Variant ``nodejoiner-testdata`` is node-joiner's own integration-test cluster (openshift/installer
+cmd/node-joiner/testdata/setup/default, e.g. 0010_infrastructure.yaml@79576e9b618d3097d6fb27e78789c4e8204220c3):
+no Network config, ClusterOperators, MachineConfigPools or worker-user-data-managed, and an install-config whose
+base domain disagrees with the API URL. node-joiner adds nodes to it; so must day1_facts accept it.
+"""
 
 import base64
 import json
@@ -10,7 +16,8 @@ import yaml
 from conftest import REPO, is_discovery, run_module, run_playbook
 from lab.seeds import load_seed
 
-VARIANTS = ["default", "old", "proxy", "disconnected", "ipv6", "dualstack", "arm64", "none", "degraded"]
+VARIANTS = ["default", "old", "proxy", "disconnected", "ipv6", "dualstack", "arm64", "none", "degraded",
+            "v417", "v418", "v419", "v420", "v421"]
 MODULE = "openshift_agent.day2.day1_facts"
 MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
 
@@ -103,6 +110,8 @@ def test_facts_match_the_seed(labs, variant):
     assert sorted(facts["boot_images"]) == want["boot_arches"]
     assert facts["worker_ignition"]["url"] == "https://api-int.%s.%s:22623/config/worker" % (want["name"], want["base_domain"])
     assert MARKER not in output
+    assert facts["ingress_domain"] == "apps.%s.%s" % (want["name"], want["base_domain"])
+    assert facts["warnings"] == [], facts["warnings"]
     if variant == "old":
         assert facts["supported"] is False
         assert any(want["version"] in r and "4.17" in r for r in facts["unsupported_reasons"])
@@ -124,7 +133,7 @@ def test_api_calls_are_few_counted_and_read_only(labs):
     assert not result.get("failed"), output
     requests = [r for r in lab.requests() if not is_discovery(r["path"])]
     assert all(r["method"] == "GET" for r in requests), requests
-    assert len(requests) == result["api_calls"] == 17
+    assert len(requests) == result["api_calls"] == 18
 
 
 def test_check_mode_is_a_normal_read(labs):
@@ -162,7 +171,7 @@ def test_identity_without_read_access_names_the_resource(labs):
     assert "403" in result["msg"] and "clusterversions" in result["msg"] and "get" in result["msg"], result["msg"]
 
 
-def test_forbidden_optional_object_makes_cluster_unsupported(labs):
+def test_forbidden_needed_object_makes_cluster_unsupported(labs):
     lab = labs("default")
     lab.control("POST", "/faults", {"deny": "get:secrets"})
     try:
@@ -172,6 +181,10 @@ def test_forbidden_optional_object_makes_cluster_unsupported(labs):
     facts = result["ansible_facts"]["day1_cluster"]
     assert facts["supported"] is False
     assert any("cannot read the pull secret" in r and "secrets" in r for r in facts["unsupported_reasons"])
+    # worker-user-data-managed is a Secret too, but node-joiner does without it: a warning
+    assert not any("worker-user-data-managed" in r for r in facts["unsupported_reasons"])
+    assert any(w.startswith("cannot read Secret openshift-machine-api/worker-user-data-managed: worker_ignition is "
+                            "unknown") and "403" in w for w in facts["warnings"]), facts["warnings"]
 
 
 def test_wrong_token_is_401(labs):
@@ -192,14 +205,51 @@ def test_unreachable_api_says_so(tmp_path, labs):
     assert result["failed"] is True and "cannot reach the API server https://127.0.0.1:1" in result["msg"]
 
 
-def test_malformed_install_config_fails_clearly(lab_factory):
+def test_malformed_install_config_is_a_warning(lab_factory):
     from kubernetes import client, config
 
     lab = lab_factory("--hosts", "0")
     api = client.CoreV1Api(config.new_client_from_config(lab.kubeconfig))
     api.patch_namespaced_config_map("cluster-config-v1", "kube-system", {"data": {"install-config": "metadata: [unclosed"}})
-    result, _output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
-    assert result["failed"] is True and "cluster-config-v1" in result["msg"] and "not valid YAML" in result["msg"]
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    assert not result.get("failed"), output
+    facts = result["ansible_facts"]["day1_cluster"]
+    assert facts["supported"] is True and (facts["name"], facts["base_domain"]) == ("lab", "day2.example.test")
+    warning = "ConfigMap kube-system/cluster-config-v1 key 'install-config' is not valid YAML"
+    assert any(w.startswith(warning) for w in facts["warnings"])
+    assert any(warning in w for w in result["warnings"])  # also a module warning
+
+
+NODEJOINER = "nodejoiner-testdata"
+
+
+def test_node_joiners_own_test_cluster_is_supported(labs):
+    """Name and domain from the API URL (install-config says test.nodejoiner.org), the rest from the seed."""
+    lab = labs(NODEJOINER)
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    assert not result.get("failed"), output
+    facts = result["ansible_facts"]["day1_cluster"]
+    assert facts["supported"] is True, facts["unsupported_reasons"]
+    assert (facts["name"], facts["base_domain"]) == ("ostest", "test.metalkube.org")
+    assert facts["api_dns_name"] == "api.ostest.test.metalkube.org"
+    assert facts["cluster_id"] == "c37c9544-4320-4380-9d8b-0753a4d9ea57"
+    assert facts["version"] == "4.25.0"
+    assert facts["platform"] == "BareMetal"
+    assert (facts["architecture"], facts["rpm_architecture"]) == ("amd64", "x86_64")
+    assert facts["ssh_key"] == "my-sshKey" and facts["fips"] is True
+    assert facts["ingress_domain"] == "apps.ostest.test.metalkube.org"
+    assert [m["mirrors"] for m in facts["mirrors"]] == [["registry.example.com:5000/ocp4/openshift4"]]
+    assert facts["pull_secret"]["registries"] == ["quay.io"]
+    warnings = facts["warnings"]
+    assert any("names the cluster ostest.test.nodejoiner.org" in w and "says ostest.test.metalkube.org" in w
+               for w in warnings), warnings
+    for missing in ("Network.config.openshift.io cluster does not exist",
+                    "Secret openshift-machine-api/worker-user-data-managed does not exist",
+                    "the resource clusteroperators.config.openshift.io does not exist",
+                    "MachineConfigPool worker does not exist"):
+        assert any(w.startswith(missing) for w in warnings), (missing, warnings)
+    assert len(warnings) == 5, warnings
+    assert sorted(result["warnings"]) == sorted("day1_facts: %s" % w for w in warnings)
 
 
 def test_summary_playbook_never_leaks_the_pull_secret(labs):
