@@ -1,0 +1,80 @@
+"""day2_iso against lab clusters of other releases and variants: 4.16 refused, 4.17's exit_code and no --pxe, the
+run's objects (proxy, labels, restricted pod spec, the ClusterRole of the release)."""
+
+import os
+import subprocess
+
+import yaml
+
+from conftest import REPO
+from test_day2_iso import ISO_SIZE, cluster_writes, day2_iso, leftovers
+
+
+def test_cluster_older_than_4_17_is_refused(lab_factory, tmp_path):
+    old = lab_factory("--variant", "old", "--hosts", "3")
+    old.reset_log()
+    result = day2_iso(old, tmp_path)
+    assert result["failed"] and "4.16.30 is older than 4.17" in result["msg"]
+    assert cluster_writes(old) == [] and os.listdir(tmp_path) == []
+
+
+def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
+    v417 = lab_factory("--variant", "v417", "--hosts", "3", "--iso-size", str(ISO_SIZE))
+    result = day2_iso(v417, tmp_path)
+    assert not result.get("failed"), result.get("msg")
+    assert result["artifacts"][0]["stages"] == []
+    assert len(result["artifacts"][0]["hosts"]) == 3
+    assert leftovers(v417) == []
+    # no --pxe on 4.17: refused before anything is created
+    v417.reset_log()
+    os.makedirs(tmp_path / "pxe")
+    refused = day2_iso(v417, tmp_path / "pxe", pxe=True)
+    assert refused["failed"] and "pxe: true needs OpenShift 4.18 or later, but this cluster runs 4.17" in refused["msg"]
+    assert cluster_writes(v417) == [] and os.listdir(tmp_path / "pxe") == []
+    # a failure: exit_code 1 and the fatal line; the ClusterRole as oc 4.17 grants it (kept to be read)
+    v417.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    os.makedirs(tmp_path / "x")
+    failed = day2_iso(v417, tmp_path / "x", keep_on_failure=True)
+    assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
+    role = [o for o in v417.dump()["objects"] if o["kind"] == "ClusterRole"
+            and o["metadata"]["name"] == failed["namespace"]][0]
+    resources = {(r["apiGroups"][0], name) for r in role["rules"] for name in r["resources"]}
+    assert ("config.openshift.io", "imagecontentpolicies") in resources
+    assert ("operator.openshift.io", "imagecontentsourcepolicies") not in resources
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
+        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+        "k.CoreV1Api().delete_namespace(%r)") % (v417.kubeconfig, failed["namespace"])], check=True)
+    assert leftovers(v417) == []
+
+
+def test_run_objects_carry_the_proxy_the_labels_and_the_restricted_pod_spec(lab_factory, tmp_path):
+    """Kept after a failure so their specs can be read: what the run creates, as oc adm node-image create makes it."""
+    proxied = lab_factory("--variant", "proxy", "--hosts", "3")
+    proxied.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
+    result = day2_iso(proxied, tmp_path, keep_on_failure=True)
+    namespace = result["namespace"]
+    objects = proxied.dump()["objects"]
+    proxy_status = [o for o in objects if o["kind"] == "Proxy"][0]["status"]
+    mine = [o for o in objects if o["metadata"]["name"] == namespace or o["metadata"].get("namespace") == namespace]
+    by_kind = {o["kind"]: o for o in mine if o["kind"] != "Secret"}
+    assert sorted(by_kind) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Namespace", "Pod", "ServiceAccount"]
+    for obj in by_kind.values():
+        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "openshift_agent.day2", obj["kind"]
+    assert by_kind["Namespace"]["metadata"]["annotations"]["openshift.io/node-selector"] == ""
+    pod = by_kind["Pod"]["spec"]
+    container = pod["containers"][0]
+    assert {e["name"]: e["value"] for e in container["env"]} == {
+        "HTTP_PROXY": proxy_status["httpProxy"], "HTTPS_PROXY": proxy_status["httpsProxy"],
+        "NO_PROXY": proxy_status["noProxy"]}
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "node-joiner"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}} in pod["volumes"]
+    assert {"name": "nodes-config", "mountPath": "/config"} in container["volumeMounts"]
+    assert "node-joiner add-nodes --dir=/assets" in container["command"][-1]
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"] for r in by_kind["ClusterRole"]["rules"]}
+    assert rules[("",), ("secrets",)] == ["get", "list", "create", "update"]
+    # 4.21 (the lab's default): oc grants the ICSP rule in operator.openshift.io (OCPBUGS-61491)
+    assert rules[("operator.openshift.io",), ("imagecontentsourcepolicies",)] == ["get", "list"]
+    assert yaml.safe_load(by_kind["ConfigMap"]["data"]["nodes-config.yaml"])["hosts"][0]["hostname"] == "extra-worker-0"
