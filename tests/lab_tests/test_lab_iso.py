@@ -1,8 +1,7 @@
-"""The lab's ISO builder and reader, checked against xorriso, xz and cpio."""
+"""The lab's base ISOs, node ISOs, config ISO and PXE artifacts, checked with xorriso, gzip, xz and GNU cpio."""
 
 import concurrent.futures
 import gzip
-import hashlib
 import json
 import lzma
 import os
@@ -16,7 +15,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
 
 from lab import ignition as ign  # noqa: E402
-from lab import iso  # noqa: E402
+from lab import iso, isobase, nodeiso  # noqa: E402
 
 SIZE = 24 * 1024 * 1024
 CONFIG = {"ignition": {"version": "3.2.0"},
@@ -43,7 +42,7 @@ def base_iso(cache):
 @pytest.fixture(scope="module")
 def node_iso(base_iso, tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("node") / "node.x86_64.iso")
-    return iso.embed_ignition(base_iso, dest, CONFIG)
+    return nodeiso.build_node_iso(base_iso, dest, CONFIG, " fips=1")
 
 
 def xorriso_extract(image, inner, dest):
@@ -51,48 +50,57 @@ def xorriso_extract(image, inner, dest):
     return dest
 
 
+def xorriso_ls(image, directory):
+    return [name.strip("'") for name in run("xorriso", "-indev", image, "-ls", directory).decode().split()]
+
+
+def el_torito(image):
+    report = run("xorriso", "-indev", image, "-report_el_torito", "plain").decode()
+    return report, [line.split()[6] for line in report.splitlines() if line.startswith("El Torito boot img")]
+
+
+def has_joliet(image):
+    with open(image, "rb") as f:
+        f.seek(17 * iso.SECTOR)
+        descriptors = [f.read(iso.SECTOR) for _index in range(4)]
+    return any(d[0] == 2 and d[88:91] in (b"%/@", b"%/C", b"%/E") for d in descriptors)
+
+
+def mbr_signature(image):
+    with open(image, "rb") as f:
+        return f.read(512)[510:512]
+
+
+# --------------------------------------------------------------------------- the base (RHCOS) layout
+
+
 def test_base_iso_has_requested_size(base_iso):
     assert os.path.getsize(base_iso) == SIZE
 
 
-def test_el_torito_catalog_has_bios_and_uefi_entries(base_iso):
-    report = run("xorriso", "-indev", base_iso, "-report_el_torito", "plain").decode()
-    assert "El Torito catalog" in report
-    assert "/isolinux/isolinux.bin" in report
-    assert "/images/efiboot.img" in report
-    boot_lines = [line for line in report.splitlines() if line.startswith("El Torito boot img")]
-    assert [line.split()[6] for line in boot_lines] == ["BIOS", "UEFI"]
-
-
-def test_isohybrid_mbr_and_gpt(base_iso):
+def test_base_el_torito_has_bios_and_uefi_entries_and_isohybrid(base_iso):
+    report, platforms = el_torito(base_iso)
+    assert "/isolinux/isolinux.bin" in report and "/images/efiboot.img" in report
+    assert platforms == ["BIOS", "UEFI"]
     with open(base_iso, "rb") as f:
         head = f.read(1024)
-    assert head[510:512] == b"\x55\xaa"
-    partition_table = head[446:510]
-    assert any(partition_table[i * 16 + 4] != 0 for i in range(4)), "no MBR partition entry"
-    assert head[512:520] == b"EFI PART"
-    with open(iso.ISOHYBRID_MBR, "rb") as f:
-        # isohybrid boot code is isohdpfx.bin's first 432 bytes (the rest holds the disk signature/table)
+    assert head[510:512] == b"\x55\xaa" and head[512:520] == b"EFI PART"
+    with open(isobase.ISOHYBRID_MBR, "rb") as f:
         assert head[:432] == f.read(432)
 
 
-def test_rock_ridge_and_joliet(base_iso):
-    listing = run("xorriso", "-indev", base_iso, "-ls", "/coreos").decode()
-    for name in ("igninfo.json", "kargs.json", "features.json"):
-        assert "'/coreos/%s'" % name in listing or name in listing
-    with open(base_iso, "rb") as f:
-        f.seek(17 * iso.SECTOR)
-        descriptors = [f.read(iso.SECTOR) for _index in range(4)]
-    joliet = [d for d in descriptors if d[0] == 2 and d[88:91] in (b"%/@", b"%/C", b"%/E")]
-    assert joliet, "no Joliet supplementary volume descriptor"
-    with open(base_iso, "rb") as f:
-        f.seek(16 * iso.SECTOR + 40)
-        assert f.read(32).decode().strip() == iso.VOLUME_ID
+def test_base_names_rock_ridge_json_primary_truncated_and_joliet(base_iso):
+    assert xorriso_ls(base_iso, "/coreos") == ["features.json", "igninfo.json", "kargs.json"]
+    primary = {name: rr for name, rr, _dir in iso.list_dir(base_iso, "/coreos")}
+    assert primary == {"FEATURES.JSO": "features.json", "IGNINFO.JSO": "igninfo.json", "KARGS.JSO": "kargs.json"}
+    assert has_joliet(base_iso)
+    assert iso.volume_id(base_iso) == iso.VOLUME_ID
 
 
 def test_live_layout_files(base_iso, tmp_path):
-    info = json.loads(iso.read_file(base_iso, "coreos/igninfo.json"))
-    assert info == {"file": "images/ignition.img"}
+    assert json.loads(iso.read_file(base_iso, "coreos/igninfo.json")) == {"file": "images/ignition.img"}
+    assert iso.read_file(base_iso, "COREOS/IGNINFO.JSO", primary=True) == iso.read_file(base_iso,
+                                                                                        "coreos/igninfo.json")
     area = xorriso_extract(base_iso, "/images/ignition.img", str(tmp_path / "ign.img"))
     with open(area, "rb") as f:
         data = f.read()
@@ -101,6 +109,7 @@ def test_live_layout_files(base_iso, tmp_path):
                  "images/pxeboot/vmlinuz", "images/pxeboot/initrd.img", "images/pxeboot/rootfs.img"):
         assert iso.locate_file(base_iso, path) is not None, path
     assert iso.locate_file(base_iso, "images/missing.img") is None
+    assert iso.read_embedded_ignition(base_iso) is None
 
 
 def test_kargs_areas_at_declared_offsets(base_iso, tmp_path):
@@ -139,16 +148,19 @@ def test_concurrent_builders_share_one_image(tmp_path):
         paths = list(pool.map(lambda _: iso.build_base_iso(cache, 8 * 1024 * 1024), range(4)))
     assert len(set(paths)) == 1
     assert sorted(n for n in os.listdir(cache) if n.endswith(".iso")) == [os.path.basename(paths[0])]
-    assert iso.read_embedded_ignition(paths[0]) is None
 
 
-def test_aarch64_image_is_uefi_only(cache):
-    image = iso.build_base_iso(cache, 8 * 1024 * 1024, "aarch64")
-    report = run("xorriso", "-indev", image, "-report_el_torito", "plain").decode()
-    boot_lines = [line for line in report.splitlines() if line.startswith("El Torito boot img")]
-    assert [line.split()[6] for line in boot_lines] == ["UEFI"]
-    assert [e["path"] for e in json.loads(iso.read_file(image, "coreos/kargs.json"))["files"]] == \
-        ["EFI/redhat/grub.cfg"]
+@pytest.mark.parametrize("arch, platforms, kargs_files, extra", [
+    ("aarch64", ["UEFI"], ["EFI/redhat/grub.cfg"], ["boot.catalog"]),
+    ("s390x", ["BIOS"], ["images/cdboot.prm"], ["generic.ins", "images/initrd.addrsize", "images/cdboot.img"]),
+    ("ppc64le", [], ["boot/grub/grub.cfg"], []),
+])
+def test_other_architectures_have_their_layout(cache, arch, platforms, kargs_files, extra):
+    image = iso.build_base_iso(cache, 8 * 1024 * 1024, arch)
+    assert el_torito(image)[1] == platforms if platforms else "El Torito" not in el_torito(image)[0]
+    assert [e["path"] for e in json.loads(iso.read_file(image, "coreos/kargs.json"))["files"]] == kargs_files
+    for path in extra:
+        assert iso.locate_file(image, path) is not None, path
 
 
 def test_unknown_arch_is_refused(cache):
@@ -156,82 +168,141 @@ def test_unknown_arch_is_refused(cache):
         iso.build_base_iso(cache, SIZE, "mips")
 
 
-def test_one_gib_build_takes_seconds(tmp_path):
+def test_one_gib_build_and_node_iso_take_seconds(tmp_path):
     start = time.monotonic()
     image = iso.build_base_iso(str(tmp_path), 1024 ** 3)
-    elapsed = time.monotonic() - start
+    built = time.monotonic()
     try:
         assert os.path.getsize(image) == 1024 ** 3
-        assert elapsed < 60, "1 GiB build took %.1f s" % elapsed
+        assert built - start < 60, "1 GiB build took %.1f s" % (built - start)
+        node = nodeiso.build_node_iso(image, str(tmp_path / "node.x86_64.iso"), CONFIG)
+        assert time.monotonic() - built < 90, "1 GiB node ISO took %.1f s" % (time.monotonic() - built)
+        assert iso.read_embedded_ignition(node) == CONFIG
+        assert abs(os.path.getsize(node) - os.path.getsize(image)) < 8 * 1024 * 1024
     finally:
-        os.unlink(image)
+        shutil.rmtree(str(tmp_path), ignore_errors=True)
 
 
-def test_embedded_area_is_xz_crc32_cpio_with_config(node_iso, tmp_path):
+# --------------------------------------------------------------------------- the node ISO node-joiner writes
+
+
+def test_node_iso_names_are_cut_to_three_character_extensions(node_iso):
+    listing = xorriso_ls(node_iso, "/coreos")
+    assert listing == ["features.jso", "igninfo.jso", "kargs.jso"]
+    assert not [name for name in listing if name.endswith(".json")]
+    primary = {name: rr for name, rr, _dir in iso.list_dir(node_iso, "/coreos")}
+    assert primary == {"FEATURES.JSO": "features.jso", "IGNINFO.JSO": "igninfo.jso", "KARGS.JSO": "kargs.jso"}
+    # other names keep their (short) extensions
+    assert iso.locate_file(node_iso, "images/pxeboot/rootfs.img") and iso.locate_file(node_iso, "EFI/redhat/grub.cfg")
+
+
+def test_node_iso_rebuild_rock_ridge_no_joliet_no_isohybrid_same_volume_id(node_iso, base_iso):
+    assert not has_joliet(node_iso)
+    assert mbr_signature(node_iso) != b"\x55\xaa"
+    assert iso.volume_id(node_iso) == iso.volume_id(base_iso)
+    report, platforms = el_torito(node_iso)
+    assert platforms == ["BIOS", "UEFI"] and "/isolinux/boot.cat" in report
+
+
+def _gzip_member(data):
+    """The bytes of the first gzip member, so what follows can be checked to be zeros."""
+    import zlib
+
+    dec = zlib.decompressobj(wbits=31)
+    dec.decompress(data)
+    assert dec.eof
+    return data[:len(data) - len(dec.unused_data)]
+
+
+def test_node_iso_embed_area_is_gzip_cpio_zero_padded(node_iso, tmp_path):
+    info = json.loads(iso.read_file(node_iso, "COREOS/IGNINFO.JSO", primary=True))
+    assert info == {"file": "images/ignition.img"}
     area = xorriso_extract(node_iso, "/images/ignition.img", str(tmp_path / "ignition.img"))
     with open(area, "rb") as f:
         data = f.read()
-    # xz refuses trailing NULs that are not stream padding in 4-byte units: cut at the stream end.
-    dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-    dec.decompress(data)
-    assert dec.eof and not dec.unused_data.strip(b"\0")
-    stream = data[:len(data) - len(dec.unused_data)]
-    (tmp_path / "config.cpio.xz").write_bytes(stream)
-    run("xz", "-t", str(tmp_path / "config.cpio.xz"))
-    listing = run("xz", "--robot", "--list", str(tmp_path / "config.cpio.xz")).decode()
-    checks = [line.split("\t")[6] for line in listing.splitlines() if line.startswith("file\t")]
-    assert checks == ["CRC32"], listing
-    cpio = run("xz", "-dc", str(tmp_path / "config.cpio.xz"))
-    names = run("cpio", "-t", "--quiet", input=cpio).decode().split()
-    assert names == ["config.ign"]
+    assert len(data) == isobase.EMBED_AREA_SIZE and data[:2] == b"\x1f\x8b"
+    member = _gzip_member(data)
+    padded = len(member) + (-len(member) % 4)
+    assert not data[len(member):].strip(b"\0") and padded % 4 == 0
+    assert iso.ignition_archive(CONFIG) == data[:padded]  # the archive, its 4-byte zero padding, then zeros
+    archive = gzip.decompress(member)
+    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["config.ign"]
+    assert run("cpio", "-tv", "--quiet", input=archive).decode().startswith("-rw-r--r--")
     out = tmp_path / "unpacked"
     out.mkdir()
-    run("cpio", "-id", "--quiet", input=cpio, cwd=str(out))
+    run("cpio", "-id", "--quiet", input=archive, cwd=str(out))
     assert json.loads((out / "config.ign").read_text()) == CONFIG
     run("ignition-validate", str(out / "config.ign"))
-
-
-def test_lab_reader_reads_embedded_config(node_iso):
     assert iso.read_embedded_ignition(node_iso) == CONFIG
 
 
-def test_embed_changes_only_the_area(base_iso, node_iso):
-    offset, length = iso.embed_area(base_iso)
-
-    def digest(path):
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            h.update(f.read(offset))
-            f.seek(offset + length)
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        return h.hexdigest()
-
-    assert os.path.getsize(node_iso) == os.path.getsize(base_iso)
-    assert digest(node_iso) == digest(base_iso)
-    assert iso.read_embedded_ignition(base_iso) is None
+def test_node_iso_kargs_get_the_extra_arguments(node_iso, base_iso):
+    kargs = iso.read_kargs(node_iso)
+    assert set(kargs) == {"EFI/redhat/grub.cfg", "isolinux/isolinux.cfg"}
+    assert set(kargs.values()) == {iso.DEFAULT_KARGS + " fips=1"}
+    assert set(iso.read_kargs(base_iso).values()) == {iso.DEFAULT_KARGS}
 
 
-def test_gzip_payload_is_read(base_iso, tmp_path):
-    dest = iso.embed_ignition(base_iso, str(tmp_path / "gz.iso"), CONFIG, compression="gzip")
-    offset = iso.embed_area(dest)[0]
-    with open(dest, "rb") as f:
-        f.seek(offset)
-        assert f.read(2) == b"\x1f\x8b"
-    assert iso.read_embedded_ignition(dest) == CONFIG
+def test_a_config_bigger_than_the_area_grows_it(base_iso, tmp_path):
+    big = dict(CONFIG, junk=os.urandom(300 * 1024).hex())
+    node = nodeiso.build_node_iso(base_iso, str(tmp_path / "big.iso"), big)
+    info = json.loads(iso.read_file(node, "coreos/igninfo.jso"))
+    payload = len(iso.ignition_archive(big))
+    quarter = isobase.EMBED_AREA_SIZE // 4
+    assert info["offset"] == 0 and info["length"] - payload >= quarter and info["length"] % quarter == 0
+    assert iso.locate_file(node, "images/ignition.img")[1] == info["length"]
+    assert iso.read_embedded_ignition(node) == big
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".")], "temporary files left behind"
 
 
-def test_concatenated_archives_with_padding_last_wins(base_iso, tmp_path):
+def test_aarch64_node_iso_keeps_boot_catalog_and_hides_it(cache, tmp_path):
+    base = iso.build_base_iso(cache, 8 * 1024 * 1024, "aarch64")
+    tree = nodeiso.extract_tree(base, str(tmp_path / "tree"))
+    assert os.path.isfile(os.path.join(tree, "boot.catalog"))
+    renamed = nodeiso.normalize_extensions(tree)
+    assert os.path.isfile(os.path.join(tree, "boot.catalog")) and ("coreos/kargs.json", "kargs.jso") in renamed
+    node = nodeiso.build_node_iso(base, str(tmp_path / "node.aarch64.iso"), CONFIG)
+    assert el_torito(node)[1] == ["UEFI"] and "boot.catalog" not in xorriso_ls(node, "/")
+    shutil.rmtree(str(tmp_path / "tree"))
+    os.makedirs(str(tmp_path / "tree" / "images"))
+    open(str(tmp_path / "tree" / "images" / "efiboot.img"), "wb").close()
+    with pytest.raises(nodeiso.NodeIsoError, match="missing boot.catalog file"):
+        nodeiso.create_iso(str(tmp_path / "x.iso"), str(tmp_path / "tree"), "x")
+
+
+def test_s390x_node_iso_renames_initrd_addrsize(cache, tmp_path):
+    base = iso.build_base_iso(cache, 8 * 1024 * 1024, "s390x")
+    node = nodeiso.build_node_iso(base, str(tmp_path / "node.s390x.iso"), CONFIG)
+    assert "initrd.add" in xorriso_ls(node, "/images") and "initrd.addrsize" not in xorriso_ls(node, "/images")
+    assert el_torito(node)[1] == ["BIOS"] and iso.read_embedded_ignition(node) == CONFIG
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+def test_reader_reads_xz_and_concatenated_archives(base_iso, tmp_path):
     dest = str(tmp_path / "cat.iso")
     shutil.copyfile(base_iso, dest)
+    offset = iso.embed_area(dest)[0]
+    with open(dest, "r+b") as f:
+        f.seek(offset)
+        f.write(iso.ignition_archive(CONFIG, "xz"))
+    assert iso.read_embedded_ignition(dest) == CONFIG
     newer = dict(CONFIG, passwd={"users": [{"name": "core"}]})
     payload = (gzip.compress(iso.cpio_newc({"config.ign": json.dumps(CONFIG).encode()})) + bytes(512)
                + iso.ignition_archive(newer, "xz"))
-    offset = iso.embed_area(dest)[0]
     with open(dest, "r+b") as f:
         f.seek(offset)
         f.write(payload)
     assert iso.read_embedded_ignition(dest) == newer
+    # xz refuses trailing NULs that are not stream padding: cut at the stream end.
+    xz = iso.ignition_archive(CONFIG, "xz")
+    dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    dec.decompress(xz)
+    (tmp_path / "config.cpio.xz").write_bytes(xz[:len(xz) - len(dec.unused_data)])
+    checks = [line.split("\t")[6] for line in run("xz", "--robot", "--list", str(tmp_path / "config.cpio.xz"))
+              .decode().splitlines() if line.startswith("file\t")]
+    assert checks == ["CRC32"]
 
 
 def test_area_without_config_is_an_error(base_iso, tmp_path):
@@ -245,13 +316,6 @@ def test_area_without_config_is_an_error(base_iso, tmp_path):
         iso.read_embedded_ignition(dest)
 
 
-def test_oversized_config_is_refused(base_iso, tmp_path):
-    big = dict(CONFIG, junk=os.urandom(300 * 1024).hex())
-    with pytest.raises(ValueError, match="embed area"):
-        iso.embed_ignition(base_iso, str(tmp_path / "big.iso"), big)
-    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".big")], "temporary file left behind"
-
-
 def test_not_an_iso(tmp_path):
     junk = tmp_path / "junk.iso"
     junk.write_bytes(bytes(40 * 2048))
@@ -259,29 +323,72 @@ def test_not_an_iso(tmp_path):
         iso.read_embedded_ignition(str(junk))
 
 
-def test_pxe_artifacts(base_iso, tmp_path):
-    out = iso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, base_iso, "http://127.0.0.1:8080/pxe/")
+# --------------------------------------------------------------------------- PXE and the config ISO
+
+
+@pytest.fixture(scope="module")
+def tree(base_iso, tmp_path_factory):
+    return nodeiso.extract_tree(base_iso, str(tmp_path_factory.mktemp("tree") / "t"))
+
+
+def test_pxe_artifacts(base_iso, tree, tmp_path):
+    out = nodeiso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, tree, "http://127.0.0.1:8080/pxe", " fips=1")
     assert out == str(tmp_path / "boot-artifacts")
-    assert sorted(os.listdir(out)) == ["agent.x86_64-initrd.img", "agent.x86_64-rootfs.img",
-                                       "agent.x86_64-vmlinuz", "agent.x86_64.ipxe"]
+    assert sorted(os.listdir(out)) == ["node.x86_64-initrd.img", "node.x86_64-rootfs.img",
+                                       "node.x86_64-vmlinuz", "node.x86_64.ipxe"]
     rootfs = iso.locate_file(base_iso, "images/pxeboot/rootfs.img")[1]
-    assert os.path.getsize(os.path.join(out, "agent.x86_64-rootfs.img")) == rootfs
-    with open(os.path.join(out, "agent.x86_64-initrd.img"), "rb") as f:
+    assert os.path.getsize(os.path.join(out, "node.x86_64-rootfs.img")) == rootfs
+    with open(os.path.join(out, "node.x86_64-initrd.img"), "rb") as f:
         initrd = f.read()
     base_initrd = iso.read_file(base_iso, "images/pxeboot/initrd.img")
     assert initrd.startswith(base_initrd)
     # The appended archive, read by gzip and GNU cpio rather than the lab's reader.
-    tail = initrd[len(base_initrd):].lstrip(b"\0")
-    names = run("cpio", "-t", "--quiet", input=gzip.decompress(tail)).decode().split()
-    assert names == ["config.ign"]
-    files = iso.read_initrd_files(initrd)
-    assert json.loads(files["config.ign"]) == CONFIG and "etc/initrd-release" in files
-    script = (tmp_path / "boot-artifacts" / "agent.x86_64.ipxe").read_text()
-    assert script.startswith("#!ipxe\n")
-    assert "initrd --name initrd http://127.0.0.1:8080/pxe/agent.x86_64-initrd.img" in script
-    assert "kernel http://127.0.0.1:8080/pxe/agent.x86_64-vmlinuz" in script
-    assert "coreos.live.rootfs_url=http://127.0.0.1:8080/pxe/agent.x86_64-rootfs.img" in script
-    assert "ignition.firstboot" in script and "coreos.liveiso" not in script
+    tail = initrd[len(base_initrd):]
+    assert tail[:2] == b"\x1f\x8b"
+    archive = gzip.decompress(_gzip_member(tail))
+    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["config.ign"]
+    assert iso.read_pxe_ignition(os.path.join(out, "node.x86_64-initrd.img")) == CONFIG
+    assert "etc/initrd-release" in iso.read_initrd_files(initrd)
+    script = (tmp_path / "boot-artifacts" / "node.x86_64.ipxe").read_text()
+    assert script == ("#!ipxe\ninitrd --name initrd http://127.0.0.1:8080/pxe/node.x86_64-initrd.img\n"
+                      "kernel http://127.0.0.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd "
+                      "coreos.live.rootfs_url=http://127.0.0.1:8080/pxe/node.x86_64-rootfs.img "
+                      "ignition.firstboot ignition.platform.id=metal fips=1\nboot\n")
+    assert "coreos.liveiso" not in script
+
+
+def test_pxe_without_base_url_has_no_ipxe_script(tree, tmp_path):
+    out = nodeiso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, tree)
+    assert not [name for name in os.listdir(out) if name.endswith(".ipxe")]
+
+
+def test_pxe_arch_specifics(cache, tmp_path):
+    arm = nodeiso.extract_tree(iso.build_base_iso(cache, 8 * 1024 * 1024, "aarch64"), str(tmp_path / "arm"))
+    out = nodeiso.write_pxe_artifacts(str(tmp_path / "a"), "aarch64", CONFIG, arm)
+    with open(os.path.join(out, "node.aarch64-vmlinuz"), "rb") as f:
+        assert f.read(2) == b"MZ"  # gunzipped, as node-joiner does for arm64
+    s390x = nodeiso.extract_tree(iso.build_base_iso(cache, 8 * 1024 * 1024, "s390x"), str(tmp_path / "z"))
+    out = nodeiso.write_pxe_artifacts(str(tmp_path / "s"), "s390x", CONFIG, s390x)
+    assert sorted(os.listdir(out)) == ["node.s390x-generic.ins", "node.s390x-initrd.addrsize",
+                                       "node.s390x-initrd.img", "node.s390x-rootfs.img", "node.s390x-vmlinuz"]
+    with open(os.path.join(out, "node.s390x-initrd.addrsize"), "rb") as f:
+        addrsize = f.read()
+    assert int.from_bytes(addrsize[8:], "big") == os.path.getsize(os.path.join(out, "node.s390x-initrd.img"))
+    ins = open(os.path.join(out, "node.s390x-generic.ins")).read()
+    assert "node.s390x-vmlinuz" in ins and "node.s390x-initrd.img" in ins and "node.s390x-initrd.addrsize" in ins
+
+
+def test_config_iso_holds_config_gz_with_absolute_paths_and_modes(tmp_path):
+    files = [("/etc/assisted/manifests/infraenv.yaml", b"kind: InfraEnv\n", 0o600),
+             ("/etc/issue", b"\\S\n", 0o644)]
+    dest = nodeiso.build_config_iso(str(tmp_path / "agentconfig.noarch.iso"), files)
+    assert xorriso_ls(dest, "/") == ["config.gz"]
+    assert iso.volume_id(dest) == "agent_configimage" and "El Torito" not in el_torito(dest)[0]
+    found, modes = iso.read_config_iso(dest)
+    assert found == {path: data for path, data, _mode in files}
+    assert modes == {"/etc/assisted/manifests/infraenv.yaml": 0o100600, "/etc/issue": 0o100644}
+    archive = gzip.decompress(iso.read_file(dest, "config.gz"))
+    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == [p for p, _d, _m in files]
 
 
 def test_cpio_round_trip_matches_gnu_cpio(tmp_path):

@@ -1,190 +1,70 @@
-"""RHCOS-like live ISOs for the lab, and the lab's own reader for them.
+"""The lab's own reader of live ISOs, PXE initrds and cpio archives (base RHCOS layout and node layout).
 
-The base ISO is built once per (size, arch) with xorriso in the RHCOS live layout
-(FACTS.md section 3).  The reader here is deliberately independent of the
-collection's (which uses pycdlib): it walks ISO9660 directory records itself and
-decodes the embedded cpio archives itself, so a bug shared by both cannot hide.
+Deliberately independent of the collection (which uses pycdlib): it walks ISO9660 directory records and
+decodes the cpio archives itself, so a bug shared by both cannot hide.
+
+Two layouts are read:
+
+- the **base** RHCOS live ISO (``lab.isobase``): Rock Ridge names ``coreos/igninfo.json``,
+  ``coreos/kargs.json``, primary (ISO9660 level 1) names ``COREOS/IGNINFO.JSO``, ``COREOS/KARGS.JSO``;
+- the **node** ISO node-joiner writes (``lab.nodeiso``): every extension longer than 3 characters cut on disk
+  before the rebuild, so the Rock Ridge names are ``igninfo.jso`` and ``kargs.jso`` as well.
+
+The Ignition embed area is found as coreos-installer finds it: the primary name ``COREOS/IGNINFO.JSO``, whose
+``file`` is looked up upper-cased; without it, the whole ``IMAGES/IGNITION.IMG``
+(coreos/coreos-installer src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279). The area may hold a gzip
+or xz cpio archive, NUL padded.
 """
 
-import fcntl
 import gzip
 import io
 import json
 import lzma
-import os
-import shutil
-import subprocess
-import tempfile
 import zlib
 
-SECTOR = 2048
-VOLUME_ID = "rhcos-418.94.202410090804-0"
-EMBED_AREA_SIZE = 256 * 1024
-KARGS_AREA_SIZE = 1100
-DEFAULT_KARGS = "coreos.liveiso=%s ignition.firstboot ignition.platform.id=metal" % VOLUME_ID
-ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x")
+from . import isobase
 
-ISOLINUX_BIN = "/usr/lib/ISOLINUX/isolinux.bin"
-ISOHYBRID_MBR = "/usr/lib/ISOLINUX/isohdpfx.bin"
-LDLINUX_C32 = "/usr/lib/syslinux/modules/bios/ldlinux.c32"
+# The base ISO's facts and builder, importable from here too.
+SECTOR, VOLUME_ID, ARCHES = isobase.SECTOR, isobase.VOLUME_ID, isobase.ARCHES
+EMBED_AREA_SIZE, KARGS_AREA_SIZE, DEFAULT_KARGS = isobase.EMBED_AREA_SIZE, isobase.KARGS_AREA_SIZE, isobase.DEFAULT_KARGS
+build_base_iso = isobase.build_base_iso
 
 XZ_MAGIC = b"\xfd7zXZ\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 CPIO_NEWC_MAGIC = b"070701"
 COPY_CHUNK = 4 * 1024 * 1024
+IGNINFO_PRIMARY = "COREOS/IGNINFO.JSO"
+KARGS_PRIMARY = "COREOS/KARGS.JSO"
+DEFAULT_EMBED_PRIMARY = "IMAGES/IGNITION.IMG"
 
 
 class IsoFormatError(Exception):
     """The file is not an ISO9660 image in the expected layout."""
 
 
-# --------------------------------------------------------------------------- build
-
-
-def build_base_iso(cache_dir, size_bytes, arch="x86_64"):
-    """Return the path of a cached base ISO of about ``size_bytes``, building it if needed.
-
-    Concurrent callers (threads or processes) are serialised by a lock file; the
-    finished image appears under its final name only through an atomic rename.
-    """
-    if arch not in ARCHES:
-        raise ValueError("unknown architecture %r, expected one of %s" % (arch, ", ".join(ARCHES)))
-    os.makedirs(cache_dir, exist_ok=True)
-    final = os.path.join(cache_dir, "rhcos-live.%s.%d.iso" % (arch, size_bytes))
-    if os.path.exists(final):
-        return final
-    with open(final + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(final):
-            return final
-        with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".build-") as work:
-            # xorriso's overhead (boot images, directories, hybrid tables) is not
-            # known in advance: measure it on an image without filler, then size
-            # the filler so the final image lands on size_bytes.
-            probe = _build_iso(work, arch, filler_bytes=0, name="probe.iso")
-            overhead = os.path.getsize(probe)
-            os.unlink(probe)
-            filler = max(0, (size_bytes - overhead) // SECTOR * SECTOR)
-            built = _build_iso(work, arch, filler_bytes=filler, name="base.iso")
-            os.replace(built, final)
-    return final
-
-
-def _build_iso(work, arch, filler_bytes, name):
-    tree = os.path.join(work, "tree-" + name)
-    shutil.rmtree(tree, ignore_errors=True)
-    _write_live_tree(tree, arch, filler_bytes)
-    out = os.path.join(work, name)
-    bios = arch == "x86_64"
-    cmd = ["xorriso", "-as", "mkisofs", "-quiet", "-o", out, "-V", VOLUME_ID,
-           "-volset", VOLUME_ID, "-R", "-J", "-joliet-long"]
-    if bios:
-        cmd += ["-isohybrid-mbr", ISOHYBRID_MBR,
-                "-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat",
-                "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
-                "-eltorito-alt-boot"]
-    else:
-        cmd += ["-c", "images/boot.cat"]
-    cmd += ["-e", "images/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat", tree]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError("xorriso failed (%d): %s" % (proc.returncode, proc.stderr.decode(errors="replace")))
-    shutil.rmtree(tree)
-    return out
-
-
-def _write_file(path, data, mode=0o644):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-    os.chmod(path, mode)
-
-
-def _sparse_file(path, size):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.truncate(size)
-
-
-def kargs_region(kargs, size=KARGS_AREA_SIZE, end="\n", pad="#"):
-    """The bytes of one kargs area as coreos-installer writes it."""
-    text = kargs + end
-    if len(text) > size:
-        raise ValueError("kernel arguments longer than the %d-byte area" % size)
-    return (text + pad * (size - len(text))).encode()
-
-
-def _config_with_kargs(before, after):
-    """Return (config bytes, offset of the kargs area inside them)."""
-    head = before.encode()
-    return head + kargs_region(DEFAULT_KARGS) + after.encode(), len(head)
-
-
-def _write_live_tree(tree, arch, filler_bytes):
-    isolinux_cfg, isolinux_off = _config_with_kargs(
-        "serial 0\ndefault vesamenu.c32\ntimeout 600\n\n"
-        "label linux\n  menu label ^Fedora CoreOS (Live)\n  menu default\n"
-        "  kernel /images/pxeboot/vmlinuz\n"
-        "  append initrd=/images/pxeboot/initrd.img,/images/ignition.img ",
-        "\nmenu end\n")
-    grub_cfg, grub_off = _config_with_kargs(
-        "set timeout=5\n\nmenuentry 'RHEL CoreOS (Live)' --class fedora --class gnu-linux {\n"
-        "\tlinux /images/pxeboot/vmlinuz ",
-        "\n\tinitrd /images/pxeboot/initrd.img /images/ignition.img\n}\n")
-    # One entry spells out pad/end, the other relies on the defaults: both forms
-    # exist in the wild and readers must accept them.
-    kargs_json = {
-        "default": DEFAULT_KARGS,
-        "files": [
-            {"path": "EFI/redhat/grub.cfg", "offset": grub_off, "pad": "#", "end": "\n"},
-        ],
-        "size": KARGS_AREA_SIZE,
-    }
-    if arch == "x86_64":
-        kargs_json["files"].append({"path": "isolinux/isolinux.cfg", "offset": isolinux_off})
-        _write_file(os.path.join(tree, "isolinux/isolinux.cfg"), isolinux_cfg)
-        shutil.copyfile(ISOLINUX_BIN, os.path.join(tree, "isolinux/isolinux.bin"))
-        shutil.copyfile(LDLINUX_C32, os.path.join(tree, "isolinux/ldlinux.c32"))
-    _write_file(os.path.join(tree, "EFI/redhat/grub.cfg"), grub_cfg)
-    _write_file(os.path.join(tree, "coreos/kargs.json"), json.dumps(kargs_json).encode())
-    _write_file(os.path.join(tree, "coreos/igninfo.json"), json.dumps({"file": "images/ignition.img"}).encode())
-    _write_file(os.path.join(tree, "coreos/features.json"),
-                json.dumps({"installer-config": True, "live-initrd-network-kargs": True}).encode())
-    _write_file(os.path.join(tree, "images/ignition.img"), bytes(EMBED_AREA_SIZE))
-    _make_efi_image(os.path.join(tree, "images/efiboot.img"))
-    _write_file(os.path.join(tree, "images/pxeboot/vmlinuz"), b"MZ" + bytes(64 * 1024 - 2))
-    # The live initrd is itself a cpio archive, so appending the ignition
-    # archive to it (PXE) gives a well-formed concatenation.
-    _write_file(os.path.join(tree, "images/pxeboot/initrd.img"),
-                gzip.compress(cpio_newc({"etc/initrd-release": b"NAME=\"RHEL CoreOS\"\n"}), mtime=0))
-    _sparse_file(os.path.join(tree, "images/pxeboot/rootfs.img"), filler_bytes)
-
-
-def _make_efi_image(path):
-    """A small FAT image for the EFI El Torito entry (zeros if mkfs.vfat is missing:
-    xorriso does not look inside it)."""
-    _sparse_file(path, 2 * 1024 * 1024)
-    mkfs = shutil.which("mkfs.vfat") or shutil.which("mkfs.vfat", path="/usr/sbin:/sbin")
-    if mkfs:
-        subprocess.run([mkfs, "-n", "EFIBOOT", path], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 # --------------------------------------------------------------------------- cpio
 
 
 def cpio_newc(files):
-    """A cpio "newc" archive of ``{name: bytes}`` (regular files, mode 0644)."""
+    """A cpio "newc" archive as cavaliercoder/go-cpio writes it (the library isoeditor and node-joiner use).
+
+    ``files``: ``{name: bytes}`` (sorted, mode 0644) or a list of ``(name, bytes, mode)`` kept in order.
+    A mode without file-type bits gets the regular-file type, each entry has inode 0, one link and mtime 0,
+    as go-cpio writes them (cavaliercoder/go-cpio writer.go@925f9528c45e5b74f52963bd11f1988ad99a95a5).
+    """
+    entries = sorted((name, data, 0o644) for name, data in files.items()) if isinstance(files, dict) else files
     out = io.BytesIO()
-    for ino, (name, data) in enumerate(sorted(files.items()), start=1):
-        _cpio_entry(out, ino, name, 0o100644, data)
-    _cpio_entry(out, 0, "TRAILER!!!", 0, b"")
+    for name, data, mode in entries:
+        if not mode & 0o170000:
+            mode |= 0o100000
+        _cpio_entry(out, name, mode, 1, data)
+    _cpio_entry(out, "TRAILER!!!", 0, 1, b"")
     return out.getvalue()
 
 
-def _cpio_entry(out, ino, name, mode, data):
+def _cpio_entry(out, name, mode, links, data):
     encoded = name.encode() + b"\0"
-    fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(encoded), 0)
+    fields = (0, mode, 0, 0, links, 0, len(data), 0, 0, 0, 0, len(encoded), 0)
     out.write(CPIO_NEWC_MAGIC + b"".join(b"%08X" % v for v in fields))
     out.write(encoded)
     out.write(bytes(-(110 + len(encoded)) % 4))
@@ -192,8 +72,11 @@ def _cpio_entry(out, ino, name, mode, data):
     out.write(bytes(-len(data) % 4))
 
 
-def parse_cpio_newc(data):
-    """Return ({name: bytes} of the regular files, bytes left after the trailer)."""
+def parse_cpio_newc(data, modes=None):
+    """Return ({name: bytes} of the regular files, bytes left after the trailer).
+
+    ``modes``: a dict that receives ``{name: mode}`` of every file entry.
+    """
     files = {}
     pos = 0
     while True:
@@ -208,8 +91,12 @@ def parse_cpio_newc(data):
         pos = data_start + filesize + (-filesize % 4)
         if name == "TRAILER!!!":
             return files, data[pos:]
-        if mode & 0o170000 == 0o100000:
-            files[name[2:] if name.startswith("./") else name] = data[data_start:data_start + filesize]
+        if mode & 0o170000 in (0o100000, 0):  # no type bits: a regular file to every reader
+            key = name[2:] if name.startswith("./") else name
+            files[key] = data[data_start:data_start + filesize]
+            if modes is not None:
+                modes[key] = mode
+        # directories and symlinks carry nothing the lab reads
 
 
 def _decompress_one(data):
@@ -226,10 +113,11 @@ def _decompress_one(data):
     return payload, dec.unused_data
 
 
-def read_initrd_files(data):
+def read_initrd_files(data, modes=None):
     """All files of a (possibly concatenated, compressed or NUL-padded) initrd image.
 
-    Later archives override earlier ones, as in the kernel's initramfs unpacking.
+    Later archives override earlier ones, as in the kernel's initramfs unpacking. A PXE initrd of
+    node-joiner is the live initrd with the Ignition archive appended, so this reads it too.
     """
     files = {}
     while True:
@@ -237,25 +125,39 @@ def read_initrd_files(data):
         if not data:
             return files
         if data.startswith(CPIO_NEWC_MAGIC):
-            found, data = parse_cpio_newc(data)
+            found, data = parse_cpio_newc(data, modes)
         else:
             payload, data = _decompress_one(data)
             found = {}
             while payload.lstrip(b"\0"):
-                more, payload = parse_cpio_newc(payload.lstrip(b"\0"))
+                more, payload = parse_cpio_newc(payload.lstrip(b"\0"), modes)
                 found.update(more)
         files.update(found)
 
 
-def ignition_archive(ignition, compression="xz"):
-    """The compressed cpio archive holding config.ign, as put in the embed area."""
-    archive = cpio_newc({"config.ign": json.dumps(ignition, separators=(",", ":")).encode()})
+def ignition_archive(ignition, compression="gzip"):
+    """The compressed cpio holding ``config.ign`` (mode 0100644), zero-padded to a multiple of 4 bytes.
+
+    gzip is what node-joiner writes (openshift/assisted-image-service
+    pkg/isoeditor/isoutil.go@a55e383a69c5e0ba00d4ca875e8d2b9ed520efcc, ``generateCompressedCPIO``); xz (CRC32
+    check, the only one the kernel knows) is what ``coreos-installer iso ignition embed`` writes.
+    """
+    config = ignition if isinstance(ignition, bytes) else json.dumps(ignition, separators=(",", ":")).encode()
+    archive = cpio_newc([("config.ign", config, 0o100644)])
     if compression == "xz":
-        # The kernel's XZ decoder only knows CRC32 (and none); Python defaults to CRC64.
-        return lzma.compress(archive, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32)
-    if compression == "gzip":
-        return gzip.compress(archive, mtime=0)
-    raise ValueError("compression must be 'xz' or 'gzip', not %r" % compression)
+        packed = lzma.compress(archive, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32)
+    elif compression == "gzip":
+        packed = gzip.compress(archive, mtime=0)
+    else:
+        raise ValueError("compression must be 'xz' or 'gzip', not %r" % compression)
+    return packed + bytes(-len(packed) % 4)
+
+
+def read_pxe_ignition(initrd_path):
+    """The Ignition config appended to a PXE initrd (a dict), or None when it carries none."""
+    with open(initrd_path, "rb") as f:
+        files = read_initrd_files(f.read())
+    return json.loads(files["config.ign"]) if "config.ign" in files else None
 
 
 # --------------------------------------------------------------------------- ISO9660 reader
@@ -266,7 +168,7 @@ def _both_endian32(record, offset):
 
 
 def _dir_records(f, extent, length):
-    """Yield (name, is_dir, extent, size) of one directory's records."""
+    """Yield (primary name, Rock Ridge name or None, is_dir, extent, size) of one directory's records."""
     f.seek(extent * SECTOR)
     data = f.read(length)
     pos = 0
@@ -284,18 +186,14 @@ def _dir_records(f, extent, length):
             continue
         # The system use area follows the name, padded to an even offset.
         system_use = rec[33 + name_len + (1 - name_len % 2):]
-        name = _rock_ridge_name(system_use)
-        if name is None:
-            name = raw_name.decode("ascii", "replace").split(";")[0].rstrip(".")
-        yield name, bool(rec[25] & 0x02), _both_endian32(rec, 2), _both_endian32(rec, 10)
+        # Like coreos-installer: strip the ";1" version, then a trailing dot.
+        primary = raw_name.decode("ascii", "replace").split(";")[0].rstrip(".")
+        yield primary, _rock_ridge_name(system_use), bool(rec[25] & 0x02), _both_endian32(rec, 2), \
+            _both_endian32(rec, 10)
 
 
 def _rock_ridge_name(system_use):
-    """The Rock Ridge (RRIP "NM") name in a system use area, or None.
-
-    The ISO9660 names are 8.3 upper case (igninfo.json is IGNINFO.JSO), so the
-    real names only exist in Rock Ridge or Joliet.
-    """
+    """The Rock Ridge (RRIP "NM") name in a system use area, or None."""
     parts = []
     pos = 0
     while pos + 4 <= len(system_use):
@@ -311,24 +209,35 @@ def _rock_ridge_name(system_use):
     return None
 
 
-def locate_file(iso_path, path):
+def _root(f, iso_path):
+    f.seek(16 * SECTOR)
+    pvd = f.read(SECTOR)
+    if pvd[0:1] != b"\x01" or pvd[1:6] != b"CD001":
+        raise IsoFormatError("%s: no ISO9660 primary volume descriptor at sector 16" % iso_path)
+    root = pvd[156:156 + 34]
+    return _both_endian32(root, 2), _both_endian32(root, 10), pvd
+
+
+def volume_id(iso_path):
+    """The volume identifier (32 bytes at offset 32808, spaces trimmed), as isoeditor reads it."""
+    with open(iso_path, "rb") as f:
+        return _root(f, iso_path)[2][40:72].decode("ascii", "replace").strip()
+
+
+def locate_file(iso_path, path, primary=False):
     """Return (byte offset, size) of a file inside the ISO, or None if absent.
 
-    Rock Ridge names are used when present, else the ISO9660 names, compared
-    case-insensitively.
+    By default a path component matches a record's Rock Ridge name or its primary name, case-insensitively;
+    with ``primary=True`` only the primary name matches, exactly (coreos-installer's lookup).
     """
     with open(iso_path, "rb") as f:
-        f.seek(16 * SECTOR)
-        pvd = f.read(SECTOR)
-        if pvd[0:1] != b"\x01" or pvd[1:6] != b"CD001":
-            raise IsoFormatError("%s: no ISO9660 primary volume descriptor at sector 16" % iso_path)
-        root = pvd[156:156 + 34]
-        extent, size, is_dir = _both_endian32(root, 2), _both_endian32(root, 10), True
+        extent, size, _pvd = _root(f, iso_path)
+        is_dir = True
         for part in [p for p in path.strip("/").split("/") if p]:
             if not is_dir:
                 return None
-            for name, child_is_dir, child_extent, child_size in _dir_records(f, extent, size):
-                if name.lower() == part.lower():
+            for name, rr_name, child_is_dir, child_extent, child_size in _dir_records(f, extent, size):
+                if (name == part) if primary else part.lower() in (name.lower(), (rr_name or "").lower()):
                     extent, size, is_dir = child_extent, child_size, child_is_dir
                     break
             else:
@@ -338,9 +247,23 @@ def locate_file(iso_path, path):
         return extent * SECTOR, size
 
 
-def read_file(iso_path, path):
+def list_dir(iso_path, path="/"):
+    """``[(primary name, Rock Ridge name or None, is_dir)]`` of one directory of the ISO."""
+    with open(iso_path, "rb") as f:
+        extent, size, _pvd = _root(f, iso_path)
+        for part in [p for p in path.strip("/").split("/") if p]:
+            for name, rr_name, child_is_dir, child_extent, child_size in _dir_records(f, extent, size):
+                if child_is_dir and part.lower() in (name.lower(), (rr_name or "").lower()):
+                    extent, size = child_extent, child_size
+                    break
+            else:
+                raise IsoFormatError("%s: no directory %s" % (iso_path, path))
+        return [(name, rr_name, is_dir) for name, rr_name, is_dir, _e, _s in _dir_records(f, extent, size)]
+
+
+def read_file(iso_path, path, primary=False):
     """The bytes of a (small) file inside the ISO, or None if absent."""
-    where = locate_file(iso_path, path)
+    where = locate_file(iso_path, path, primary)
     if where is None:
         return None
     with open(iso_path, "rb") as f:
@@ -365,16 +288,15 @@ def copy_file_out(iso_path, path, dest):
 
 
 def embed_area(iso_path):
-    """Return (byte offset, length) of the Ignition embed area named by coreos/igninfo.json."""
-    info_raw = read_file(iso_path, "coreos/igninfo.json")
-    if info_raw is None:
-        raise IsoFormatError("%s: no coreos/igninfo.json, not a CoreOS live ISO" % iso_path)
-    info = json.loads(info_raw)
-    where = locate_file(iso_path, info["file"])
+    """Return (byte offset, length) of the Ignition embed area, found as coreos-installer finds it."""
+    info_raw = read_file(iso_path, IGNINFO_PRIMARY, primary=True)
+    info = json.loads(info_raw) if info_raw is not None else {"file": DEFAULT_EMBED_PRIMARY}
+    where = locate_file(iso_path, info["file"].upper(), primary=True)
     if where is None:
-        raise IsoFormatError("%s: igninfo.json names %s, which is not in the image" % (iso_path, info["file"]))
-    offset = info.get("offset", 0)
-    length = info.get("length", where[1] - offset)
+        raise IsoFormatError("%s: no %s (named by %s), not a CoreOS live ISO" % (
+            iso_path, info["file"].upper(), IGNINFO_PRIMARY if info_raw is not None else "default"))
+    offset = info.get("offset") or 0
+    length = info.get("length") or where[1] - offset
     return where[0] + offset, length
 
 
@@ -393,87 +315,25 @@ def read_embedded_ignition(iso_path):
 
 
 def read_kargs(iso_path):
-    """Map each kargs.json file path to the kernel arguments found in its area."""
-    spec = json.loads(read_file(iso_path, "coreos/kargs.json"))
+    """Map each file of ``COREOS/KARGS.JSO`` to the kernel arguments found in its area."""
+    raw = read_file(iso_path, KARGS_PRIMARY, primary=True)
+    if raw is None:
+        raise IsoFormatError("%s: no %s" % (iso_path, KARGS_PRIMARY))
+    spec = json.loads(raw)
     found = {}
     with open(iso_path, "rb") as f:
         for entry in spec["files"]:
-            start = locate_file(iso_path, entry["path"])[0] + entry["offset"]
+            start = locate_file(iso_path, entry["path"].upper(), primary=True)[0] + entry["offset"]
             f.seek(start)
             region = f.read(spec["size"]).decode()
             found[entry["path"]] = region.split(entry.get("end", "\n"), 1)[0]
     return found
 
 
-# --------------------------------------------------------------------------- writers
-
-
-def embed_ignition(base_iso, dest_iso, ignition_dict, compression="xz"):
-    """Write a copy of ``base_iso`` to ``dest_iso`` with ``ignition_dict`` in its embed area.
-
-    Like node-joiner: the image is copied, never rebuilt (a rebuild would change
-    the hybrid MBR/GPT), the area is overwritten in place and zero-padded, and
-    the result appears under ``dest_iso`` by an atomic rename.
-    """
-    payload = ignition_archive(ignition_dict, compression)
-    offset, length = embed_area(base_iso)
-    if len(payload) > length:
-        raise ValueError("compressed ignition is %d bytes, the embed area only %d" % (len(payload), length))
-    dest_dir = os.path.dirname(os.path.abspath(dest_iso))
-    fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix="." + os.path.basename(dest_iso) + ".")
-    try:
-        os.close(fd)
-        shutil.copyfile(base_iso, tmp)
-        with open(tmp, "r+b") as f:
-            f.seek(offset)
-            f.write(payload + bytes(length - len(payload)))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest_iso)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return dest_iso
-
-
-def pxe_artifact_names(arch):
-    """File names node-joiner gives the PXE artifacts of one architecture."""
-    return {
-        "initrd": "agent.%s-initrd.img" % arch,
-        "rootfs": "agent.%s-rootfs.img" % arch,
-        "kernel": "agent.%s-vmlinuz" % arch,
-        "ipxe": "agent.%s.ipxe" % arch,
-    }
-
-
-def write_pxe_artifacts(dest_dir, arch, ignition, base_iso, base_url=None):
-    """Write ``dest_dir``/boot-artifacts/ from ``base_iso``; return the directory.
-
-    The initrd is the live initrd with the ignition appended as a gzip cpio
-    archive (as assisted-image-service does); the iPXE script references
-    ``base_url`` (relative names when it is None).
-    """
-    out_dir = os.path.join(dest_dir, "boot-artifacts")
-    os.makedirs(out_dir, exist_ok=True)
-    names = pxe_artifact_names(arch)
-    copy_file_out(base_iso, "images/pxeboot/rootfs.img", os.path.join(out_dir, names["rootfs"]))
-    copy_file_out(base_iso, "images/pxeboot/vmlinuz", os.path.join(out_dir, names["kernel"]))
-    initrd = read_file(base_iso, "images/pxeboot/initrd.img")
-    if initrd is None:
-        raise IsoFormatError("%s: no images/pxeboot/initrd.img" % base_iso)
-    with open(os.path.join(out_dir, names["initrd"]), "wb") as f:
-        f.write(initrd)
-        f.write(bytes(-len(initrd) % 4))
-        f.write(ignition_archive(ignition, "gzip"))
-    prefix = base_url.rstrip("/") + "/" if base_url else ""
-    kargs = read_kargs(base_iso)
-    live_kargs = next(iter(kargs.values())).replace("coreos.liveiso=%s" % VOLUME_ID, "").strip()
-    script = (
-        "#!ipxe\n"
-        "initrd --name initrd {p}{initrd}\n"
-        "kernel {p}{kernel} initrd=initrd coreos.live.rootfs_url={p}{rootfs} {kargs}\n"
-        "boot\n"
-    ).format(p=prefix, initrd=names["initrd"], kernel=names["kernel"], rootfs=names["rootfs"], kargs=live_kargs)
-    with open(os.path.join(out_dir, names["ipxe"]), "w") as f:
-        f.write(script)
-    return out_dir
+def read_config_iso(iso_path):
+    """``({path: bytes}, {path: mode})`` of the files in an ``agentconfig.noarch.iso`` (its ``config.gz``)."""
+    raw = read_file(iso_path, "config.gz")
+    if raw is None:
+        raise IsoFormatError("%s: no config.gz" % iso_path)
+    modes = {}
+    return read_initrd_files(raw, modes), modes

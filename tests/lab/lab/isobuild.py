@@ -6,15 +6,13 @@ boot hosts from it; it can forge an ISO for another cluster or one whose token h
 
 from __future__ import annotations
 
-import base64
 import os
 import tempfile
 import time
 
-from . import iso as iso_mod
-from . import kinds
+from . import clusterinfo, isobase, kinds, versions
 from .apiserver import CTX, json_response
-from .hosts import GO_ARCH_TO_RPM, _json_body, cluster_architecture, cluster_id_of
+from .hosts import _json_body
 
 ISO_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))), ".cache", "lab-iso")
@@ -43,34 +41,28 @@ def nodes_config(hosts):
     return {"hosts": entries}
 
 
-def nodejoiner_cluster(store):
-    """The cluster dict NodeJoinerRun takes, read from the seeded objects."""
-    import yaml
+class _ForgedSource(clusterinfo.StoreSource):
+    """The cluster with another ``spec.clusterID`` (an ISO for another cluster)."""
 
-    install_cm = store.find(kinds.by_kind("v1", "ConfigMap"), "kube-system", "cluster-config-v1") or {}
-    install = yaml.safe_load((install_cm.get("data") or {}).get("install-config") or "{}") or {}
-    pull = store.find(kinds.SECRET, "openshift-config", "pull-secret") or {}
-    infra = store.find(kinds.by_kind("config.openshift.io/v1", "Infrastructure"), None, "cluster") or {}
-    version = store.find(kinds.by_kind("config.openshift.io/v1", "ClusterVersion"), None, "version") or {}
-    api_url = (infra.get("status") or {}).get("apiServerURL") or ""
-    return {"cluster_id": cluster_id_of(store), "name": (install.get("metadata") or {}).get("name", "lab"),
-            "base_domain": install.get("baseDomain", ""), "api_dns_name": api_url.split("//", 1)[-1].rsplit(":", 1)[0],
-            "ssh_key": install.get("sshKey"), "mirrors": [],
-            "pull_secret_json": base64.b64decode((pull.get("data") or {}).get(".dockerconfigjson") or "").decode(),
-            "version": ((version.get("status") or {}).get("desired") or {}).get("version"),
-            "architecture": cluster_architecture(store)}
+    def __init__(self, store, cluster_id):
+        clusterinfo.StoreSource.__init__(self, store)
+        self.cluster_id = cluster_id
+
+    def get(self, api_version, kind_name, name, namespace=None):
+        obj = clusterinfo.StoreSource.get(self, api_version, kind_name, name, namespace)
+        if kind_name == "ClusterVersion":
+            obj = dict(obj, spec=dict(obj.get("spec") or {}, clusterID=self.cluster_id))
+        return obj
 
 
 async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
-    """Write an add-nodes ISO for ``hosts`` at ``out``; return the agent token inside it."""
+    """Write an add-nodes ISO for ``hosts`` at ``out``; return the run (its ``token`` and ``auth``)."""
     import yaml
 
     from .nodejoiner import TOKEN_LIFETIME, NodeJoinerRun
 
-    cluster = nodejoiner_cluster(ctx.store)
-    if cluster_id:
-        cluster["cluster_id"] = cluster_id
     store = ctx.store
+    source = _ForgedSource(store, cluster_id) if cluster_id else clusterinfo.StoreSource(store)
 
     def get_secret(namespace, name):
         return None if expired_token else store.find(kinds.SECRET, namespace, name)
@@ -83,20 +75,23 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
             return store.update(kinds.SECRET, secret)
         return store.create(kinds.SECRET, secret)
 
-    options = {}
+    options = {"profile": versions.for_cluster(store)}
     if expired_token:
         past = time.time() - TOKEN_LIFETIME - 3600
         options["clock"] = lambda: past
-    arch = GO_ARCH_TO_RPM.get(cluster["architecture"], "x86_64")
-    with tempfile.TemporaryDirectory(dir=os.path.dirname(out) or ".") as assets:
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(out) or ".") as work:
+        assets = os.path.join(work, "assets")
+        os.makedirs(assets)
+        options["work_dir"] = work
         with open(os.path.join(assets, "nodes-config.yaml"), "w", encoding="utf-8") as handle:
             yaml.safe_dump(nodes_config(hosts), handle)
-        run = NodeJoinerRun(assets, cluster, get_secret, put_secret,
-                            lambda wanted: iso_mod.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted), options)
+        run = NodeJoinerRun(assets, source, get_secret, put_secret,
+                            lambda wanted: isobase.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted), options)
         if await run.run() != 0:
             raise IsoBuildError(run.log[-1] if run.log else "node-joiner failed")
-        os.replace(os.path.join(assets, f"node.{arch}.iso"), out)
-    return run.token
+        built = [name for name in os.listdir(assets) if name.startswith("node.") and name.endswith(".iso")]
+        os.replace(os.path.join(assets, built[0]), out)
+    return run
 
 
 async def build_iso_endpoint(request):
@@ -116,11 +111,13 @@ async def build_iso_endpoint(request):
     except KeyError as exc:
         return json_response({"error": exc.args[0]}, 400)
     try:
-        token = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"),
-                                bool(body.get("expired_token")))
+        run = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"),
+                              bool(body.get("expired_token")))
     except IsoBuildError as exc:
         return json_response({"error": str(exc)}, 500)
-    return json_response({"iso": os.path.abspath(out), "token": token})
+    # "token": what a monitor sends (agent token on 4.17, watcher token from 4.18); "tokens": every one.
+    tokens = {key: run.auth[key] for key in ("agent", "user", "watcher") if run.auth.get(key)}
+    return json_response({"iso": os.path.abspath(out), "token": run.token, "tokens": tokens})
 
 
 async def setup(ctx) -> None:

@@ -3,12 +3,15 @@
 Which behaviour a pod gets, from its first container's image:
 
 * the node-joiner image -- the ``installer`` image of ConfigMap ``installer-images`` (namespace
-  ``openshift-config``, then ``openshift``; the seeded one counts even after a test deleted the ConfigMap), or
-  any image whose name contains ``baremetal-installer`` or ``node-joiner`` -- runs
-  ``lab.nodejoiner.NodeJoinerRun`` the way the pod command of ``oc adm node-image create`` does:
-  ``cp /config/nodes-config.yaml /assets; node-joiner add-nodes [--pxe] --dir=/assets; sleep``.
+  ``openshift-config``, then ``openshift``; the seeded one counts even after a test deleted the ConfigMap), the
+  release payload's ``baremetal-installer`` image (``lab.payload``), or any image whose name contains
+  ``baremetal-installer`` or ``node-joiner`` -- runs the pod command of ``oc adm node-image create``:
+  ``cp /config/nodes-config.yaml /assets; HOME=/assets node-joiner add-nodes ... --dir=/assets; sleep``.
+  The node-joiner command line is parsed as the binary of the cluster's release parses it (``lab.njcli``,
+  profile ``lab.versions.for_cluster``): an unknown flag prints cobra's error and usage and nothing is
+  written; otherwise ``lab.nodejoiner.NodeJoinerRun`` runs with the flags given.
   A temporary directory stands for the container filesystem (``/config`` is the pod's ConfigMap volume).
-  The pod stays Running ("sleeping") after the run, so the artifacts can be copied out with exec.
+  The pod stays Running ("sleeping") after the command, so the artifacts can be copied out with exec.
 * the release image (``ClusterVersion.status.desired.image``) prints ``/release-manifests/image-references``
   (an ImageStream JSON whose ``baremetal-installer`` tag is the node-joiner image) and turns Succeeded.
 * any other image cannot be pulled: the pod stays Pending, its container waiting with ``ErrImagePull`` and
@@ -22,21 +25,21 @@ streaming big outputs chunk by chunk. ``log`` returns the container's output as 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import os
 import shutil
 import tempfile
+import time
 
-import yaml
 from aiohttp import web
 
-from . import iso as iso_mod
-from . import kinds, seeds
+from . import clusterinfo, isobase, kinds, njcli, seeds, versions
 from .errors import ApiError
 from .faults import register_fault
 from .nodejoiner import NodeJoinerRun
+from .payload import baremetal_installer_image, image_references, installer_image, release_image
+from .payload import seeded_installer_image
 from .shell import Container
 from .store import now_rfc3339
 
@@ -79,89 +82,6 @@ register_fault("exec_cut_after_bytes", parse_cut,
                "N[xK]: the next K exec streams (default 1) lose their connection after N stdout bytes")
 register_fault("exec_corrupt", parse_count,
                "K: one byte is flipped in each of the next K exec outputs larger than 64 KiB")
-
-
-# ----- the cluster as node-joiner reads it ---------------------------------------------------------
-def _find(store, api_version, kind, name, namespace=None):
-    return store.find(kinds.by_kind(api_version, kind), namespace, name) or {}
-
-
-def _installer_of(configmap) -> str | None:
-    text = ((configmap or {}).get("data") or {}).get("images.json")
-    try:
-        return json.loads(text).get("installer") if text else None
-    except ValueError:
-        return None
-
-
-def installer_image(store) -> str | None:
-    """The ``installer`` image of ConfigMap installer-images as the cluster serves it now."""
-    for namespace in ("openshift-config", "openshift"):
-        image = _installer_of(store.find(CONFIGMAP, namespace, "installer-images"))
-        if image:
-            return image
-    return None
-
-
-def seeded_installer_image(variant: str) -> str | None:
-    """The variant's node-joiner image: the release payload has it even when a test deletes the ConfigMap."""
-    for obj in seeds.load_seed(variant):
-        if obj.get("kind") == "ConfigMap" and obj["metadata"]["name"] == "installer-images":
-            return _installer_of(obj)
-    return None
-
-
-def release_image(store) -> str | None:
-    cv = _find(store, "config.openshift.io/v1", "ClusterVersion", "version")
-    return ((cv.get("status") or {}).get("desired") or {}).get("image")
-
-
-def cluster_facts(store) -> dict:
-    """The dict ``NodeJoinerRun`` takes, read from the seeded objects."""
-    cv = _find(store, "config.openshift.io/v1", "ClusterVersion", "version")
-    infra = _find(store, "config.openshift.io/v1", "Infrastructure", "cluster")
-    install_cm = _find(store, "v1", "ConfigMap", "cluster-config-v1", "kube-system")
-    install = yaml.safe_load((install_cm.get("data") or {}).get("install-config") or "{}") or {}
-    pull = _find(store, "v1", "Secret", "pull-secret", "openshift-config")
-    pull_json = base64.b64decode((pull.get("data") or {}).get(".dockerconfigjson") or "").decode()
-    api_url = (infra.get("status") or {}).get("apiServerURL") or ""
-    nodes, _rv = store.list(kinds.NODE)
-    arches = [n["status"]["nodeInfo"]["architecture"] for n in nodes
-              if "node-role.kubernetes.io/master" in n["metadata"].get("labels", {})]
-    idms, _rv = store.list(kinds.by_kind("config.openshift.io/v1", "ImageDigestMirrorSet"))
-    mirrors = [m for obj in idms for m in obj.get("spec", {}).get("imageDigestMirrors", [])]
-    desired = (cv.get("status") or {}).get("desired") or {}
-    return {
-        "cluster_id": cv.get("spec", {}).get("clusterID"),
-        "name": (install.get("metadata") or {}).get("name"),
-        "base_domain": install.get("baseDomain"),
-        "api_dns_name": api_url.split("//", 1)[-1].rsplit(":", 1)[0],
-        "ssh_key": install.get("sshKey"),
-        "mirrors": [{"source": m["source"], "mirrors": m.get("mirrors", [])} for m in mirrors],
-        "pull_secret_json": pull_json,
-        "version": desired.get("version"),
-        "release_image": desired.get("image"),
-        "platform": ((infra.get("spec") or {}).get("platformSpec") or {}).get("type", "None").lower(),
-        "architecture": arches[0] if arches else "amd64",
-    }
-
-
-def image_references(store, installer) -> str:
-    """``/release-manifests/image-references`` of the release: an ImageStream listing the payload images."""
-    desired = (_find(store, "config.openshift.io/v1", "ClusterVersion", "version").get("status") or {}).get("desired") or {}
-    release = desired.get("image") or ""
-    repository = release.split("@", 1)[0].rsplit(":", 1)[0].replace("ocp-release", "ocp-v4.0-art-dev")
-    installer = installer or repository + "@sha256:" + "b1" * 32
-    tags = [("baremetal-installer", installer), ("installer", repository + "@sha256:" + "c2" * 32),
-            ("machine-os-images", repository + "@sha256:" + "d3" * 32), ("cli", repository + "@sha256:" + "e4" * 32)]
-    stream = {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
-              "metadata": {"name": desired.get("version", ""), "creationTimestamp": None},
-              "spec": {"lookupPolicy": {"local": False},
-                       "tags": [{"name": name, "annotations": {"io.openshift.build.source-location": ""},
-                                 "from": {"kind": "DockerImage", "name": image},
-                                 "generation": None, "importPolicy": {}, "referencePolicy": {"type": ""}}
-                                for name, image in sorted(tags)]}}
-    return json.dumps(stream, indent=2) + "\n"
 
 
 # ----- one pod -------------------------------------------------------------------------------------
@@ -252,7 +172,8 @@ class PodBehaviours:
         store = self.ctx.store
         if sim.image == release_image(store):
             behaviour = self._release
-        elif sim.image in (installer_image(store), self.installer) or any(m in sim.image for m in NODE_JOINER_MARKERS):
+        elif sim.image in (installer_image(store), self.installer, baremetal_installer_image(store, self.installer)) \
+                or any(m in sim.image for m in NODE_JOINER_MARKERS):
             behaviour = self._node_joiner
         else:
             behaviour = self._pull_failure
@@ -322,18 +243,32 @@ class PodBehaviours:
         if not self._mount_config(sim, pod):
             self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ContainerCreating", ""))
             return
+        store = self.ctx.store
+        profile = versions.for_cluster(store)
         assets = sim.shell.host_path("/assets")
         os.makedirs(assets, exist_ok=True)
         source = sim.shell.host_path("/config/nodes-config.yaml")
         if os.path.exists(source):  # `cp` fails quietly in the real pod too, node-joiner then reports it
             shutil.copy(source, os.path.join(assets, "nodes-config.yaml"))
-        failure = self.ctx.faults.get("nodejoiner")
-        options = {"stage_delay": self.stage_delay, "bad_host_config": failure == "bad_host_config",
-                   "base_iso_download_failure": failure == "download_failure", "timeout": failure == "timeout"}
-        sim.run = NodeJoinerRun(assets, cluster_facts(self.ctx.store), self._get_secret, self._put_secret,
-                                self._base_iso, options)
         self._running(sim)
-        await sim.run.run(pxe="--pxe" in sim.command)
+        argv = njcli.node_joiner_argv(sim.command)
+        if argv is None:
+            return  # no node-joiner in the command: the container just sleeps
+        try:
+            flags = njcli.parse_add_nodes(argv, profile, time.time())
+        except njcli.UsageError as refused:
+            sim.output = refused.stderr  # exit status 1 (0 for --help); the container goes on with `sleep`
+            return
+        failure = self.ctx.faults.get("nodejoiner")
+        options = {"profile": profile, "stage_delay": self.stage_delay, "bad_host_config": failure == "bad_host_config",
+                   "base_iso_download_failure": failure == "download_failure", "timeout": failure == "timeout",
+                   "log_level": flags["log_level"], "kubeconfig": flags["kubeconfig"],
+                   "container_assets_dir": flags["dir"], "work_dir": sim.shell.host_path("/tmp")}
+        serves = (lambda kind: seeds.serves(self.ctx.variant, kind))
+        sim.run = NodeJoinerRun(sim.shell.host_path(flags["dir"]), clusterinfo.StoreSource(store, serves),
+                                self._get_secret, self._put_secret, self._base_iso, options)
+        os.makedirs(sim.run.assets_dir, exist_ok=True)
+        await sim.run.run(pxe=flags["pxe"], config_iso=flags["config_iso"])
         # The pod command ends in `sleep`: the container keeps running so the files can be copied out.
 
     def _get_secret(self, namespace, name):
@@ -345,7 +280,7 @@ class PodBehaviours:
         return self.ctx.store.create(kinds.SECRET, secret)
 
     def _base_iso(self, arch):
-        return iso_mod.build_base_iso(ISO_CACHE, self.iso_size, arch)
+        return isobase.build_base_iso(ISO_CACHE, self.iso_size, arch)
 
     # --- exec and log --------------------------------------------------------------------------------
     def _sim(self, namespace, name) -> SimulatedPod:
