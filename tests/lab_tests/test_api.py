@@ -55,7 +55,7 @@ def test_version_is_anonymous_and_matches_the_control_plane(lab):
     response = lab.api("GET", "/version", as_user=None)
     assert response.status_code == 200
     assert response.json()["gitVersion"] == "v1.34.2"
-    assert (response.json()["major"], response.json()["minor"]) == ("1", "31")
+    assert (response.json()["major"], response.json()["minor"]) == ("1", "34")
 
 
 def test_readonly_reads_but_writes_get_403_with_the_real_message(lab):
