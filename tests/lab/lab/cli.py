@@ -247,15 +247,19 @@ def _configure_rogue_csr(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_boot(args) -> int:
-    """Boot hosts from an ISO, as a person at the console would (lab/hosts.py)."""
-    body = {"iso": os.path.abspath(args.iso), "hosts": args.hosts}
+    """Boot hosts from an ISO or over PXE, as a person at the console would (lab/hosts)."""
+    body = {"iso": os.path.abspath(args.iso)} if args.iso else {"pxe": os.path.abspath(args.pxe)}
+    body["hosts"] = args.hosts
     print(json.dumps(_control(_running_lab(args.state), "POST", "/hosts/boot", body), indent=2))
     return 0
 
 
 def _configure_boot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", required=True)
-    parser.add_argument("--iso", required=True, help="the add-nodes ISO to boot")
+    media = parser.add_mutually_exclusive_group(required=True)
+    media.add_argument("--iso", help="the add-nodes ISO to boot")
+    media.add_argument("--pxe", metavar="ARTIFACTS",
+                       help="PXE boot: node-joiner's boot-artifacts directory, or its node.<arch>-initrd.img")
     parser.add_argument("hosts", nargs="+", metavar="HOST", help="inventory host names")
 
 
@@ -283,7 +287,7 @@ SUBCOMMANDS = {
     "dump": ("print objects, request log and approvals as JSON", _configure_state_only, cmd_dump),
     "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault,
               cmd_fault),
-    "boot": ("boot hosts from an ISO (a person at the console)", _configure_boot, cmd_boot),
+    "boot": ("boot hosts from an ISO or over PXE (a person at the console)", _configure_boot, cmd_boot),
     "build-iso": ("write an add-nodes ISO for the lab inventory with the lab's node-joiner", _configure_build_iso,
                   cmd_build_iso),
     "reboot-done": ("these hosts have just rebooted into the installed system (their kubelets start)",

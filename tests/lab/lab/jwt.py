@@ -125,3 +125,94 @@ def verify(token, public_pem_text, now=None):
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp)),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))))
     return claims
+
+
+# ----- what the agent's assisted-service accepts: golang-jwt v4.5.2, word for word ------------------------
+# openshift/assisted-service pkg/auth/local_authenticator.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd
+# (``validateToken``: ``jwt.Parser{ValidMethods: [ES256]}`` into MapClaims; the same on release-4.18..4.21)
+# and its vendored github.com/golang-jwt/jwt/v4 (parser.go, map_claims.go, ecdsa.go, token.go) at that commit.
+# The texts of the checks below are golang-jwt's; base64 and JSON errors only approximate Go's wording.
+GO_JWT_ALGS = ("ES256", "ES384", "ES512", "EdDSA", "HS256", "HS384", "HS512", "RS256", "RS384", "RS512",
+               "PS256", "PS384", "PS512", "none")
+_B64URL = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _go_segment(segment):
+    """``DecodeSegment``: base64 RawURLEncoding (no padding), with Go's error for the first bad byte."""
+    for index, char in enumerate(segment):
+        if char not in _B64URL:
+            raise TokenError("illegal base64 data at input byte %d" % index)
+    if len(segment) % 4 == 1:
+        raise TokenError("illegal base64 data at input byte %d" % (len(segment) - 1))
+    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+
+
+def _go_json_object(data):
+    try:
+        value = json.loads(data)
+    except ValueError:
+        stripped = data.strip()
+        if not stripped:
+            raise TokenError("unexpected end of JSON input")
+        raise TokenError("invalid character %r looking for beginning of value" % chr(stripped[0]))
+    if not isinstance(value, dict):
+        kind = {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(value), "number")
+        raise TokenError("json: cannot unmarshal %s into Go value of type map[string]interface {}" % kind)
+    return value
+
+
+def _go_seconds(claims, name):
+    """A numeric date claim as golang-jwt compares it: whole seconds; None when absent or 0; False when not a
+    number (which fails its check)."""
+    if name not in claims:
+        return None
+    value = claims[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return int(value) or None
+
+
+def parse_like_golang_jwt(token, public_pem_text, now=None):
+    """The claims of ``token`` if golang-jwt v4 with ``ValidMethods: [ES256]`` accepts it, else TokenError
+    with golang-jwt's text (e.g. ``Token is expired``, ``crypto/ecdsa: verification error``)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenError("token contains an invalid number of segments")
+    try:
+        header_json = _go_segment(parts[0])
+    except TokenError:
+        if token.lower().startswith("bearer "):
+            raise TokenError("tokenstring should not contain 'bearer '")
+        raise
+    header = _go_json_object(header_json)
+    claims = _go_json_object(_go_segment(parts[1]))
+    alg = header.get("alg")
+    if not isinstance(alg, str):
+        raise TokenError("signing method (alg) is unspecified.")
+    if alg not in GO_JWT_ALGS:
+        raise TokenError("signing method (alg) is unavailable.")
+    if alg != "ES256":
+        raise TokenError("signing method %s is invalid" % alg)
+    raw = _go_segment(parts[2])
+    if len(raw) != 2 * COORDINATE_BYTES:
+        raise TokenError("crypto/ecdsa: verification error")
+    der = encode_dss_signature(int.from_bytes(raw[:COORDINATE_BYTES], "big"),
+                               int.from_bytes(raw[COORDINATE_BYTES:], "big"))
+    try:
+        load_public_pem(public_pem_text).verify(der, ("%s.%s" % (parts[0], parts[1])).encode(),
+                                                ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        raise TokenError("crypto/ecdsa: verification error")
+    # MapClaims.Valid: exp, then iat, then nbf; the last failing check names the error.
+    seconds = int(time.time() if now is None else now)
+    problem = None
+    exp, iat, nbf = (_go_seconds(claims, name) for name in ("exp", "iat", "nbf"))
+    if exp is False or (exp is not None and not seconds < exp):
+        problem = "Token is expired"
+    if iat is False or (iat is not None and seconds < iat):
+        problem = "Token used before issued"
+    if nbf is False or (nbf is not None and seconds < nbf):
+        problem = "Token is not valid yet"
+    if problem:
+        raise TokenError(problem)
+    return claims

@@ -7,7 +7,8 @@ hosts or by ``labctl reboot-done``), its kubelet:
    node-bootstrapper token, so authentication and admission set ``spec.username``/``spec.groups``;
 2. once a client CSR of it carries a certificate, authenticates with that certificate, creates its Node
    (NotReady) and files the serving CSR with a new key, as ``system:node:<name>``;
-3. once a serving CSR of it carries a certificate, reports the Node Ready.
+3. once a serving CSR of it carries a certificate, reports the Node Ready; that certificate is what a
+   rebooted simulated host serves on its kubelet port (``serving_certificate``, ``lab.hosts.kubelet_tls``).
 
 A CSR not answered within ``--csr-refile-seconds`` is filed again, the client CSR with the same key. Each
 filing is a new object (``generateName: csr-``, the names OpenShift shows), so a late approver sees the
@@ -185,6 +186,12 @@ class Kubelets:
     def state(self) -> dict:
         return {name: kubelet.state() for name, kubelet in sorted(self.by_host.items())}
 
+    def serving_certificate(self, host_name: str) -> tuple | None:
+        """``(certificate PEM, key)`` the kubelet of ``host_name`` serves on its port: the newest of its serving
+        CSRs that carries a certificate; None while none does (the port then aborts every handshake)."""
+        kubelet = self.by_host.get(host_name)
+        return kubelet.issued(SERVING_SIGNER, newest=True) if kubelet is not None else None
+
     async def stop(self) -> None:
         tasks = [k.task for k in self.by_host.values() if k.task is not None and not k.task.done()]
         for task in tasks:
@@ -264,8 +271,8 @@ class Kubelet:
                     pass
             LOG.info("kubelet %s: no certificate for %s after %ss, filing again", self.name, signer, refile)
 
-    def issued(self, signer: str) -> tuple | None:
-        for entry in self.filed:
+    def issued(self, signer: str, newest: bool = False) -> tuple | None:
+        for entry in reversed(self.filed) if newest else self.filed:
             if entry["signer"] != signer:
                 continue
             csr = self.ctx.store.find(kinds.CSR, None, entry["name"])

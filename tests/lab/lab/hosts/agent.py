@@ -1,4 +1,10 @@
-"""The agent's HTTP API (the assisted-service subset the collection reads): routes, auth, JSON shapes."""
+"""The agent's HTTP API (the assisted-service subset the collection reads): routes, auth, JSON shapes.
+
+Every route names its swagger operation; ``lab.hosts.auth`` decides, per release, which credentials may call
+it. Errors are assisted-service's ``{"code": N, "message": "..."}`` with Content-Type application/json; a path
+the API does not have is go-openapi's 404 ``path <path> was not found`` (vendor/github.com/go-openapi/runtime/
+middleware/router.go@73206081d00ddfc1a2d9b385b1560564642b79ee, ``NewRouter``), answered before any auth.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,16 @@ import json
 
 from aiohttp import web
 
-from .. import jwt
 from ..apiserver import json_response
 from ..context import utc_now
-from .boot import GO_ARCH_TO_RPM, agent_public_key, cluster_architecture, cluster_id_of
+from .auth import AuthError, authorize
+from .boot import GO_ARCH_TO_RPM, cluster_architecture, cluster_id_of
 from .faults import VALIDATIONS, fault_values
 
 API_PREFIX = "/api/assisted-install/v2"
 HOSTS_KEY = web.AppKey("sim_host", object)
+# What the token_rejected fault answers: a token signed by a key the agent does not have.
+REJECTED = AuthError(401, "Failed to parse token: crypto/ecdsa: verification error\n")
 
 
 # ----- JSON shapes -------------------------------------------------------------------------------------
@@ -32,10 +40,6 @@ def validations_info(host):
 
 
 def host_json(host):
-    progress = {"current_stage": host.stage or "", "installation_percentage": host.installation_percentage(),
-                "progress_info": f"{host.stage_percent}%" if host.stage_percent is not None else "",
-                "stage_started_at": host.stage_started_at or "0001-01-01T00:00:00.000Z",
-                "stage_updated_at": host.stage_updated_at or "0001-01-01T00:00:00.000Z"}
     inventory = {"hostname": host.hostname,
                  "interfaces": [{"name": "eth0", "mac_address": host.mac,
                                  "ipv4_addresses": [f"{host.ip}/{host.inventory.get('prefix_length', 24)}"]}],
@@ -45,7 +49,7 @@ def host_json(host):
             "href": f"{API_PREFIX}/infra-envs/{host.infra_env_id}/hosts/{host.host_id}",
             "cluster_id": host.cluster_id, "infra_env_id": host.infra_env_id, "status": host.status,
             "status_info": host.status_info, "status_updated_at": host.status_updated_at,
-            "validations_info": validations_info(host), "progress": progress, "role": "worker",
+            "validations_info": validations_info(host), "progress": host.progress_json(), "role": "worker",
             "requested_hostname": host.hostname, "inventory": json.dumps(inventory),
             "installation_disk_path": "/dev/sda"}
 
@@ -66,41 +70,46 @@ def infra_env_json(host):
             "created_at": host.events[0]["event_time"] if host.events else utc_now(), "updated_at": utc_now()}
 
 
+def not_found(kind, identifier):
+    return json_response({"kind": "Error", "id": 404, "href": "", "code": "404",
+                          "reason": f"{kind} {identifier} can not be found"}, 404)
+
+
 # ----- auth and routes ---------------------------------------------------------------------------------
-def _infra_error(status, message):
+def _error(status, message):
     return json_response({"code": status, "message": message}, status)
 
 
 @web.middleware
-async def watcher_auth(request, handler):
+async def agent_auth(request, handler):
     host = request.app[HOSTS_KEY]
     host.requests += 1
-    if fault_values(host.ctx.faults, "token_rejected", host.name):
-        return _infra_error(401, "Unauthorized")
-    token = request.headers.get("Watcher-Authorization", "")
-    if not token:
-        return _infra_error(401, "Unauthorized: no Watcher-Authorization header")
-    public_pem = agent_public_key(host.ctx.store)
-    if public_pem is None:
-        return _infra_error(401, "Unauthorized: no public key to check the token")
+    missing = request.match_info.http_exception
+    if isinstance(missing, web.HTTPMethodNotAllowed):
+        allowed = ",".join(sorted(missing.allowed_methods))
+        return _error(405, f"method {request.method} is not allowed, but [{allowed}] are")
+    if missing is not None:
+        return _error(404, f"path {request.path} was not found")
     try:
-        jwt.verify(token, public_pem)
-    except jwt.TokenError as exc:
-        return _infra_error(401, f"Unauthorized: {exc}")
+        if fault_values(host.ctx.faults, "token_rejected", host.name):
+            raise REJECTED
+        operation = OPERATIONS[request.match_info.handler]
+        authorize(host.profile, host.config.public_pem, operation, request.headers, request.query)
+    except AuthError as exc:
+        return json_response(exc.body(), exc.status)
     return await handler(request)
 
 
 async def list_clusters(request):
     host = request.app[HOSTS_KEY]
     with_hosts = request.query.get("with_hosts", "false").lower() in ("true", "1", "")
-    return json_response([cluster_json(host, with_hosts)])
+    return json_response([cluster_json(host, with_hosts)] if host.imported else [])
 
 
 async def get_cluster(request):
     host = request.app[HOSTS_KEY]
-    if request.match_info["cluster_id"] != host.cluster_id:
-        return json_response({"kind": "Error", "id": 404, "href": "", "code": "404",
-                              "reason": f"cluster {request.match_info['cluster_id']} can not be found"}, 404)
+    if not host.imported or request.match_info["cluster_id"] != host.cluster_id:
+        return not_found("cluster", request.match_info["cluster_id"])
     return json_response(cluster_json(host))
 
 
@@ -116,14 +125,27 @@ async def list_events(request):
 
 
 async def list_infra_envs(request):
-    return json_response([infra_env_json(request.app[HOSTS_KEY])])
+    host = request.app[HOSTS_KEY]
+    return json_response([infra_env_json(host)] if host.imported else [])
+
+
+async def list_hosts(request):
+    host = request.app[HOSTS_KEY]
+    if not host.imported or request.match_info["infra_env_id"] != host.infra_env_id:
+        return not_found("infra env", request.match_info["infra_env_id"])
+    return json_response([host_json(host)] if host.status else [])
+
+
+# handler -> (path, swagger operationId)
+ROUTES = {list_clusters: ("/clusters", "v2ListClusters"), get_cluster: ("/clusters/{cluster_id}", "v2GetCluster"),
+          list_events: ("/events", "v2ListEvents"), list_infra_envs: ("/infra-envs", "ListInfraEnvs"),
+          list_hosts: ("/infra-envs/{infra_env_id}/hosts", "v2ListHosts")}
+OPERATIONS = {handler: operation for handler, (_path, operation) in ROUTES.items()}
 
 
 def agent_app(host):
-    app = web.Application(middlewares=[watcher_auth])
+    app = web.Application(middlewares=[agent_auth])
     app[HOSTS_KEY] = host
-    app.router.add_get(API_PREFIX + "/clusters", list_clusters)
-    app.router.add_get(API_PREFIX + "/clusters/{cluster_id}", get_cluster)
-    app.router.add_get(API_PREFIX + "/events", list_events)
-    app.router.add_get(API_PREFIX + "/infra-envs", list_infra_envs)
+    for handler, (path, _operation) in ROUTES.items():
+        app.router.add_get(API_PREFIX + path, handler)
     return app

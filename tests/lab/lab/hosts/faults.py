@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 
 from ..faults import register_fault
-
-INSTALL_STAGES = ("Starting installation", "Installing", "Writing image to disk", "Rebooting")
+from ..versions import DAY2_WORKER_STAGES
 
 # id -> (category, success message, failure message), as assisted-service words them.
 VALIDATIONS = {
@@ -68,8 +67,8 @@ def _validation_id(value):
 
 
 def _stage(value):
-    if value not in INSTALL_STAGES:
-        raise ValueError(f"unknown install stage {value!r}; one of: {', '.join(INSTALL_STAGES)}")
+    if value not in DAY2_WORKER_STAGES:
+        raise ValueError(f"unknown install stage {value!r}; one of: {', '.join(DAY2_WORKER_STAGES)}")
     return value
 
 
@@ -89,10 +88,12 @@ register_fault("agent_unreachable", per_host(_outage),
                "[HOST:]SECONDS: the agent refuses connections for that long from now")
 register_fault("validation_failing", per_host(_validation_id),
                "[HOST:]VALIDATION_ID[,...]: that validation fails (host insufficient until cleared)")
-register_fault("install_error", per_host(_stage), "[HOST:]STAGE: the install fails when it reaches STAGE")
+register_fault("install_error", per_host(_stage),
+               "[HOST:]STAGE: the install fails at that day-2 stage (the agent reports Failed: status error)")
 register_fault("wrong_boot_order", per_host(_flag),
                "[HOST:]1: after writing the disk the host boots the ISO again (installing-pending-user-action)")
-register_fault("token_rejected", per_host(_flag), "[HOST:]1: the agent answers 401 to every request")
+register_fault("token_rejected", per_host(_flag),
+               "[HOST:]1: the agent answers every request 401, as to a token signed by another key")
 
 
 def fault_values(faults, name, host):

@@ -52,24 +52,33 @@ async def _json_body(request):
 
 
 async def boot_endpoint(request):
-    """Body {"iso": PATH, "hosts": [NAME, ...], "install_seconds": S}: boot those hosts from the ISO.
+    """Body {"iso": PATH | "pxe": PATH, "hosts": [NAME, ...], "install_seconds": S}: boot those hosts.
 
-    Stands for a person at the console; ``install_seconds`` (optional) overrides the lab's for this boot.
+    Stands for a person at the console: ``iso`` is the add-nodes ISO; ``pxe`` a PXE boot from node-joiner's
+    boot artifacts (the ``boot-artifacts`` directory, or the ``node.<arch>-initrd.img`` itself).
+    ``install_seconds`` (optional) overrides the lab's for this boot.
     """
     ctx = request.app[CTX]
     body = await _json_body(request)
-    iso_path, names, seconds = body.get("iso"), body.get("hosts") or [], body.get("install_seconds")
+    names, seconds = body.get("hosts") or [], body.get("install_seconds")
     if seconds is not None and (not isinstance(seconds, (int, float)) or seconds <= 0):
         return json_response({"error": f"install_seconds must be a positive number, got {seconds!r}"}, 400)
-    if not iso_path or not os.path.isfile(iso_path):
-        return json_response({"error": f"no ISO file at {iso_path!r}"}, 400)
+    if bool(body.get("iso")) == bool(body.get("pxe")):
+        return json_response({"error": "give exactly one of iso (an ISO file) and pxe (boot artifacts)"}, 400)
+    pxe = bool(body.get("pxe"))
+    path = body["pxe"] if pxe else body["iso"]
+    if pxe and not os.path.exists(path):
+        return json_response({"error": f"no boot artifacts directory or initrd at {path!r}"}, 400)
+    if not pxe and not os.path.isfile(path):
+        return json_response({"error": f"no ISO file at {path!r}"}, 400)
     try:
         hosts = [ctx.lab_hosts.get(name) for name in names]
     except KeyError as exc:
         return json_response({"error": exc.args[0]}, 400)
     if not hosts:
         return json_response({"error": "name at least one host"}, 400)
-    return json_response([await host.boot(os.path.abspath(iso_path), install_seconds=seconds) for host in hosts])
+    return json_response([await host.boot(os.path.abspath(path), install_seconds=seconds, pxe=pxe)
+                          for host in hosts])
 
 
 async def hosts_endpoint(request):

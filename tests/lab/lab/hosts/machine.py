@@ -1,9 +1,15 @@
-"""One simulated new host: boot, the install state machine its agent walks, reboot from disk.
+"""One simulated new host: boot, the install its agent walks, reboot from disk.
 
-Phases: off -> wrong-iso (the ISO does not fit the host: the agent never answers) or agent (the agent
-answers on ``<ip>:<agent port>`` while it walks discovering -> known -> ... -> added-to-existing-cluster in
-``--install-seconds``) -> rebooted (the agent is gone; the kubelet port answers TLS and
-``ctx.host_rebooted(host)`` starts the kubelet of ``lab/kubelet.py``).
+Phases: off -> wrong-iso (the boot media does not fit the host: the agent never answers) or agent (the live
+system's assisted-service answers on ``<ip>:<agent port>``) -> rebooted (the agent is gone; the kubelet port
+answers and ``ctx.host_rebooted(host)`` starts the kubelet of ``lab/kubelet.py``).
+
+In the agent phase the host's own services call the local assisted-service first, with the tokens of the
+boot media: the import client (``v2ImportCluster``, userAuth) and the agent (``v2RegisterHost``, agentAuth).
+A token the service refuses (expired, another key, a claim of another release) stops the host there: the API
+answers, but there is no cluster, or no host, and nothing installs. Otherwise the host walks, in
+``--install-seconds``: discovering -> known (insufficient while a validation fault is set) -> installing ->
+installing-in-progress through the day-2 worker stages -> added-to-existing-cluster (``lab.hosts.progress``).
 """
 
 from __future__ import annotations
@@ -15,25 +21,38 @@ import uuid
 
 from aiohttp import web
 
-from .. import kinds
-from ..context import utc_now
+from .. import kinds, versions
 from .agent import API_PREFIX, agent_app
-from .boot import WrongIso, cluster_architecture, cluster_id_of, read_boot_config
-from .faults import INSTALL_STAGES, VALIDATIONS, fault_values
-from .kubelet_tls import start_listener
+from .auth import AGENT, USER, AuthError, SCHEMES, authorize
+from .boot import (GO_ARCH_TO_RPM, WrongIso, boot_config, cluster_architecture, cluster_id_of, ignition_of_initrd,
+                   ignition_of_iso, initrd_of)
+from .faults import VALIDATIONS, fault_values
+from .kubelet_tls import KubeletPort
+from .progress import Progress
 
 LOG = logging.getLogger("lab.hosts")
 TICK = 0.1
 
 # Share of --install-seconds each step takes (sums to 1).
-DISCOVERING, KNOWN, PREPARING, PREPARED, INSTALLING = 0.10, 0.10, 0.05, 0.05, 0.05
-STARTING, INSTALLING_STAGE, WRITING, REBOOTING, ADDED = 0.05, 0.10, 0.35, 0.10, 0.05
-WRITE_STEPS = (0, 20, 40, 60, 80, 100)
-# Every stage of a worker, for installation_percentage as assisted-service computes it (index / count).
-WORKER_STAGES = INSTALL_STAGES + ("Configuring", "Joined", "Done")
+DISCOVERING, KNOWN, INSTALLING = 0.10, 0.10, 0.10
+STARTING, INSTALLING_STAGE, WRITING, WAITING, REBOOTING = 0.05, 0.10, 0.35, 0.05, 0.15
+# coreos-installer progress as the agent reports it (every 5 points or more, and at 100 -- openshift/assisted-installer
+# src/coreos_logger/coreos_installer_log_writer.go@63b2da6ef83a82468cf0c5baea4fef27a36be267).
+WRITE_STEPS = (20, 40, 60, 80, 100)
+# What assisted-installer sends on a failure at each day-2 stage (its error text becomes progress_info).
+STAGE_ERRORS = {
+    "Starting installation": "failed to create install dir: mkdir /opt/install-dir: read-only file system",
+    "Installing": "failed to fetch the worker ignition: Get \"https://api-int.lab:22623/config/worker\": EOF",
+    "Writing image to disk": "failed after 3 attempts, last error: coreos-installer exited with status 1 "
+                             "(/dev/sda: Input/output error)",
+    "Waiting for control plane": "failed to set the boot order: efibootmgr exited with status 5",
+    "Rebooting": "failed to reboot the node: exit status 1",
+}
+# The disk named in wrong-boot-order messages (model, serial, by-id path), as the host's inventory would.
+DISK = ("QEMU HARDDISK", "lab-disk-0", "/dev/disk/by-id/wwn-0x5000c500a0b1c2d3")
 
 
-class SimHost:
+class SimHost(Progress):
     """One new host: powered off, sitting at a wrong ISO, running its agent, or rebooted from disk."""
 
     def __init__(self, ctx, inventory_host, agent_port, kubelet_port, install_seconds):
@@ -49,55 +68,59 @@ class SimHost:
         self._task = None
         self._agent_runner = None
         self._agent_site = None
-        self._kubelet_runner = None
+        self.kubelet = None
         self._reset()
 
     def _reset(self):
         self.phase = "off"  # off | wrong-iso | agent | rebooted
         self.boot_error = None
         self.booted_by = None
+        self.booted_from = None  # "iso" | "pxe"
         self.iso = None
-        self.token = None
+        self.initrd = None
+        self.profile = None
+        self.config = None
+        self.imported = False  # the import client created the cluster and the InfraEnv
         self.infra_env_id = None
         self.cluster_id = None
         self.hostname = self.name
-        self.status = None
-        self.status_info = None
-        self.status_updated_at = None
-        self.stage = None
-        self.stage_percent = None
-        self.stage_started_at = None
-        self.stage_updated_at = None
         self.failing = ()
-        self.events = []
         self.requests = 0
         self.agent_up = False
+        self.reset_progress()
 
     # -- boot and power ------------------------------------------------------------------------------
-    async def boot(self, iso_path, booted_by="console", install_seconds=None):
-        """Power-cycle the host into ``iso_path``; returns the host's state (wrong ISO or agent started).
+    async def boot(self, path, booted_by="console", install_seconds=None, pxe=False):
+        """Power-cycle the host into an ISO (or, ``pxe``, a boot-artifacts directory or initrd); returns the
+        host's state (wrong ISO or agent started).
 
         ``install_seconds`` overrides ``--install-seconds`` for this boot (a test that needs a long install).
         """
         await self.power_off()
         self.install_seconds = install_seconds or self.ctx.options.install_seconds
-        self.booted_by = booted_by
-        self.iso = iso_path
+        self.booted_by, self.booted_from = booted_by, "pxe" if pxe else "iso"
+        self.profile = versions.for_cluster(self.ctx.store)
         try:
-            found = await asyncio.to_thread(read_boot_config, iso_path, self.inventory,
-                                            cluster_id_of(self.ctx.store))
+            if pxe:
+                rpm_arch = GO_ARCH_TO_RPM.get(cluster_architecture(self.ctx.store), "x86_64")
+                self.initrd = initrd_of(path, rpm_arch)
+                config = await asyncio.to_thread(ignition_of_initrd, self.initrd)
+            else:
+                self.iso = path
+                config = await asyncio.to_thread(ignition_of_iso, path)
+            self.config = boot_config(config, self.inventory, cluster_id_of(self.ctx.store))
         except WrongIso as exc:
             self.phase = "wrong-iso"
             self.boot_error = str(exc)
-            LOG.info("host %s booted %s: wrong ISO: %s", self.name, iso_path, exc)
+            LOG.info("host %s booted %s: wrong ISO: %s", self.name, path, exc)
             return self.state()
-        self.token = found["token"]
-        self.infra_env_id = found["infra_env_id"]
-        self.hostname = found["hostname"]
+        self.infra_env_id = self.config.infra_env_id or str(uuid.uuid4())
+        self.hostname = self.config.hostname or self.name
         self.cluster_id = str(uuid.uuid4())  # every boot starts its own assisted-service with a new cluster
         self.phase = "agent"
         self._task = asyncio.ensure_future(self._run())
-        LOG.info("host %s booted %s (%s)", self.name, iso_path, booted_by)
+        LOG.info("host %s booted %s (%s, %s, OpenShift %s)", self.name, path, self.booted_from, booted_by,
+                 self.profile.name)
         return self.state()
 
     async def power_off(self):
@@ -109,9 +132,9 @@ class SimHost:
                 pass
             self._task = None
         await self._stop_agent()
-        if self._kubelet_runner is not None:
-            await self._kubelet_runner.cleanup()
-            self._kubelet_runner = None
+        if self.kubelet is not None:
+            await self.kubelet.stop()
+            self.kubelet = None
         self._reset()
 
     # -- the run ------------------------------------------------------------------------------------
@@ -128,44 +151,58 @@ class SimHost:
             return
         reachability = asyncio.ensure_future(self._keep_reachability())
         try:
-            await self._install()
+            if self._own_call("v2ImportCluster", USER, self.config.client_token()):
+                self.imported = True
+                if self._own_call("v2RegisterHost", AGENT, self.config.agent_token()):
+                    await self._install()
         finally:
             reachability.cancel()
+
+    def _own_call(self, operation, scheme, token):
+        """Whether the local assisted-service lets the host's own service call ``operation`` (the service
+        retries for ever: a refusal leaves the host where it is, reported in ``boot_error``)."""
+        try:
+            authorize(self.profile, self.config.public_pem, operation, {SCHEMES[scheme][1]: token})
+            return True
+        except AuthError as exc:
+            self.boot_error = (f"the host's own {operation} request is refused: {exc.status} {exc.message.strip()}"
+                               f" (token expiry {self.config.expiry or 'unknown'}); the host does not install")
+            LOG.info("host %s: %s", self.name, self.boot_error)
+            return False
 
     async def _install(self):
         self._event(f"Host {self.hostname}: Successfully registered")
         self._set_status("discovering", "Waiting for host to send hardware details")
         await self._wait(DISCOVERING)
         await self._validate()
-        for status, info, share in (
-                ("preparing-for-installation", "Host is preparing for installation", PREPARING),
-                ("preparing-successful", "Host finished successfully to prepare for installation", PREPARED),
-                ("installing", "Installation is in progress", INSTALLING)):
-            self._set_status(status, info)
-            await self._wait(share)
-        self._set_status("installing-in-progress", "Host is installing")
-        for stage, share in (("Starting installation", STARTING), ("Installing", INSTALLING_STAGE)):
-            if not await self._reach(stage):
+        # known -> installing: rule "Install known host" for day-2 hosts (openshift/assisted-service
+        # internal/host/statemachine.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd).
+        self._set_status("installing", "Installation is in progress")
+        await self._wait(INSTALLING)
+        for stage, info, share in (("Starting installation", "worker", STARTING),
+                                   ("Installing", "worker", INSTALLING_STAGE)):
+            if not self._reach(stage, info):
                 return
             await self._wait(share)
-        if not await self._reach("Writing image to disk", 0):
+        if not self._reach("Writing image to disk", ""):
             return
-        for percent in WRITE_STEPS[1:]:
-            await self._wait(WRITING / (len(WRITE_STEPS) - 1))
-            self._set_stage("Writing image to disk", percent)
+        for percent in WRITE_STEPS:
+            await self._wait(WRITING / len(WRITE_STEPS))
+            self.report("Writing image to disk", f"{percent}%")
+        if not self._reach("Waiting for control plane", ""):  # an AddHostsCluster returns at once
+            return
+        await self._wait(WAITING)
+        if not self._reach("Rebooting", ""):
+            return
         if fault_values(self.ctx.faults, "wrong_boot_order", self.name):
-            # The firmware booted the ISO again instead of the disk: the agent is back and waits for a person.
-            self._set_stage("Rebooting", None, event=False)
+            # The firmware booted the ISO again: a day-2 host registering at stage Done waits for a person --
+            # internal/host/statemachine.go ("Wrong boot order detection") and transition.go
+            # (PostRegisterDuringReboot)@c18512cd02435454b6c92e8a708ddd5b1f188dcd.
             self._set_status("installing-pending-user-action",
-                             "Expected the host to boot from disk, but it booted the installation image - "
-                             "please reboot and fix boot order to boot from disk /dev/sda")
-            return
-        if not await self._reach("Rebooting"):
+                             "Expected the host to boot from disk, but it booted the installation image - please "
+                             "reboot and fix boot order to boot from disk %s %s (sda, %s)" % DISK)
             return
         await self._wait(REBOOTING)
-        self._set_status("added-to-existing-cluster", "Host has rebooted and no further updates will be posted. "
-                         "Please check console for any issues")
-        await self._wait(ADDED)
         await self._reboot_from_disk()
 
     async def _validate(self):
@@ -184,15 +221,13 @@ class SimHost:
                     return
             await asyncio.sleep(TICK)
 
-    async def _reach(self, stage, percent=None):
-        """Enter ``stage``; False (and status error) when an install error is set for it."""
+    def _reach(self, stage, info):
+        """Report ``stage``; when an install error is set for it the step then fails: the agent reports Failed
+        with the error and stops (False)."""
+        self.report(stage, info)
         if stage in fault_values(self.ctx.faults, "install_error", self.name):
-            self._set_stage("Failed", None, event=False)
-            self._set_status("error", f"Host failed to install: installation stage {stage} failed: "
-                             f"coreos-installer exited with status 1 (/dev/sda: Input/output error)",
-                             severity="error")
+            self.report("Failed", f"installation stage {stage} failed: {STAGE_ERRORS[stage]}")
             return False
-        self._set_stage(stage, percent)
         return True
 
     async def _wait(self, share):
@@ -201,7 +236,10 @@ class SimHost:
     async def _reboot_from_disk(self):
         await self._stop_agent()
         self.phase = "rebooted"
-        self._kubelet_runner = await start_listener(self.ctx.pki, self.hostname, self.ip, self.kubelet_port)
+        kubelets = getattr(self.ctx, "kubelets", None)
+        self.kubelet = KubeletPort(self.ip, self.kubelet_port,
+                                   lambda: kubelets.serving_certificate(self.name) if kubelets else None)
+        await self.kubelet.start()
         LOG.info("host %s rebooted from disk; kubelet TLS on %s:%s", self.name, self.ip, self.kubelet_port)
         hook = getattr(self.ctx, "host_rebooted", None)
         if hook is not None:
@@ -237,38 +275,9 @@ class SimHost:
             await runner.cleanup()
         self.agent_up = False
 
-    # -- state the agent reports -----------------------------------------------------------------------
-    def _event(self, message, severity="info"):
-        self.events.append({"name": "lab_event", "cluster_id": self.cluster_id, "host_id": self.host_id,
-                            "infra_env_id": self.infra_env_id, "severity": severity, "category": "user",
-                            "message": message, "event_time": utc_now()})
-
-    def _set_status(self, status, info, severity="info"):
-        if (status, info) == (self.status, self.status_info):
-            return
-        previous = self.status
-        self.status, self.status_info, self.status_updated_at = status, info, utc_now()
-        if previous:
-            self._event(f"Host {self.hostname}: updated status from {previous} to {status} ({info})", severity)
-
-    def _set_stage(self, stage, percent, event=True):
-        now = utc_now()
-        if stage != self.stage:
-            self.stage_started_at = now
-        self.stage, self.stage_percent, self.stage_updated_at = stage, percent, now
-        if event:
-            suffix = f": {percent}%" if percent is not None else ""
-            self._event(f"Host {self.hostname}: reached installation stage {stage}{suffix}")
-
-    def installation_percentage(self):
-        if self.stage not in WORKER_STAGES:
-            return 0 if self.stage is None else None
-        index = WORKER_STAGES.index(self.stage)
-        within = (self.stage_percent or 0) / 100.0
-        return int((index + within) * 100 / len(WORKER_STAGES))
-
+    # -- what the host shows -------------------------------------------------------------------------
     def validation_message(self, vid, ok):
-        category, success, failure = VALIDATIONS[vid]
+        _category, success, failure = VALIDATIONS[vid]
         domain = self.ctx.store.find(kinds.by_kind("config.openshift.io/v1", "Infrastructure"), None, "cluster")
         api = ((domain or {}).get("status") or {}).get("apiServerURL", "https://api.lab:6443")
         base = api.split("//", 1)[-1].rsplit(":", 1)[0].split(".", 1)[-1]
@@ -276,11 +285,15 @@ class SimHost:
 
     def state(self):
         """The host as ``labctl dump`` shows it."""
+        config = self.config
         return {"name": self.name, "ip": self.ip, "mac_address": self.mac, "phase": self.phase,
-                "boot_error": self.boot_error, "booted_by": self.booted_by, "iso": self.iso,
+                "boot_error": self.boot_error, "booted_by": self.booted_by, "booted_from": self.booted_from,
+                "iso": self.iso, "initrd": self.initrd, "openshift": self.profile.name if self.profile else None,
+                "token_expiry": config.expiry if config else None,
                 "status": self.status, "status_info": self.status_info, "stage": self.stage,
-                "stage_percent": self.stage_percent, "installation_percentage": self.installation_percentage(),
+                "progress_info": self.progress_info, "installation_percentage": self.percentage,
                 "agent_url": f"http://{self.ip}:{self.agent_port}{API_PREFIX}", "agent_up": self.agent_up,
-                "kubelet": f"{self.ip}:{self.kubelet_port}" if self.phase == "rebooted" else None,
-                "cluster_id": self.cluster_id, "infra_env_id": self.infra_env_id, "requests": self.requests,
+                "kubelet": self.kubelet.state() if self.kubelet else None,
+                "cluster_id": self.cluster_id if self.imported else None,
+                "infra_env_id": self.infra_env_id if self.imported else None, "requests": self.requests,
                 "events": [event["message"] for event in self.events]}
