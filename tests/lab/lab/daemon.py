@@ -35,7 +35,7 @@ LOG = logging.getLogger("lab")
 # Async callables ``setup(ctx)`` run after the seed is loaded and before the servers start; a component
 # (pods, hosts, redfish...) appends its setup here and may add ctx.control_routes, ctx.on_shutdown, pids.
 COMPONENTS: list = []
-COMPONENTS.append(hosts.setup)  # the simulated new hosts: boot, agent API, reboot (labctl boot)
+COMPONENTS.append(hosts.setup)  # the new hosts: ISO or PXE boot, agent API per release, reboot (labctl boot)
 COMPONENTS.append(isobuild.setup)  # add-nodes ISOs for tests without the collection (labctl build-iso)
 COMPONENTS.append(redfish.setup)  # sushy-emulator BMCs that boot the hosts (labctl start --redfish)
 COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, Node, lab signer
