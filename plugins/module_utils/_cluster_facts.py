@@ -16,7 +16,6 @@ __metaclass__ = type
 
 import base64
 import json
-import re
 
 try:
     from urllib.parse import urlparse

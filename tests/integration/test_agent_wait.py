@@ -1,13 +1,13 @@
 """agent_wait against the lab's simulated hosts: boot by console and by Redfish, every fail-fast case.
 
 Each lab here runs its hosts' agents and kubelets on free ports (``--agent-port 0 --kubelet-port 0``, read
-back from lab.json), so the tests never collide with another lab on the default 8090/10250.
+back from lab.json), so the tests never collide with another lab on the default 8090/10250. The default lab is
+4.21; variants v417 and v418 check the token and header of those releases.
 """
 
 import json
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -19,6 +19,8 @@ MODULE = "openshift_agent.day2.agent_wait"
 INSTALL_SECONDS = 10
 OTHER_CLUSTER = "0b9c1e55-2f4e-4d7e-8a3c-9d2b6e1f4a70"
 NTP_MESSAGE = "Host couldn't synchronize with any NTP server"
+# What a day-2 worker's agent reports, in order; the service stores Rebooting as Done.
+DAY2_STAGES = ["Starting installation", "Installing", "Writing image to disk", "Waiting for control plane", "Done"]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,21 @@ def agent_wait(lab, names, **args):
     return run_module(MODULE, params)[0]
 
 
+def build_iso(lab, out, **body):
+    """An ISO from the lab's node-joiner, through the control API: returns its tokens too (the CLI hides them)."""
+    return lab.control("POST", "/build-iso", dict(body, out=str(out)))
+
+
+def stages_in_order(timeline):
+    """The distinct stages of a timeline; they must follow the day-2 worker order."""
+    seen = []
+    for entry in timeline:
+        if entry["stage"] and (not seen or seen[-1] != entry["stage"]):
+            seen.append(entry["stage"])
+    assert seen == [stage for stage in DAY2_STAGES if stage in seen], seen
+    return seen
+
+
 def host_state(lab, name):
     return next(h for h in lab.control("GET", "/hosts") if h["name"] == name)
 
@@ -71,9 +88,16 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
     result = agent_wait(lab, names)
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
+    assert result["auth_header"] == "Watcher-Authorization"
+    assert result["token_info"] == {"source": "secret", "key": "watcherAuthToken", "persona": "watcherAuth",
+                                    "expires": result["token_info"]["expires"], "cluster_version": "4.21.1",
+                                    "first_header": "Watcher-Authorization"}
     for name in names:
         host = result["hosts"][name]
         assert host["reached"] and host["phase"] == "rebooted"
+        assert host["auth_header"] == "Watcher-Authorization"
+        assert stages_in_order(host["timeline"])[-1] == "Done"
+        assert host["status"] == "added-to-existing-cluster" and host["rebooted_after"]
         writing = [e for e in host["timeline"] if e["stage"] == "Writing image to disk"]
         assert writing, host["timeline"]
         assert all(isinstance(e["percentage"], int) for e in writing)
@@ -82,7 +106,8 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
         state = wait_for(lambda: _rebooted(host_state(lab, name)), timeout=10)
         assert state["kubelet"]
         assert "Host %s: reached installation stage Writing image to disk: 100%%" % name in state["events"]
-    # At most two requests per host and poll (a TLS probe of the kubelet counts as one).
+    # At most two requests per host and poll (a TLS probe of the kubelet counts as one); the header was right
+    # at once, so no third one.
     assert result["requests"] <= 2 * len(names) * result["polls"]
     assert result["duration"] <= INSTALL_SECONDS + 2 * 1 + 3
 
@@ -121,7 +146,10 @@ def test_a_validation_that_recovers_within_the_grace_does_not_fail(lab):
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(agent_wait, lab, ["extra-worker-1"], until="validated", validation_grace="30s")
         wait_for(lambda: host_state(lab, "extra-worker-1")["status"] == "insufficient")
-        time.sleep(2)
+        # Two polls (two requests each) of agent_wait while the host is insufficient: however long ansible took
+        # to start, the module has seen the failing validation before it passes.
+        polled = host_state(lab, "extra-worker-1")["requests"]
+        wait_for(lambda: host_state(lab, "extra-worker-1")["requests"] >= polled + 4, timeout=30)
         lab.control("DELETE", "/faults?name=validation_failing")
         result = running.result(timeout=60)
     assert not result.get("failed"), result.get("msg")
@@ -134,8 +162,10 @@ def test_an_install_error_fails_at_once_with_the_stage_and_the_message(lab):
     boot(lab, "extra-worker-1")
     result = agent_wait(lab, ["extra-worker-1"], wait_timeout=120)
     assert result["failed"] is True
-    assert result["msg"].startswith("agent_wait: host extra-worker-1 (127.0.111.21) failed: status error at stage Failed")
-    assert "installation stage Writing image to disk failed" in result["msg"]
+    # The agent reports stage Failed; the service keeps the last stage reached and puts the host in error
+    # (status_info "Failed - ...").
+    assert result["msg"].startswith("agent_wait: host extra-worker-1 (127.0.111.21) failed: status error at stage ")
+    assert ": Failed - installation stage Writing image to disk failed" in result["msg"]
     assert result["hosts"]["extra-worker-1"]["status"] == "error"
     # At once: long before the timeout, right after the host reached that stage.
     assert result["duration"] < INSTALL_SECONDS + 3
@@ -146,13 +176,13 @@ def test_wrong_boot_order_fails_with_the_fix(lab):
     boot(lab, "extra-worker-2")
     result = agent_wait(lab, ["extra-worker-2"])
     assert result["failed"] is True
-    assert "is in status installing-pending-user-action at stage Rebooting" in result["msg"]
+    assert "is in status installing-pending-user-action at stage Done" in result["msg"]
     assert "eject the virtual media or fix the boot order" in result["msg"]
     assert "please reboot and fix boot order to boot from disk" in result["msg"]
     host = result["hosts"]["extra-worker-2"]
-    assert host["status"] == "installing-pending-user-action" and host["stage"] == "Rebooting"
-    # The lab never showed a plain Rebooting stage before the pending user action.
-    assert all(e["status"] == "installing-pending-user-action" for e in host["timeline"] if e["stage"] == "Rebooting")
+    assert host["status"] == "installing-pending-user-action" and host["stage"] == "Done"
+    # The lab never showed stage Done without the pending user action.
+    assert all(e["status"] == "installing-pending-user-action" for e in host["timeline"] if e["stage"] == "Done")
 
 
 def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
@@ -172,57 +202,82 @@ def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
     assert result["hosts"]["extra-worker-0"]["reached"] is True
 
 
-SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+REFUSAL_FIX = "Rebuild the ISO with day2_iso (force: true) and boot it again when the token expired"
 
 
-def lab_api(lab, method, path, body=None, content_type="application/json"):
-    import ssl
-    import urllib.request
-
-    import yaml
-
-    token = yaml.safe_load(open(lab.kubeconfig))["users"][0]["user"]["token"]
-    request = urllib.request.Request(lab.info["api_url"] + path, method=method,
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": content_type})
-    context = ssl.create_default_context(cafile=str(lab.state / "ca.crt"))
-    with urllib.request.urlopen(request, context=context, timeout=30) as response:
-        return json.load(response)
-
-
-@pytest.fixture
-def expired_token(lab):
-    """A token that expired a minute ago, signed by a key the Secret names (then the Secret is restored)."""
-    import base64
-
-    from lab import jwt
-
-    key = jwt.new_key()
-    saved = lab_api(lab, "GET", SECRET_PATH)["data"]["authTokenPublicKey"]
-    public = base64.b64encode(base64.b64encode(jwt.public_pem(key).encode())).decode()
-    lab_api(lab, "PATCH", SECRET_PATH, {"data": {"authTokenPublicKey": public}}, "application/merge-patch+json")
-    yield jwt.mint(key, "infra-env", time.time() - 60)
-    lab_api(lab, "PATCH", SECRET_PATH, {"data": {"authTokenPublicKey": saved}}, "application/merge-patch+json")
-
-
-@pytest.mark.parametrize("how", ["wrong token", "expired token", "token rejected by the agent"])
-def test_a_rejected_token_fails_with_the_rebuild_advice(lab, how, request):
-    args = {}
+@pytest.mark.parametrize("how, refusals, cause", [
+    ("wrong token", ["in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
+                     "in Authorization: HTTP 401 on GET /clusters: Failed to parse token:"],
+     "not signed by the key of the ISO the host runs"),
+    ("expired token", ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"],
+     "the token has expired"),
+    ("token rejected by the agent", ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"], ""),
+    ("agent persona", ["in Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized to access",
+                       "in Watcher-Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized"],
+     "a token of persona agentAuth cannot follow the install: the agent wants the watcher token"),
+])
+def test_a_token_refused_in_both_headers_fails_fast_with_the_fix(lab, tmp_path, how, refusals, cause):
+    args, iso = {}, None
     if how == "wrong token":
         args["token"] = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjF9.c2ln"
     elif how == "expired token":
-        args["token"] = request.getfixturevalue("expired_token")
+        built = build_iso(lab, tmp_path / "expired.iso", expired_token=True)
+        iso, args["token"] = built["iso"], built["token"]
+    elif how == "agent persona":
+        args["token"] = build_iso(lab, tmp_path / "again.iso")["tokens"]["agent"]
     else:
         lab.control("POST", "/faults", {"token_rejected": "1"})
-    boot(lab, "extra-worker-1")
+    boot(lab, "extra-worker-1", iso=iso)
     result = agent_wait(lab, ["extra-worker-1"], **args)
     assert result["failed"] is True
-    assert "rejected the token (HTTP 401" in result["msg"]
+    assert result["msg"].startswith("agent_wait: host extra-worker-1 (127.0.111.21): the agent at 127.0.111.21:%d "
+                                    "refused the token: " % lab.info["agent_port"])
+    for refusal in refusals:
+        assert refusal in result["msg"], result["msg"]
+    assert cause in result["msg"] and REFUSAL_FIX in result["msg"]
     if how == "expired token":
-        assert "token is expired" in result["msg"]
-    assert "rebuild the ISO with day2_iso (force: true)" in result["msg"]
-    assert result["duration"] < 10
+        assert "token is expired" in result["msg"].lower()
+    assert result["duration"] < 10 and result["requests"] <= 3
+    assert result["auth_header"] is None and result["hosts"]["extra-worker-1"]["auth_header"] is None
     assert args.get("token", "no token given") not in json.dumps(result)
+
+
+def test_a_fresh_run_recognises_a_host_that_already_rebooted(lab):
+    """The agent is gone with the reboot and no CSR is approved: the kubelet aborts TLS with internal_error."""
+    boot(lab, "extra-worker-0")
+    state = wait_for(lambda: _rebooted(host_state(lab, "extra-worker-0")), timeout=INSTALL_SECONDS + 20)
+    wait_for(lambda: not host_state(lab, "extra-worker-0")["agent_up"], timeout=10)
+    result = agent_wait(lab, ["extra-worker-0"], wait_timeout=10)
+    assert not result.get("failed"), result.get("msg")
+    host = result["hosts"]["extra-worker-0"]
+    assert host["reached"] and host["answered"] is False and host["kubelet"] == "internal_error"
+    assert host["rebooted_after"] is None and host["auth_header"] is None
+    assert host["timeline"][-1]["event"] == (
+        "the agent does not answer and the kubelet aborts TLS with alert internal_error (its serving certificate "
+        "is not approved yet): the host already rebooted from its disk")
+    assert result["polls"] == 1 and result["requests"] == 2  # one refused request, one TLS handshake
+    assert state["kubelet"]
+
+
+@pytest.mark.parametrize("variant, header, key, persona", [
+    ("v417", "Authorization", "agentAuthToken", None),
+    ("v418", "Watcher-Authorization", "watcherAuthToken", "watcherAuth"),
+])
+def test_each_release_gets_its_token_in_its_header(lab_factory, tmp_path, variant, header, key, persona):
+    versioned = lab_factory("--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0",
+                            "--install-seconds", "6")
+    build_iso(versioned, tmp_path / "node.iso")
+    boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"))
+    result = agent_wait(versioned, ["extra-worker-0"])
+    assert not result.get("failed"), result.get("msg")
+    info = result["token_info"]
+    assert (info["source"], info["key"], info["persona"], info["first_header"]) == ("secret", key, persona, header)
+    assert info["cluster_version"].startswith(variant[1] + "." + variant[2:])
+    host = result["hosts"]["extra-worker-0"]
+    assert result["auth_header"] == host["auth_header"] == header
+    # Seen at Done, or (the reboot came between two polls) through the kubelet once the agent was gone.
+    assert stages_in_order(host["timeline"])[-1] == "Done" or host["kubelet"] == "internal_error", host["timeline"]
+    assert result["requests"] <= 2 * result["polls"]  # the first header was right: never a third request
 
 
 def test_a_host_booted_with_an_iso_for_another_cluster_never_answers(lab, tmp_path):
