@@ -275,6 +275,11 @@ def test_pxe_artifacts(lab, clean, tmp_path):
     ipxe = [n for n in names if n.endswith(".ipxe")][0]
     assert base_url in (directory / ipxe).read_text()
     assert leftovers(lab) == []
+    # the initrd carries the config: iso_info reads it, and the expiry day2_iso recorded is the initrd's
+    info = run_module("openshift_agent.day2.iso_info", {"path": str(directory / "node.x86_64-initrd.img")})[0]
+    assert info["layout"] == "pxe-initrd" and info["cluster_id"] == lab_cluster_id(lab)
+    assert info["token_expiry"] == result["artifacts"][0]["token_expiry"] and info["valid"] is True
+    assert sorted(h["hostname"] for h in info["hosts"]) == sorted(h["name"] for h in lab_hosts(lab))
     lab.reset_log()
     assert day2_iso(lab, tmp_path, pxe=True, boot_artifacts_base_url=base_url)["changed"] is False
     assert lab.writes() == []
