@@ -151,10 +151,11 @@ class AgentClient:
                     attempts = []
         if attempts:
             raise AgentRequestError("rejected", self._refusal(path, attempts), status)
-        if status != 200:
-            raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, _error_text(body)), status)
+        # Any other answer got past the agent's authentication: keep this header for the host.
         self.header = header
         self.auth.accept(header)
+        if status != 200:
+            raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, _error_text(body)), status)
         try:
             return json.loads(body)
         except ValueError:

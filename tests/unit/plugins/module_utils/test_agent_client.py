@@ -316,6 +316,20 @@ def test_a_4_17_agent_takes_the_token_in_authorization_after_one_more_request(la
     assert max(per_round(agents[1]).values()) <= 2
 
 
+def test_an_error_after_authentication_keeps_the_header(lab):
+    agent = lab.agent(0, TO_REBOOT)
+    agent.header, agent.wrong_header = USER, UNAUTHENTICATED
+    watch = lab.watch(1)
+    watch._pollers["worker-0"].cluster_id = "11111111-2222-4333-8444-555555555555"  # gone: 404 after auth
+    failure, result = watch.run("rebooted", wait=False)
+    assert failure is None and result["auth_header"] == USER
+    watch.run("rebooted", wait=False)
+    # round 1: Watcher refused, Authorization answered 404; round 2 lists the clusters in Authorization at once
+    assert agent.headers == [WATCHER, USER, USER, USER]
+    assert [path.split("?")[0] for _round, path in agent.requests] == [
+        API + "/clusters/11111111-2222-4333-8444-555555555555"] * 2 + [API + "/clusters", API + "/events"]
+
+
 def test_a_watcher_persona_token_goes_first_in_watcher_authorization(lab):
     from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_token import jwt
 
