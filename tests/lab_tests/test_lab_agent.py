@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import socket
 import ssl
+import time
 
 import pytest
 import requests
@@ -91,7 +92,10 @@ def monitor_headers(profile, tokens):
 
 
 def registered(lab, profile, tokens, index=0):
-    response = agent(lab, "/clusters", monitor_headers(profile, tokens), index, with_hosts="true")
+    try:
+        response = agent(lab, "/clusters", monitor_headers(profile, tokens), index, with_hosts="true")
+    except requests.ConnectionError:  # the agent is not listening yet (or any more)
+        return None
     clusters = response.json() if response.status_code == 200 else []
     return clusters[0] if clusters and clusters[0]["hosts"] else None
 
@@ -215,10 +219,9 @@ def test_day2_stages_statuses_and_percentages(lab, tmp_path, profile):
     seen = []
 
     def rebooted():
-        try:
-            cluster = registered(lab, profile, tokens)
-        except requests.ConnectionError:
-            return state_of(lab)["phase"] == "rebooted"
+        if state_of(lab)["phase"] == "rebooted":
+            return True
+        cluster = registered(lab, profile, tokens)
         if cluster:
             host = cluster["hosts"][0]
             progress = host["progress"]
@@ -259,11 +262,14 @@ def handshake(lab, index=0):
         return exc.reason
 
 
-def approve_pending(lab, signer):
+def approve_pending(lab, host_name, signer):
+    """Approve the pending CSRs of ``signer`` the kubelet of ``host_name`` filed (as the lab's dump lists them)."""
     def pending():
+        names = {c["name"] for c in (lab.control("GET", "/kubelets").get(host_name) or {}).get("csrs", [])
+                 if c["signer"] == signer}
         return [c for c in lab.api("GET", CSRS).json()["items"]
-                if c["spec"]["signerName"] == signer and not (c.get("status") or {}).get("conditions")]
-    for csr in wait_until(f"a pending {signer} CSR", pending):
+                if c["metadata"]["name"] in names and not (c.get("status") or {}).get("conditions")]
+    for csr in wait_until(f"a pending {signer} CSR of {host_name}", pending):
         csr.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True", "reason": "Test",
                                                        "message": "approved by test_lab_agent"}]
         assert lab.api("PUT", f"{CSRS}/{csr['metadata']['name']}/approval", body=csr).status_code == 200
@@ -273,9 +279,9 @@ def test_the_kubelet_port_alerts_until_its_serving_certificate_is_issued(lab, tm
     boot_pxe(lab, tmp_path, versions.NEWEST, index=1, install_seconds=1)
     wait_until("the reboot", lambda: state_of(lab, 1)["phase"] == "rebooted")
     assert handshake(lab, 1) == "TLSV1_ALERT_INTERNAL_ERROR"
-    approve_pending(lab, "kubernetes.io/kube-apiserver-client-kubelet")
+    approve_pending(lab, "extra-worker-1", "kubernetes.io/kube-apiserver-client-kubelet")
     assert handshake(lab, 1) == "TLSV1_ALERT_INTERNAL_ERROR"  # a client certificate serves nothing
-    approve_pending(lab, "kubernetes.io/kubelet-serving")
+    approve_pending(lab, "extra-worker-1", "kubernetes.io/kubelet-serving")
     certificate, answer = wait_until("the serving certificate", lambda: (
         result := handshake(lab, 1)) and not isinstance(result, str) and result)
     sans = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -290,3 +296,23 @@ def test_the_kubelet_port_alerts_until_its_serving_certificate_is_issued(lab, tm
     issued = [c["status"].get("certificate") for c in lab.api("GET", CSRS).json()["items"]
               if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"]
     assert served in issued
+
+
+@pytest.mark.parametrize("profile", [p for p in versions.PROFILES if p.has_pxe][:1] + [versions.NEWEST],
+                         ids=lambda p: p.name)
+def test_pxe_boot_from_the_lab_node_joiners_boot_artifacts(lab, tmp_path, profile):
+    from nj_helpers import execute, host, make_run, nodes_config  # the lab node-joiner, run in-process
+
+    set_release(lab, profile)
+    target = inventory(lab, 2)
+    config = nodes_config(host(target["name"], target["mac_address"], target["ip"]))
+    run, assets, secrets = make_run(tmp_path, str(tmp_path / "cache"), config=config, clock=time.time,
+                                    profile=profile)
+    assert execute(run, pxe=True) == 0
+    state = lab.control("POST", "/hosts/boot", {"pxe": str(assets / "boot-artifacts"), "hosts": [target["name"]],
+                                                 "install_seconds": 3})[0]
+    assert state["booted_from"] == "pxe" and state["initrd"].endswith("/boot-artifacts/node.x86_64-initrd.img")
+    tokens = {"watcherAuth": secrets.token("watcherAuthToken"), "agentAuth": secrets.token("agentAuthToken")}
+    wait_until("the host registered", lambda: registered(lab, profile, tokens, index=2))
+    wait_until("the reboot", lambda: state_of(lab, 2)["phase"] == "rebooted")
+    assert state_of(lab, 2)["status"] == "added-to-existing-cluster"
