@@ -187,7 +187,9 @@ def test_media_for_another_host_or_cluster_or_without_a_key(lab, tmp_path):
     artifacts = agent_media.write_pxe(str(tmp_path / "b"), config)
     state = lab.control("POST", "/hosts/boot", {"pxe": artifacts, "hosts": [host["name"]]})[0]
     assert state["phase"] == "wrong-iso"
-    assert state["boot_error"] == f"MAC {host['mac_address']} is not in the ISO (it names 52:54:00:6f:00:14)"
+    assert state["boot_error"] == (f"MAC {host['mac_address']} is not in the ISO (it names 52:54:00:6f:00:14 in "
+                                   f"/etc/assisted/hostconfig/*/mac_addresses): boot an ISO built with host "
+                                   f"{host['name']} in nodes-config")
     _t, _k, state = boot_pxe(lab, tmp_path / "c", profile, index=1, cluster_id="11111111-2222-3333-4444-555555555555")
     assert state["boot_error"].startswith("the ISO is for cluster 11111111-2222-3333-4444-555555555555")
     _t, _k, state = boot_pxe(lab, tmp_path / "d", profile, index=1, public_key_b64="")

@@ -126,10 +126,12 @@ def boot_config(config, host, cluster_id):
             macs_in_iso += lines
             mine = mine or mac in lines
     if not mine:
-        raise WrongIso(f"MAC {mac} is not in the ISO (it names {', '.join(macs_in_iso) or 'no MAC'})")
+        raise WrongIso(f"MAC {mac} is not in the ISO (it names {', '.join(macs_in_iso) or 'no MAC'} in "
+                       f"{HOSTCONFIG_DIR}/*/mac_addresses): boot an ISO built with host {host['name']} in nodes-config")
     add_nodes = ignition_mod.read_env_file(files.get(ADD_NODES_ENV, b""))
     if add_nodes.get("CLUSTER_ID") != cluster_id:
-        raise WrongIso(f"the ISO is for cluster {add_nodes.get('CLUSTER_ID')}, this cluster is {cluster_id}")
+        raise WrongIso(f"the ISO is for cluster {add_nodes.get('CLUSTER_ID')}, this cluster is {cluster_id} "
+                       f"(CLUSTER_ID in {ADD_NODES_ENV}): boot an ISO built from this cluster")
     service = ignition_mod.read_env_file(files.get(ASSISTED_SERVICE_ENV, b""))
     rendezvous = ignition_mod.read_env_file(files.get(RENDEZVOUS_ENV, b""))
     public_pem = service_public_key(service.get("EC_PUBLIC_KEY_PEM", ""))

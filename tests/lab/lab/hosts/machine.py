@@ -166,7 +166,8 @@ class SimHost(Progress):
             return True
         except AuthError as exc:
             self.boot_error = (f"the host's own {operation} request is refused: {exc.status} {exc.message.strip()}"
-                               f" (token expiry {self.config.expiry or 'unknown'}); the host does not install")
+                               f" (token expiry {self.config.expiry or 'unknown'}); the host does not install: "
+                               f"boot an ISO with valid tokens of this release")
             LOG.info("host %s: %s", self.name, self.boot_error)
             return False
 
