@@ -156,6 +156,9 @@ CMD = "cp /config/nodes-config.yaml /assets; HOME=/assets node-joiner add-nodes 
 def test_argv_is_found_in_the_pod_command():
     assert njcli.node_joiner_argv(CMD % "--pxe ") == ["add-nodes", "--pxe", "--dir=/assets", "--log-level=debug"]
     assert njcli.node_joiner_argv("sleep 600") is None
+    assert njcli.node_joiner_argv(["/bin/bash", "-c", "node-joiner add-nodes --dir=/assets; sleep 600"]) == [
+        "add-nodes", "--dir=/assets"]
+    assert njcli.node_joiner_argv(["node-joiner", "add-nodes", "--config-iso"]) == ["add-nodes", "--config-iso"]
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -39,8 +39,20 @@ class UsageError(Exception):
         self.stderr = stderr
 
 
+SHELLS = ("sh", "bash")
+
+
 def node_joiner_argv(command):
-    """The argv after ``node-joiner`` in a pod command (``bash -c "...; HOME=/assets node-joiner ...; sleep"``)."""
+    """The argv after ``node-joiner`` in a pod command (``bash -c "...; HOME=/assets node-joiner ...; sleep"``).
+
+    ``command``: the container's command + args (a list), or the shell script itself (a string).
+    """
+    if not isinstance(command, str):
+        words = list(command)
+        if words and words[0].rsplit("/", 1)[-1] in SHELLS and "-c" in words[1:-1]:
+            command = words[words.index("-c") + 1]
+        else:
+            command = " ".join(shlex.quote(word) for word in words)
     for segment in command.split(";"):
         words = shlex.split(segment)
         while words and "=" in words[0] and not words[0].startswith("-"):

@@ -94,7 +94,8 @@ class SimulatedPod:
         container = pod["spec"]["containers"][0]
         self.container = container.get("name", "")
         self.image = container.get("image", "")
-        self.command = " ".join(container.get("command", []) + container.get("args", []))
+        self.argv = list(container.get("command", []) + container.get("args", []))
+        self.command = " ".join(self.argv)
         self.root = tempfile.mkdtemp(prefix=f"lab-pod-{self.namespace}-{self.name}-")
         self.shell = Container(self.root)
         self.output = ""  # what the container printed (the log) when it is not a node-joiner run
@@ -251,7 +252,7 @@ class PodBehaviours:
         if os.path.exists(source):  # `cp` fails quietly in the real pod too, node-joiner then reports it
             shutil.copy(source, os.path.join(assets, "nodes-config.yaml"))
         self._running(sim)
-        argv = njcli.node_joiner_argv(sim.command)
+        argv = njcli.node_joiner_argv(sim.argv)
         if argv is None:
             return  # no node-joiner in the command: the container just sleeps
         try:
