@@ -1,4 +1,4 @@
-"""In-process tests of the lab's pure parts: selectors, patches, store, and the seeds against FACTS.md."""
+"""In-process tests of the lab's pure parts: selectors, patches, store, and the seeds."""
 
 from __future__ import annotations
 

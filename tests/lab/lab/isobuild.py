@@ -24,7 +24,7 @@ class IsoBuildError(Exception):
 
 
 def nodes_config(hosts):
-    """nodes-config.yaml (FACTS.md section 2) for inventory hosts with static IPv4."""
+    """nodes-config.yaml for inventory hosts with static IPv4."""
     entries = []
     for host in hosts:
         address = {"ip": host["ip"], "prefix-length": host.get("prefix_length", 24)}

@@ -1,4 +1,4 @@
-"""Pods and their "containers": Python behaviours chosen by the container image (LAB.md item 3).
+"""Pods and their "containers": Python behaviours chosen by the container image.
 
 Which behaviour a pod gets, from its first container's image:
 
