@@ -79,7 +79,9 @@ class NodeJoinerRun:
     # ------------------------------------------------------------------ helpers
 
     def _log(self, level, msg):
-        wanted = self.options.get("log_level", "debug")
+        wanted = str(self.options.get("log_level", "debug")).lower().replace("warn", "warning").replace(
+            "warninging", "warning")
+        # logrus.ParseLevel; an unknown level means info (runRootCmd)
         if LOG_LEVELS.index(level) > LOG_LEVELS.index(wanted if wanted in LOG_LEVELS else "info"):
             return
         line = "time=%s level=%s msg=%s" % (rfc3339(self.clock()), level, msg)
