@@ -305,6 +305,8 @@ def test_nodes_config_load_failures_come_before_any_stage(tmp_path, iso_cache, r
     assert execute(run) == 1
     report = read_report(assets)
     assert "stages" not in report and message in report["result"]["error_message"]
+    # Complete() takes end_time from the last stage: with none it stays Go's zero time (oc 4.18+ keeps polling)
+    assert report["end_time"] == report["start_time"] == "0001-01-01T00:00:00Z"
     assert 'failed to load asset "AddNodes Config"' in report["result"]["detailed_error_message"]
 
 
