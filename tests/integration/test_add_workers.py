@@ -5,25 +5,34 @@ import subprocess
 import threading
 import time
 
+import pytest
 from conftest import LABCTL, REPO, run_playbook
 
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
 
 
-def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
-    """A person at the console: boots every host once the ISO is complete (its sidecar is written last)."""
+def console_boots_when_media_are_ready(lab, workdir, hosts, pxe=False, timeout=300):
+    """A person at the console: boots every host once the ISO (or the PXE files) is complete.
+
+    The sidecar of an artifact is written last, so its presence means the artifact is whole.
+    """
+    media = workdir / ("boot-artifacts/x86_64" if pxe else "node.x86_64.iso")
 
     def boot():
-        sidecar = workdir / "node.x86_64.iso.json"
+        sidecar = media.parent / (media.name + ".json")
         deadline = time.monotonic() + timeout
         while not sidecar.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        subprocess.run([str(LABCTL), "boot", "--state", str(lab.state), "--iso", str(workdir / "node.x86_64.iso"), *hosts],
+        subprocess.run([str(LABCTL), "boot", "--state", str(lab.state), "--pxe" if pxe else "--iso", str(media), *hosts],
                        capture_output=True, timeout=60, check=False)
 
     thread = threading.Thread(target=boot, daemon=True)
     thread.start()
     return thread
+
+
+def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
+    return console_boots_when_media_are_ready(lab, workdir, hosts, timeout=timeout)
 
 
 def playbook_args(lab, workdir):
@@ -105,3 +114,62 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
     assert all(h.get("booted_by") == "redfish" for h in hosts.values()), hosts
     nodes = [o for o in lab.dump()["objects"] if o["kind"] == "Node" and o["metadata"]["name"].startswith("extra-worker")]
     assert len(nodes) == 2
+
+
+def assert_ready_nodes(lab, hosts):
+    state = lab.dump()
+    nodes = {o["metadata"]["name"]: o for o in state["objects"] if o["kind"] == "Node"}
+    for name in hosts:
+        ready = [c for c in nodes[name]["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", name
+    approved = [a["csr"] for a in state["approvals"]]
+    assert len(approved) == 2 * len(hosts) == len(set(approved))
+
+
+# The header each release's agent takes (docs/versions.md): 4.17 has no watcherAuth scheme.
+RELEASES = [("v417", "Authorization"), ("v418", "Watcher-Authorization"), ("v419", "Watcher-Authorization"),
+            ("v420", "Watcher-Authorization"), ("v421", "Watcher-Authorization")]
+
+
+@pytest.mark.parametrize("variant,header", RELEASES)
+def test_add_workers_on_every_release(lab_factory, tmp_path, variant, header):
+    """The console path on each release 4.17-4.21: ISO with .jso names and gzip config, the release's token and
+    header, its completion signal (exit_code or report.json), three hosts Ready."""
+    lab = lab_factory("--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0",
+                      "--kubelet-port", "0")
+    hosts = [h["name"] for h in lab.info["hosts"]]
+    workdir = tmp_path / "work"
+    console = console_boots_when_media_are_ready(lab, workdir, hosts)
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir))
+    console.join(timeout=5)
+    assert rc == 0, output[-6000:]
+    assert_ready_nodes(lab, hosts)
+    assert "token in %s" % header in output, output[-3000:]
+    assert "LAB-PULL-SECRET-MARKER-7f3a9c" not in output
+
+
+@pytest.mark.parametrize("variant", ["v418", "v421"])
+def test_add_workers_with_pxe(lab_factory, tmp_path, variant):
+    """PXE where the release has it (node-joiner --pxe from 4.18): the hosts boot the initrd day2_iso fetched."""
+    lab = lab_factory("--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0",
+                      "--kubelet-port", "0")
+    hosts = [h["name"] for h in lab.info["hosts"]]
+    workdir = tmp_path / "work"
+    console = console_boots_when_media_are_ready(lab, workdir, hosts, pxe=True)
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), "-e", "day2_pxe=true",
+                              "-e", "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot")
+    console.join(timeout=5)
+    assert rc == 0, output[-6000:]
+    assert_ready_nodes(lab, hosts)
+    names = sorted(p.name for p in (workdir / "boot-artifacts" / "x86_64").iterdir())
+    assert names == ["node.x86_64-initrd.img", "node.x86_64-rootfs.img", "node.x86_64-vmlinuz", "node.x86_64.ipxe"]
+
+
+def test_add_workers_refuses_pxe_on_4_17_before_writing(lab_factory, tmp_path):
+    lab = lab_factory("--variant", "v417", "--hosts", "1")
+    lab.reset_log()
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, tmp_path / "work"), "-e", "day2_pxe=true",
+                              "-e", "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot")
+    assert rc != 0
+    assert "4.18" in output and "pxe" in output.lower(), output[-3000:]
+    assert lab.writes() == []
