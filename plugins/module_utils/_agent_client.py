@@ -115,6 +115,7 @@ class AgentClient:
         self.timeout = timeout
         self.auth = auth if isinstance(auth, AuthChoice) else AuthChoice(auth)
         self.header = None
+        self.recovered = None  # the refusal in the first header when the other one then worked
         self.requests = 0
         self._may_switch = True
 
@@ -148,6 +149,8 @@ class AgentClient:
                 if is_refusal(status, _error_text(body)):
                     attempts.append((header, status, _error_text(body)))
                 else:
+                    refused_header, refused_status, refused_text = attempts[0]
+                    self.recovered = {"header": refused_header, "status": refused_status, "message": refused_text}
                     attempts = []
         if attempts:
             raise AgentRequestError("rejected", self._refusal(path, attempts), status)
@@ -239,7 +242,9 @@ class HostPoller:
                 if error.kind == "rejected":
                     return Observation(error.kind, error.detail)
                 # The events only add the newest message; the host state is already known.
-        return Observation("answered", cluster=cluster, host=host, event=event, header=self.client.header)
+        recovered, self.client.recovered = self.client.recovered, None
+        return Observation("answered", cluster=cluster, host=host, event=event, header=self.client.header,
+                           recovered=recovered)
 
     def _cluster_and_host(self):
         """``(cluster, host, budget_spent)``; budget_spent when two requests were needed."""

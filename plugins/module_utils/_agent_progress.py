@@ -61,12 +61,15 @@ class Observation:
     token in every header it was tried in) or ``http_error`` (any other HTTP
     error, or a body that is not JSON). ``cluster``/``host``/``event`` are the
     agent's JSON objects, ``None`` when not known yet; ``header`` is the header the
-    agent accepted the token in; ``kubelet`` is how the kubelet port answered
+    agent accepted the token in; ``recovered`` the refusal (header, status, message) of
+    the header tried first when the other one then worked; ``kubelet`` is how the kubelet port answered
     (``handshake``, ``internal_error``) or ``None`` (not probed, or no kubelet).
     """
 
-    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None):
+    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None,
+                 recovered=None):
         self.kind = kind
+        self.recovered = recovered
         self.detail = detail
         self.cluster = cluster
         self.host = host
@@ -170,6 +173,7 @@ class HostProgress:
         self.agent_error = None
         self.rejected = None
         self.auth_header = None
+        self.auth_refused = None  # the refusal the other header recovered from
         self.kubelet = None
         self.last_answer = None  # when the agent (in the live ISO) last answered
         self.rebooted_after = None  # the last time the live ISO was seen before the reboot
@@ -200,6 +204,11 @@ class HostProgress:
                 self.last_answer = now
                 self._observe_answer(seen, now)
                 note = self.last_event
+                if seen.recovered:
+                    self.auth_refused = seen.recovered
+                    self._record("the agent refused the token in %s (HTTP %s: %s); it accepted it in %s" % (
+                        seen.recovered["header"], seen.recovered["status"], seen.recovered["message"],
+                        self.auth_header), now)
         self._record(note, now)
 
     def _observe_unreachable(self, seen, now):
@@ -361,6 +370,7 @@ class HostProgress:
             ],
             "last_event": self.last_event,
             "auth_header": self.auth_header,
+            "auth_refused": self.auth_refused,
             "kubelet": self.kubelet,
             "rebooted_after": format_rfc3339(self.rebooted_after) if self.rebooted_after else None,
             "timeline": list(self.timeline),

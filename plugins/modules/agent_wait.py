@@ -150,6 +150,16 @@ options:
         C(Watcher-Authorization) (the header of 4.18 and later) when it is given here. Either way the other
         header is tried once when the agent refuses the first."
     type: str
+  first_header:
+    description:
+      - The header to send the token in first.
+      - V(auto) chooses by the token's claims and the cluster's release (see O(token)).
+      - Set it when you know better, for example for an agent of another release than the cluster's; the other
+        header is still tried once when the agent refuses this one, and the refusal is reported in
+        RV(hosts.auth_refused).
+    type: str
+    choices: [auto, Watcher-Authorization, Authorization]
+    default: auto
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0 (only to read the default O(token))
@@ -261,6 +271,12 @@ hosts:
       description: The header this host's agent accepted the token in, null before it accepted it.
       type: str
       sample: Watcher-Authorization
+    auth_refused:
+      description:
+        - The refusal of the header tried first when the agent then accepted the other one (C(header), C(status),
+          C(message), as the agent answered), null when the first header was accepted or nothing was accepted.
+      type: dict
+      sample: {header: Authorization, status: 403, message: authClaim watcherAuth is unauthorized to access}
     rebooted_after:
       description:
         - When the agent (it runs from the live ISO) was last seen before the host rebooted (RFC 3339, UTC) - the
@@ -370,6 +386,7 @@ ARGUMENT_SPEC = dict(
     request_timeout=dict(type="int", default=5),
     validation_grace=dict(type="raw", default=600),
     token=dict(type="str", no_log=True),
+    first_header=dict(type="str", choices=["auto", "Watcher-Authorization", "Authorization"], default="auto"),
 )
 
 
@@ -423,6 +440,8 @@ def main():
     module._module.no_log_values.add(token.value)
     for warning in warnings:
         module.warn(warning)
+    if params["first_header"] != "auto":
+        first_header = token_info["first_header"] = params["first_header"]
 
     watch = AgentWatch(
         params["hosts"],

@@ -280,6 +280,35 @@ def test_each_release_gets_its_token_in_its_header(lab_factory, tmp_path, varian
     assert result["requests"] <= 2 * result["polls"]  # the first header was right: never a third request
 
 
+# The wrong header first, per release, and the status code the release's agent answers it with: 4.17 has no
+# watcherAuth scheme (401, nothing applies); 4.18+ authorizes by persona (403 for the watcher token in Authorization).
+WRONG_FIRST = [
+    ("v417", "Watcher-Authorization", "Authorization", 401, "unauthenticated for invalid credentials"),
+    ("v418", "Authorization", "Watcher-Authorization", 403, "authClaim watcherAuth is unauthorized to access"),
+    ("v419", "Authorization", "Watcher-Authorization", 403, "authClaim watcherAuth is unauthorized to access"),
+    ("v420", "Authorization", "Watcher-Authorization", 403, "authClaim watcherAuth is unauthorized to access"),
+    ("v421", "Authorization", "Watcher-Authorization", 403, "authClaim watcherAuth is unauthorized to access"),
+]
+
+
+@pytest.mark.parametrize("variant, wrong, right, status, message", WRONG_FIRST)
+def test_the_wrong_header_first_gets_the_releases_answer_and_agent_wait_recovers(
+        lab_factory, tmp_path, variant, wrong, right, status, message):
+    versioned = lab_factory("--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0",
+                            "--install-seconds", "6")
+    build_iso(versioned, tmp_path / "node.iso")
+    boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"))
+    result = agent_wait(versioned, ["extra-worker-0"], first_header=wrong)
+    assert not result.get("failed"), result.get("msg")
+    host = result["hosts"]["extra-worker-0"]
+    assert result["token_info"]["first_header"] == wrong
+    assert result["auth_header"] == host["auth_header"] == right
+    assert host["auth_refused"] == {"header": wrong, "status": status, "message": message}
+    assert any(e["event"] == "the agent refused the token in %s (HTTP %d: %s); it accepted it in %s"
+               % (wrong, status, message, right) for e in host["timeline"]), host["timeline"]
+    assert host["reached"]
+
+
 def test_a_host_booted_with_an_iso_for_another_cluster_never_answers(lab, tmp_path):
     foreign = str(tmp_path / "foreign.iso")
     labctl("build-iso", "--state", str(lab.state), "--out", foreign, "--cluster-id", OTHER_CLUSTER)

@@ -62,6 +62,13 @@ def test_a_4_17_agent_takes_the_token_in_authorization_after_one_more_request(la
     assert set(agents[1].headers) == {USER}
     assert per_round(agents[0])[1] == 3 and max(per_round(agents[0]).values()) <= 3
     assert max(per_round(agents[1]).values()) <= 2
+    # The refusal the fallback recovered from is reported for the host that met it, once, in its timeline too.
+    refused = result["hosts"]["worker-0"]["auth_refused"]
+    assert refused == {"header": WATCHER, "status": 401, "message": "unauthenticated for invalid credentials"}
+    notes = [e["event"] for e in result["hosts"]["worker-0"]["timeline"] if "refused the token in" in (e["event"] or "")]
+    assert notes == ["the agent refused the token in %s (HTTP 401: unauthenticated for invalid credentials); "
+                     "it accepted it in %s" % (WATCHER, USER)]
+    assert result["hosts"]["worker-1"]["auth_refused"] is None
 
 
 def test_an_error_after_authentication_keeps_the_header(lab):

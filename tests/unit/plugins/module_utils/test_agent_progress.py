@@ -438,7 +438,7 @@ def test_result_shape():
         "address": "127.0.111.20", "answered": True, "phase": "validated", "reached": True,
         "status": "known", "status_info": "Host is known", "stage": None, "percentage": None,
         "cluster_status": "adding-hosts", "failing_validations": [], "last_event": "Host is ready",
-        "auth_header": None, "kubelet": None, "rebooted_after": None,
+        "auth_header": None, "auth_refused": None, "kubelet": None, "rebooted_after": None,
         "timeline": [{"time": "2025-01-20T10:00:00Z", "status": "known", "stage": None, "percentage": None,
                       "event": "Host is ready"}],
         "unreachable_since": None,
