@@ -232,7 +232,6 @@ def test_log_lines_are_logrus_hook_lines(tmp_path, iso_cache):
 @pytest.mark.parametrize("change, message", [
     (lambda o: replace(o, "ClusterVersion", "version", lambda x: None),
      'clusterversions.config.openshift.io "version" not found'),
-    (lambda o: replace(o, "Ingress", "cluster", lambda x: None), 'ingresses.config.openshift.io "cluster" not found'),
     (lambda o: replace(o, "Proxy", "cluster", lambda x: None), 'proxies.config.openshift.io "cluster" not found'),
     (lambda o: replace(o, "Secret", "pull-secret", lambda x: None, "openshift-config"),
      'secrets "pull-secret" not found'),
@@ -251,6 +250,14 @@ def test_cluster_inspection_failures(tmp_path, iso_cache, change, message):
     assert 'failed to generate asset "Agent Installer ClusterInfo": ' + message in \
         report["result"]["detailed_error_message"]
     assert not secrets.puts and (assets / "exit_code").read_text() == "1"
+
+
+def test_ingress_is_not_needed_by_4_17_to_4_21(tmp_path, iso_cache):
+    """Node-joiner reads Ingress only after 4.21 (installer PR #10719): a cluster without it still gets its ISO."""
+    run, assets, _secrets = make_run(tmp_path, iso_cache,
+                                     objects=replace(seeds.load_seed("default"), "Ingress", "cluster", lambda x: None))
+    assert execute(run) == 0
+    assert (assets / "exit_code").read_text() == "0"
 
 
 def test_ppc64le_and_s390x_need_platform_none(tmp_path, iso_cache):

@@ -15,8 +15,8 @@ ead4c47ae829a90629f8c39693ed0bf61e24412f, in its order; the first error ends the
    cluster name from ``^api\\.([^.]+)\\.``;
 12.-14. MachineConfigs ``99-worker-ssh`` (nodes-config ``sshKey`` wins), ``99-worker-fips``,
    ``50-workers-chrony-configuration`` (all optional);
-17. Ingress ``cluster`` (required): ``spec.appsDomain`` or ``spec.domain``. This read is in the newest stored
-   clusterinfo.go; when it reached a release is not known, so every profile requires it.
+Not step 17, the Ingress ``cluster`` read of that file: it came with installer PR #10719 (OCPBUGS-88511, July
+2026), after 4.21 branched, so no release the lab models reads Ingress.
 Then the platform rules (``agent.ValidateSupportedPlatforms``, pkg/asset/agent/installconfig.go@
 006d45739349721f1371d3013792d9b8407e9842): ppc64le and s390x only with platform none; the platform one of
 baremetal, vsphere, none, external (pkg/asset/agent/common.go@2596730513b90f0f1264fae8ef73729780cc99dc).
@@ -246,7 +246,6 @@ def inspect(source, nodes_config):
     ssh_key = _ssh_key(source, nodes_config)
     fips_mc = _optional(source, "machineconfiguration.openshift.io/v1", "MachineConfig", "99-worker-fips")
     chrony = _chrony(source)
-    ingress = source.get("config.openshift.io/v1", "Ingress", "cluster").get("spec") or {}
     platform = PLATFORMS[platform_type]
     errors = validate_platform(platform, rpm_arch(architecture))
     if errors:
@@ -275,7 +274,6 @@ def inspect(source, nodes_config):
         "chrony_conf": chrony,
         "boot_artifacts_base_url": nodes_config.get("bootArtifactsBaseURL", ""),
         "namespace": "cluster0",
-        "ingress_domain": ingress.get("appsDomain") or ingress.get("domain", ""),
         "os_image_url": os_url,
         "os_image_version": os_release,
     }

@@ -1,6 +1,6 @@
 """The lab's own reader of live ISOs, PXE initrds and cpio archives (base RHCOS layout and node layout).
 
-Deliberately independent of the collection (which uses pycdlib): it walks ISO9660 directory records and
+Deliberately independent of the collection (which has its own reader): it walks ISO9660 directory records and
 decodes the cpio archives itself, so a bug shared by both cannot hide.
 
 Two layouts are read:
