@@ -152,8 +152,8 @@ def _identity(clusterversion, infrastructure, install_config, warnings):
     elif install_config and (ic_name, ic_domain) != (name, base_domain):
         warnings.append(
             "install-config (ConfigMap kube-system/cluster-config-v1) names the cluster %s.%s, but the API URL %s "
-            "says %s.%s: node-joiner uses the API URL, so do these facts" % (ic_name, ic_domain, api_url, name,
-                                                                              base_domain))
+            "says %s.%s: node-joiner uses the API URL, so do these facts"
+            % (ic_name, ic_domain, api_url, name, base_domain))
     return {
         "cluster_id": _get(clusterversion, "spec", "clusterID"),
         "name": name,

@@ -174,8 +174,7 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
             payload, used, kind = _decompress(data, pos)
             if kinds is not None:
                 kinds.append(kind)
-            for entry in iter_initramfs(payload, allow_compressed=False):
-                yield entry
+            yield from iter_initramfs(payload, allow_compressed=False)
             pos += used
         elif data[pos:pos + 6] in (NEWC_MAGIC, NEWC_CRC_MAGIC):
             if pos % 4:
@@ -187,8 +186,7 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
                 raise EmbedAreaError(str(exc))
             if kinds is not None and allow_compressed:
                 kinds.append("none")
-            for entry in entries:
-                yield entry
+            yield from entries
         else:
             for magic, kind in _OTHER_COMPRESSIONS:
                 if data.startswith(magic, pos):

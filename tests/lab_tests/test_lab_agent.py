@@ -69,8 +69,8 @@ def boot_pxe(lab, tmp_path, profile, index=0, install_seconds=30, media_profile=
     config, tokens = agent_media.ignition(media_profile or profile, [host], media.pop("cluster_id", lab.cluster_id),
                                           key=key, **media)
     artifacts = agent_media.write_pxe(str(tmp_path / host["name"]), config)
-    state = lab.control("POST", "/hosts/boot", {"pxe": artifacts, "hosts": [host["name"]],
-                                                 "install_seconds": install_seconds})[0]
+    body = {"pxe": artifacts, "hosts": [host["name"]], "install_seconds": install_seconds}
+    state = lab.control("POST", "/hosts/boot", body)[0]
     return tokens, key, state
 
 
@@ -311,8 +311,8 @@ def test_pxe_boot_from_the_lab_node_joiners_boot_artifacts(lab, tmp_path, profil
     run, assets, secrets = make_run(tmp_path, str(tmp_path / "cache"), config=config, clock=time.time,
                                     profile=profile)
     assert execute(run, pxe=True) == 0
-    state = lab.control("POST", "/hosts/boot", {"pxe": str(assets / "boot-artifacts"), "hosts": [target["name"]],
-                                                 "install_seconds": 3})[0]
+    body = {"pxe": str(assets / "boot-artifacts"), "hosts": [target["name"]], "install_seconds": 3}
+    state = lab.control("POST", "/hosts/boot", body)[0]
     assert state["booted_from"] == "pxe" and state["initrd"].endswith("/boot-artifacts/node.x86_64-initrd.img")
     tokens = {"watcherAuth": secrets.token("watcherAuthToken"), "agentAuth": secrets.token("agentAuthToken")}
     wait_until("the host registered", lambda: registered(lab, profile, tokens, index=2))

@@ -19,8 +19,8 @@ RENDEZVOUS = {
 }
 for _variant in ("v419", "v420", "v421"):
     RENDEZVOUS[_variant] = RENDEZVOUS["v418"] + ["AIUI_APP_API_URL", "AIUI_URL"]
-SERVICE_TOKENS = {"v417": ["AGENT_AUTH_TOKEN"], **{v: ["USER_AUTH_TOKEN", "WATCHER_AUTH_TOKEN"]
-                                                      for v in VERSION_VARIANTS[1:]}}
+SERVICE_TOKENS = {"v417": ["AGENT_AUTH_TOKEN"]}
+SERVICE_TOKENS.update((v, ["USER_AUTH_TOKEN", "WATCHER_AUTH_TOKEN"]) for v in VERSION_VARIANTS[1:])
 
 
 def build(variant="v421", config=None, objects=None):

@@ -138,10 +138,10 @@ def test_config_iso_flag_writes_only_the_config_iso(tmp_path, iso_cache):
         "/etc/assisted/network/host0/mac_interface.ini", "/etc/assisted/rendezvous-host.env", "/etc/issue",
         "/root/.docker/config.json", "/usr/local/share/assisted-service/assisted-service.env",
         "/usr/local/share/start-cluster/start-cluster.env"]
-    assert modes["/etc/assisted/manifests/infraenv.yaml"] == 0o100600 and files["/etc/assisted/manifests/"
-                                                                              "cluster-deployment.yaml"] == b""
-    assert [s["id"] for s in read_report(assets)["stages"]] == ["add-nodes-cluster-inspection", "create-manifest",
-                                                                 "ignition"]
+    assert modes["/etc/assisted/manifests/infraenv.yaml"] == 0o100600
+    assert files["/etc/assisted/manifests/cluster-deployment.yaml"] == b""
+    stages = [s["id"] for s in read_report(assets)["stages"]]
+    assert stages == ["add-nodes-cluster-inspection", "create-manifest", "ignition"]
 
 
 def test_pxe_and_config_iso_together_are_refused_before_anything(tmp_path, iso_cache):

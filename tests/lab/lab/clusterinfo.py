@@ -221,8 +221,8 @@ def inspect(source, nodes_config):
     nodes = source.list("v1", "Node")
     architecture = nodes_config.get("cpuArchitecture")
     if not architecture:
-        masters = [n for n in nodes if "node-role.kubernetes.io/master" in ((n.get("metadata") or {}).get("labels")
-                                                                             or {})]
+        masters = [n for n in nodes
+                   if "node-role.kubernetes.io/master" in ((n.get("metadata") or {}).get("labels") or {})]
         if not masters:
             raise InspectionError("unable to determine target cluster architecture")
         architecture = ((masters[0].get("status") or {}).get("nodeInfo") or {}).get("architecture", "")

@@ -256,8 +256,8 @@ class NodeJoinerRun:
                 await _maybe_await(self.put_secret(written))
             except Exception as exc:  # the store's own error type is not known here
                 raise NodeJoinerError("failed to %s auth token secret: %s" % (action[:-1].lower(), exc), *context)
-            self._log("debug", "%s auth token secret %s/%s" % (action, authtoken.SECRET_NAMESPACE,
-                                                              authtoken.SECRET_NAME))
+            self._log("debug", "%s auth token secret %s/%s"
+                      % (action, authtoken.SECRET_NAMESPACE, authtoken.SECRET_NAME))
         auth["infra_env_id"] = self.infra_env_id
         self.auth = auth
         self.token = auth["agent"] if self.profile.token_claim == "infra_env_id" else auth["watcher"]
@@ -297,4 +297,3 @@ class NodeJoinerRun:
         await self._sub_stage("fetch-base-iso.verify-version")
         self._log("debug", "Extracted base ISO image %s from release payload" % path)
         return path
-

@@ -265,7 +265,10 @@ class PodBehaviours:
                    "base_iso_download_failure": failure == "download_failure", "timeout": failure == "timeout",
                    "log_level": flags["log_level"], "kubeconfig": flags["kubeconfig"],
                    "container_assets_dir": flags["dir"], "work_dir": sim.shell.host_path("/tmp")}
-        serves = (lambda kind: seeds.serves(self.ctx.variant, kind))
+
+        def serves(kind):
+            return seeds.serves(self.ctx.variant, kind)
+
         sim.run = NodeJoinerRun(sim.shell.host_path(flags["dir"]), clusterinfo.StoreSource(store, serves),
                                 self._get_secret, self._put_secret, self._base_iso, options)
         os.makedirs(sim.run.assets_dir, exist_ok=True)

@@ -58,7 +58,7 @@ Fields added later (same rule: each cites its source):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Every host stage of the swagger enum, in its order (openshift/assisted-service swagger.yaml, see above).
 HOST_STAGES_4_17 = (
@@ -137,9 +137,9 @@ _V418 = Profile(
     ships_installer_images=False,
     import_cluster_config=True,
 )
-_V419 = Profile(**dict(_V418.__dict__, minor=(4, 19), ships_installer_images=True, aiui_urls=True))
-_V420 = Profile(**dict(_V419.__dict__, minor=(4, 20)))
-_V421 = Profile(**dict(_V420.__dict__, minor=(4, 21), host_stages=HOST_STAGES_4_21))
+_V419 = replace(_V418, minor=(4, 19), ships_installer_images=True, aiui_urls=True)
+_V420 = replace(_V419, minor=(4, 20))
+_V421 = replace(_V420, minor=(4, 21), host_stages=HOST_STAGES_4_21)
 
 PROFILES = (_V417, _V418, _V419, _V420, _V421)
 NEWEST = PROFILES[-1]

@@ -150,8 +150,8 @@ def test_reads_are_all_get_or_list_and_unique():
     roles = dict((key, role) for key, _target, role in READS)
     assert sorted(k for k, r in roles.items() if r == REQUIRED) == ["clusterversion", "infrastructure", "nodes"]
     assert sorted(k for k, r in roles.items() if r == NEEDED) == ["proxy", "pull_secret"]
-    assert sorted(k for k, r in roles.items() if r == USUAL) == ["icsp", "idms", "mc_chrony", "mc_fips",
-                                                                  "user_ca_bundle"]
+    usual = sorted(k for k, r in roles.items() if r == USUAL)
+    assert usual == ["icsp", "idms", "mc_chrony", "mc_fips", "user_ca_bundle"]
     assert len([k for k, r in roles.items() if r == OPTIONAL]) == 8
 
 

@@ -150,8 +150,8 @@ def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
     assert grub.startswith(layout.live.GRUB_PREFIX + layout.live.DEFAULT_KARGS + " " + SERIAL + "\n#")
     # the embedded config and the .jso files are untouched
     assert _iso.inspect_iso(out)["summary"] == _iso.inspect_iso(node_iso)["summary"]
-    assert xorriso_extract(out, "/coreos/kargs.jso", tmp_path / "k") == xorriso_extract(node_iso, "/coreos/kargs.jso",
-                                                                                         tmp_path / "k0")
+    edited = xorriso_extract(out, "/coreos/kargs.jso", tmp_path / "k")
+    assert edited == xorriso_extract(node_iso, "/coreos/kargs.jso", tmp_path / "k0")
     with open(node_iso, "rb") as handle:
         original = bytearray(handle.read())
     with open(out, "rb") as handle:
