@@ -22,10 +22,10 @@ lint: setup
 	bash .ci/lint.sh
 
 integration: setup
-	.venv/bin/python -m pytest -q tests/integration
+	.venv/bin/python -m pytest -q -n 3 tests/integration
 
 lab-tests: setup
-	.venv/bin/python -m pytest -q tests/lab_tests
+	.venv/bin/python -m pytest -q -n 3 tests/lab_tests
 
 clean:
 	rm -rf .build .collections tests/output .pytest_cache

@@ -51,4 +51,4 @@ fi
 
 mkdir -p .collections/ansible_collections/openshift_agent
 ln -sfn "$ROOT" .collections/ansible_collections/openshift_agent/day2
-echo "setup: ready ($(.venv/bin/ansible --version | head -1))"
+echo "setup: ready ($(.venv/bin/ansible --version 2>/dev/null | sed -n 1p))"

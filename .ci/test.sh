@@ -18,8 +18,9 @@ step() {
 
 step py39        bash .ci/py39.sh
 step units       bash .ci/units.sh
-step lab         python -m pytest -q -p no:cacheprovider tests/lab_tests
-step integration python -m pytest -q -p no:cacheprovider tests/integration
+# Labs mostly wait (simulated installs), so three workers fit two cores; every lab takes free ports.
+step lab         python -m pytest -q -p no:cacheprovider -n 3 tests/lab_tests
+step integration python -m pytest -q -p no:cacheprovider -n 3 tests/integration
 step sanity      bash .ci/sanity.sh
 step lint        bash .ci/lint.sh
 step ee          bash .ci/ee.sh
