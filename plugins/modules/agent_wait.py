@@ -360,11 +360,11 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import AgentTokenError, choose
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_states import TARGETS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client import AgentWatch
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentTokenError, choose
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import TARGETS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
 
 ARGUMENT_SPEC = dict(
     hosts=dict(

@@ -275,15 +275,15 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._csr_approver import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.approver import (
     WAIT_FOR_CHOICES,
     CsrApproveError,
     CsrApprover,
     KubeCsrApi,
     normalize_nodes,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._csr_policy import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.policy import (
     CRYPTOGRAPHY_IMPORT_ERROR,
     HAS_CRYPTOGRAPHY,
 )

@@ -352,8 +352,8 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
     READS,
     REQUIRED,
     FactsError,

@@ -259,9 +259,9 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._day2_iso import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import (
     Builder,
     Day2IsoError,
     check_architecture_pairs,
@@ -270,15 +270,15 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._day2_iso imp
     host_items,
     read_cluster,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
     build_nodes_configs,
     missing_libraries,
     render_nodes_config,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso import IsoError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._node_joiner_run import NodeJoinerRun, RunError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
 
 
 def argument_spec():

@@ -174,8 +174,8 @@ import copy
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import IsoError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_info import iso_info
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import iso_info
 
 
 def argument_spec():

@@ -8,7 +8,7 @@ kargs + ignition edit producing a new file against ``cp`` of the same file, as a
 
 Run from the repository root:  .venv/bin/python tests/benchmarks/iso_bench.py [--iso PATH]
 Needs xorriso and isolinux to build the ISO (not with --iso); otherwise only the Python stdlib (the collection
-reads ISO 9660 itself, plugins/module_utils/_iso9660.py).
+reads ISO 9660 itself, plugins/module_utils/_image/iso9660.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,7 +43,7 @@ def import_iso_module(workdir):
     os.makedirs(namespace)
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
-    from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
     return _iso
 
 

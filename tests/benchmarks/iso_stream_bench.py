@@ -45,7 +45,7 @@ def import_collection(workdir):
     os.makedirs(namespace)
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
-    from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner_run
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as _node_joiner_run
     return _node_joiner_run
 
 

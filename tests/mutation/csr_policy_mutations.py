@@ -3,7 +3,7 @@
 
 """Mutation check of the CSR approval policy: is every rule needed by some test?
 
-Disables one rule of plugins/module_utils/_csr_policy.py at a time (a check that
+Disables one rule of plugins/module_utils/_join/policy.py at a time (a check that
 always passes, a group rule that refuses nothing, a flood guard that never
 fires), runs the unit table against that mutant in a fresh interpreter and
 reports whether the tests noticed ("killed") or not ("survived").
@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POLICY_MODULE = 'ansible_collections.openshift_agent.day2.plugins.module_utils._csr_policy'
+POLICY_MODULE = 'ansible_collections.openshift_agent.day2.plugins.module_utils._join.policy'
 TEST_FILE = os.path.join('tests', 'unit', 'plugins', 'module_utils', 'test_csr_policy.py')
 RULE_LISTS = ('CSR_CHECKS', 'CLIENT_CHECKS', 'SERVING_CHECKS', 'GROUP_RULES')
 FLOOD_GUARD = 'flood_guard'

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_client import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import (
     AgentClient,
     AgentRequestError,
     AgentWatch,

@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _agent_progress as ap
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install import progress as ap
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.progress import (
     HostProgress,
     Observation,
 )

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _agent_states as states
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install import states as states
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_progress import (
     GRACE,
     T0,

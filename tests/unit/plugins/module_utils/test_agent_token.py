@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _agent_token as tok
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install import token as tok
 
 EXP = 1893456000  # 2030-01-01T00:00:00Z
 
@@ -199,7 +199,7 @@ def test_choose_reads_the_secret_and_the_version(secret_data, version, header):
 
 
 def test_choose_with_a_forbidden_version_warns_and_follows_the_claims():
-    from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 
     reader = Reader({SECRET_PATH: secret(agentAuthToken="opaque"), CV_PATH: ApiAccessError("denied", status=403)})
     _token, first, info, warnings = tok.choose(reader=reader)

@@ -9,7 +9,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     Deadline,
     format_rfc3339,
     parse_duration,

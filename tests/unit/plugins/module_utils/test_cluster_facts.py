@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
     NEEDED,
     OPTIONAL,
     READS,
@@ -21,7 +21,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_fact
     build_facts,
     pull_secret_registries,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_support import parse_version
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import parse_version
 
 MARKER = "SECRET-MARKER-UNIT"
 

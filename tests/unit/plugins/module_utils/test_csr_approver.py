@@ -19,11 +19,11 @@ import datetime
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _csr_approver as approver
-from ansible_collections.openshift_agent.day2.plugins.module_utils._csr_approver import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import approver as approver
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.approver import (
     CsrApproveError, CsrApprover, KubeCsrApi, WatchBroken, normalize_nodes,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import ApiAccessError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.csr_factory import (
     NOW, client_csr, make_key, serving_csr,
 )

@@ -16,7 +16,7 @@ import datetime
 import pytest
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _csr_policy as policy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import policy as policy
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils import csr_factory as f
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.csr_factory import (
     NOW, client_csr, serving_csr,

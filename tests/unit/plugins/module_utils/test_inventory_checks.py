@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
     addresses_outside_machine_networks,
     build_nodes_configs,

@@ -12,8 +12,8 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory_host import HOST_KEYS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     build_nodes_configs,
     nodes_config_digest,
     normalize_architecture,

@@ -17,10 +17,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _cpio
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_errors
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _kargs
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import cpio as _cpio
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
 CONFIG = {"ignition": {"version": "3.2.0"}, "storage": {"files": []}}
 CONFIG_BYTES = json.dumps(CONFIG).encode()

@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _day2_iso as d2
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build as d2
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py"))

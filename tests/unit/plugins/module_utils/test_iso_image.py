@@ -17,11 +17,11 @@ import subprocess
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso9660
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_errors
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_layout
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _kargs
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso_layout as _iso_layout
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
 _LAYOUT_FILE = os.path.join(os.path.dirname(__file__), "fixtures", "iso", "live_iso_layout.py")
 _spec = importlib.util.spec_from_file_location("live_iso_layout", _LAYOUT_FILE)

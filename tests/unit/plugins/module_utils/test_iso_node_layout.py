@@ -18,10 +18,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso9660
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _iso_info
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as _iso_info
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     EmbedAreaError,
     IsoLayoutError,
 )

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner_run as nj_run
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _pod_exec
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as nj_run
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec as _pod_exec
 
 ZERO = "0001-01-01T00:00:00Z"
 NAMESPACE = {"metadata": {"name": "openshift-node-joiner-abcde", "uid": "uid-1"}}

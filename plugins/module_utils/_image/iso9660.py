@@ -27,7 +27,7 @@ import collections
 import re
 import struct
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import IsoLayoutError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoLayoutError
 
 SECTOR_SIZE = 2048
 FIRST_DESCRIPTOR_SECTOR = 16

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
     from kubernetes.dynamic.exceptions import DynamicApiError
@@ -28,7 +29,7 @@ except ImportError:  # pragma: no cover
     Urllib3HTTPError = None
 
 
-class ApiAccessError(Exception):
+class ApiAccessError(Day2Error):
     """A request failed; ``status`` is the HTTP status or None when unreachable."""
 
     def __init__(self, message, status=None, target=None):

@@ -13,15 +13,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
 import os
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
     SECRET_NAME,
     SECRET_NAMESPACE,
     secret_expiry,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._artifacts import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
     file_sha256,
     inputs_digest,
     read_sidecar,
@@ -29,31 +31,31 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._artifacts im
     sidecar_path,
     write_sidecar,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
     parse_duration,
     parse_rfc3339,
     utcnow,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_facts import GO_TO_RPM_ARCH
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_support import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import GO_TO_RPM_ARCH
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
     MIN_VERSION,
     master_architecture,
     parse_version,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._ignition_summary import summarize_add_nodes_ignition
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory import SECRET_HOST_KEYS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso import IsoError, edit_iso_in_place, inspect_iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_info import read_pxe_initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import core_target, group_target
-from ansible_collections.openshift_agent.day2.plugins.module_utils._node_joiner_run import RunError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import SECRET_HOST_KEYS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError, edit_iso_in_place, inspect_iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, group_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
 
 PXE_DIR = "boot-artifacts"
 # node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
 PXE_SINCE = (4, 18)
 
 
-class Day2IsoError(Exception):
+class Day2IsoError(Day2Error):
     def __init__(self, message, **extra):
         super(Day2IsoError, self).__init__(message)
         self.extra = extra

@@ -32,11 +32,12 @@ import binascii
 import datetime
 import json
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     core_target,
     group_target,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 SECRET_NAMESPACE = "openshift-config"
 SECRET_NAME = "agent-auth-token"
@@ -53,7 +54,7 @@ AGENT_PERSONA = "agentAuth"
 WATCHER_SINCE = (4, 18)
 
 
-class AgentTokenError(Exception):
+class AgentTokenError(Day2Error):
     """The Secret holds no usable token."""
 
 

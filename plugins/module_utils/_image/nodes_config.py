@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
 import hashlib
 import json
 import re
@@ -26,13 +28,13 @@ except ImportError:
 else:
     YAML_IMPORT_ERROR = None
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._inventory_host import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     ARCHITECTURE_ALIASES,
     HostChecker,
     given,
     normalize_architecture,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._nmstate import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
     NETADDR_IMPORT_ERROR,
     netaddr,
     parse_any_ip,
@@ -73,7 +75,7 @@ def missing_libraries():
     return missing
 
 
-class InventoryError(Exception):
+class InventoryError(Day2Error):
     """All problems found in an inventory; ``problems`` is a list of {host, field, value, message}."""
 
     def __init__(self, problems):

@@ -18,6 +18,7 @@ import json
 import select
 import ssl
 import time
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
     from urllib.parse import quote
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - reported by the module
 STDOUT_CHANNEL, STDERR_CHANNEL, STATUS_CHANNEL = 1, 2, 3
 
 
-class ExecError(Exception):
+class ExecError(Day2Error):
     """The exec call itself failed (not the command)."""
 
 

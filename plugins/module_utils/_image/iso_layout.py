@@ -27,12 +27,12 @@ import os
 import struct
 import zlib
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso9660 import IsoImage, Region
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage, Region
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     IsoLayoutError,
     KargsMismatchError,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._kargs import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.kargs import (
     DEFAULT_KARGS_END,
     DEFAULT_KARGS_PAD,
     KARGS_MAX_SIZE,

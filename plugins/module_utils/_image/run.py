@@ -12,28 +12,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
 import errno
 import os
 import re
 import sys
 import tempfile
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import Deadline
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     core_target,
     group_target,
     with_query,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _pod_exec
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec as _pod_exec
 
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 LOG_TAIL_LINES = 40
 _SHA256_LINE = re.compile(r"^([0-9a-f]{64})\s")
 
 
-class RunError(Exception):
+class RunError(Day2Error):
     """A run failed; carries what is known so far for the module's result."""
 
     def __init__(self, message, stages=None, log_tail=None):
@@ -288,7 +290,7 @@ class NodeJoinerRun:
         raise RunError("%s (after %d attempts)" % (problem, attempts))
 
 
-class _Retry(Exception):
+class _Retry(Exception):  # internal: never leaves fetch()
     pass
 
 

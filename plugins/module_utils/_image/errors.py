@@ -7,8 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
-class IsoError(Exception):
+
+class IsoError(Day2Error):
     """Base class of every error raised by the ISO, initrd and Ignition readers and writers."""
 
 

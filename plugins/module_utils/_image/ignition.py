@@ -42,9 +42,9 @@ try:
 except ImportError:  # the regular expression below reads the one field needed
     yaml = None
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import AgentToken
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import format_rfc3339, parse_rfc3339
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import IgnitionContentError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
 
 CONFIG_NAME = "config.ign"
 ADD_NODES_ENV_PATH = "/etc/assisted/add-nodes.env"

@@ -17,27 +17,27 @@ import os
 import re
 import stat
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
     parse_duration,
     parse_rfc3339,
     utcnow,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cpio import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio import (
     APPENDED_SEARCH_WINDOW,
     GZIP_MAGIC,
     NEWC_MAGIC,
     XZ_MAGIC,
     find_appended_archive,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._ignition_summary import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
     CONFIG_NAME,
     parse_ignition,
     summarize_add_nodes_ignition,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso import inspect_iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso9660 import FIRST_DESCRIPTOR_SECTOR, SECTOR_SIZE
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import IgnitionContentError, IsoLayoutError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import inspect_iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import FIRST_DESCRIPTOR_SECTOR, SECTOR_SIZE
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError, IsoLayoutError
 
 LAYOUT_NODE_ISO = "node-iso"
 LAYOUT_BASE_ISO = "base-iso"

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import CapacityError, IsoLayoutError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import CapacityError, IsoLayoutError
 
 DEFAULT_KARGS_PAD = "#"
 DEFAULT_KARGS_END = "\n"

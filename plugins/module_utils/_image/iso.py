@@ -22,30 +22,30 @@ import lzma
 import os
 import tempfile
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cpio import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio import (
     REGULAR_FILE_MODE,
     build_archive,
     unpack_initramfs,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._ignition_summary import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
     CONFIG_NAME,
     parse_ignition,
     summarize_add_nodes_ignition,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     CapacityError,
     EmbedAreaError,
     IgnitionContentError,
     IsoError,
     IsoLayoutError,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_layout import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso_layout import (
     KARGS_NAMES,
     current_kargs,
     read_exact,
     read_layout,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._kargs import format_kargs_region, merge_kargs
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.kargs import format_kargs_region, merge_kargs
 
 DEFAULT_ISO_MODE = 0o600
 

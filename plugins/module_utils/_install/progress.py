@@ -21,8 +21,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import format_rfc3339
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_states import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import (
     FAILED_CLUSTER_STATUSES,
     FAILED_STAGE,
     FAILED_STATUSES,

@@ -13,11 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
 import collections
 import lzma
 import zlib
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._iso_errors import EmbedAreaError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import EmbedAreaError
 
 NEWC_MAGIC = b"070701"
 # "070702" is the same layout with a checksum in the last field; the kernel accepts both.
@@ -34,7 +36,7 @@ _FIELDS = (
 CpioEntry = collections.namedtuple("CpioEntry", ["name", "mode", "data"])
 
 
-class CpioError(ValueError):
+class CpioError(Day2Error, ValueError):
     """The bytes are not a well-formed newc archive."""
 
 

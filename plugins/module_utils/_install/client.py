@@ -33,14 +33,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, urlencode
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import Deadline, utcnow
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_token import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline, utcnow
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
     AgentToken,
     is_refusal,
     other_header,
     refusal_advice,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progress import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.progress import (
     KUBELET_HANDSHAKE,
     KUBELET_INTERNAL_ERROR,
     HostProgress,
@@ -50,12 +50,13 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._agent_progre
     round_verdict,
     timeout_message,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 API_PREFIX = "/api/assisted-install/v2"
 MAX_WORKERS = 32
 
 
-class AgentRequestError(Exception):
+class AgentRequestError(Day2Error):
     """A request to an agent failed. ``kind`` is one of the Observation kinds."""
 
     def __init__(self, kind, detail, status=None):

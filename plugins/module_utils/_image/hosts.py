@@ -15,7 +15,7 @@ import difflib
 import json
 import re
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._nmstate import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
     check_address_in_subnet,
     check_dns_server,
     check_gateway,

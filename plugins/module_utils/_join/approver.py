@@ -22,14 +22,14 @@ import ipaddress
 import json
 import time
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils import _csr_policy as policy
-from ansible_collections.openshift_agent.day2.plugins.module_utils._clock import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import policy as policy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     Deadline,
     format_rfc3339,
     parse_rfc3339,
     utcnow,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     Target,
     core_target,
@@ -37,6 +37,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
     group_target,
     with_query,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
     from kubernetes.dynamic.exceptions import DynamicApiError
@@ -84,7 +85,7 @@ CSR_LIST = group_target('certificates.k8s.io', 'v1', 'certificatesigningrequests
 NODE_LIST = core_target('nodes')
 
 
-class CsrApproveError(Exception):
+class CsrApproveError(Day2Error):
     """The run failed; result holds what was done and seen so far."""
 
     def __init__(self, message, result=None):
@@ -92,7 +93,7 @@ class CsrApproveError(Exception):
         self.result = result or {}
 
 
-class WatchBroken(Exception):
+class WatchBroken(Day2Error):
     """The CSR watch ended abnormally (cut, 410 Gone, ERROR event); status when known."""
 
     def __init__(self, message, status=None):

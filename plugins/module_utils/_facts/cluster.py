@@ -27,15 +27,16 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyYAML
     yaml = None
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._k8s import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     core_target,
     group_target,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._cluster_support import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
     master_architecture,
     split_api_host,
     support_reasons,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -89,7 +90,7 @@ MEANING = {
 }
 
 
-class FactsError(Exception):
+class FactsError(Day2Error):
     """The cluster's objects cannot be interpreted."""
 
 

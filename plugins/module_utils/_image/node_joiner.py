@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
 import json
 import re
 
@@ -200,7 +202,7 @@ def release_pod_manifest(namespace, run_id, release_image):
     return _pod_manifest(namespace, run_id, RELEASE_POD, container)
 
 
-class ReportError(Exception):
+class ReportError(Day2Error):
     pass
 
 

@@ -1,0 +1,50 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every module does around its one call into module_utils: hide secrets, pass warnings on, end the run.
+
+A module's ``main()`` is::
+
+    module = AnsibleK8SModule(argument_spec=..., supports_check_mode=True)
+    try:
+        result = some_step.run(module)
+    except Day2Error as error:
+        fail(module, "module_name", error)
+    finish(module, result)
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
+
+def hide(module: Any, *values: Any) -> None:
+    """Keep secrets read at run time (a token from the cluster) out of every output of the module.
+
+    kubernetes.core's AnsibleK8SModule wraps the AnsibleModule that owns ``no_log_values``; this is the one place
+    that knows it.
+    """
+    owner = getattr(module, "_module", module)
+    for value in values:
+        if value:
+            owner.no_log_values.add(str(value))
+
+
+def _warn_all(module: Any, result: dict[str, Any]) -> dict[str, Any]:
+    result = dict(result)
+    for warning in result.pop("warnings", None) or []:
+        module.warn(warning)
+    return result
+
+
+def finish(module: Any, result: dict[str, Any]) -> NoReturn:
+    """Exit with ``result``; its ``warnings`` become module warnings."""
+    module.exit_json(**_warn_all(module, result))
+    raise SystemExit(0)  # exit_json exits; this only tells type checkers so
+
+
+def fail(module: Any, name: str, error: Day2Error) -> NoReturn:
+    """Fail with the error's message (prefixed with the module's name) and its partial result."""
+    module.fail_json(msg="%s: %s" % (name, error.message), **_warn_all(module, error.result))
+    raise SystemExit(1)  # fail_json exits; this only tells type checkers so
