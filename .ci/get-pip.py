@@ -10,22 +10,18 @@ This script installs the pip wheel bundled with the interpreter (ensurepip, no n
 lets that pip install the requested packages (e.g. pip==25.2) from the configured index.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import subprocess
 import sys
 
 # Options that only get-pip.py understands: ensurepip installs neither package anyway.
-GET_PIP_ONLY_OPTIONS = ('--no-setuptools', '--no-wheel')
+GET_PIP_ONLY_OPTIONS = ("--no-setuptools", "--no-wheel")
 
 
 def main(argv):
     pip_install_args = [arg for arg in argv if arg not in GET_PIP_ONLY_OPTIONS]
     for command in (
-        [sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip'],
-        [sys.executable, '-m', 'pip', 'install'] + pip_install_args,
+        [sys.executable, "-m", "ensurepip", "--upgrade", "--default-pip"],
+        [sys.executable, "-m", "pip", "install", *pip_install_args],
     ):
         returncode = subprocess.call(command)
         if returncode != 0:
@@ -33,5 +29,5 @@ def main(argv):
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,13 +1,8 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
 
-__metaclass__ = type
-
-
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     # Attributes every module of this collection documents.
     DOCUMENTATION = r"""
 options: {}

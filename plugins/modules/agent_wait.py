@@ -1,11 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: agent_wait
@@ -362,32 +358,32 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions imp
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentTokenError, choose
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import TARGETS
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import TARGETS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentTokenError, choose
 
-ARGUMENT_SPEC = dict(
-    hosts=dict(
-        type="list",
-        elements="dict",
-        required=True,
-        options=dict(
-            name=dict(type="str", required=True),
-            address=dict(type="str", required=True),
-            mac_address=dict(type="str"),
-        ),
-    ),
-    until=dict(type="str", choices=list(TARGETS), default="rebooted"),
-    wait=dict(type="bool", default=True),
-    wait_timeout=dict(type="int", default=3600),
-    wait_sleep=dict(type="int", default=5),
-    agent_port=dict(type="int", default=8090),
-    kubelet_port=dict(type="int", default=10250),
-    request_timeout=dict(type="int", default=5),
-    validation_grace=dict(type="raw", default=600),
-    token=dict(type="str", no_log=True),
-    first_header=dict(type="str", choices=["auto", "Watcher-Authorization", "Authorization"], default="auto"),
-)
+ARGUMENT_SPEC = {
+    "hosts": {
+        "type": "list",
+        "elements": "dict",
+        "required": True,
+        "options": {
+            "name": {"type": "str", "required": True},
+            "address": {"type": "str", "required": True},
+            "mac_address": {"type": "str"},
+        },
+    },
+    "until": {"type": "str", "choices": list(TARGETS), "default": "rebooted"},
+    "wait": {"type": "bool", "default": True},
+    "wait_timeout": {"type": "int", "default": 3600},
+    "wait_sleep": {"type": "int", "default": 5},
+    "agent_port": {"type": "int", "default": 8090},
+    "kubelet_port": {"type": "int", "default": 10250},
+    "request_timeout": {"type": "int", "default": 5},
+    "validation_grace": {"type": "raw", "default": 600},
+    "token": {"type": "str", "no_log": True},
+    "first_header": {"type": "str", "choices": ["auto", "Watcher-Authorization", "Authorization"], "default": "auto"},
+}
 
 
 class InputError(Exception):
@@ -399,7 +395,7 @@ def check_inputs(params):
     if not params["hosts"]:
         raise InputError("hosts is empty: give at least one {name, address}")
     names = [h["name"] for h in params["hosts"]]
-    duplicates = sorted(set(n for n in names if names.count(n) > 1))
+    duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise InputError("hosts names must be unique; repeated: %s" % ", ".join(duplicates))
     for option in ("wait_sleep", "request_timeout"):

@@ -1,11 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: csr_approve
@@ -292,17 +288,22 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.policy 
 def argument_spec():
     spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(
-        nodes=dict(type="list", elements="dict", required=True, options=dict(
-            name=dict(type="str", required=True),
-            addresses=dict(type="list", elements="str", required=True),
-            dns_names=dict(type="list", elements="str", default=[]),
-            not_before=dict(type="str"),
-        )),
-        wait_for=dict(type="str", choices=list(WAIT_FOR_CHOICES), default="ready"),
-        wait_timeout=dict(type="int", default=1800),
-        wait_sleep=dict(type="int", default=10),
-        max_pending=dict(type="int"),
-        clock_skew=dict(type="int", default=60),
+        nodes={
+            "type": "list",
+            "elements": "dict",
+            "required": True,
+            "options": {
+                "name": {"type": "str", "required": True},
+                "addresses": {"type": "list", "elements": "str", "required": True},
+                "dns_names": {"type": "list", "elements": "str", "default": []},
+                "not_before": {"type": "str"},
+            },
+        },
+        wait_for={"type": "str", "choices": list(WAIT_FOR_CHOICES), "default": "ready"},
+        wait_timeout={"type": "int", "default": 1800},
+        wait_sleep={"type": "int", "default": 10},
+        max_pending={"type": "int"},
+        clock_skew={"type": "int", "default": 60},
     )
     return spec
 
@@ -318,8 +319,9 @@ def finish(module, result, failure=None):
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not HAS_CRYPTOGRAPHY:
-        module.fail_json(msg="csr_approve needs the Python library cryptography to check CSRs",
-                         exception=CRYPTOGRAPHY_IMPORT_ERROR)
+        module.fail_json(
+            msg="csr_approve needs the Python library cryptography to check CSRs", exception=CRYPTOGRAPHY_IMPORT_ERROR
+        )
     params = module.params
     try:
         k8s, reader = connect(module)

@@ -1,11 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: day2_iso
@@ -259,8 +255,9 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import (
     Builder,
     Day2IsoError,
@@ -270,34 +267,33 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build 
     host_items,
     read_cluster,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
     build_nodes_configs,
     missing_libraries,
     render_nodes_config,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
 
 
 def argument_spec():
     spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(
-        hosts=dict(type="list", elements="dict", required=True),
-        dest=dict(type="path", required=True),
-        pxe=dict(type="bool", default=False),
-        boot_artifacts_base_url=dict(type="str"),
-        ssh_key=dict(type="str", no_log=False),
-        node_joiner_image=dict(type="str"),
-        force=dict(type="bool", default=False),
-        min_token_validity=dict(type="str", default="24h", no_log=False),
-        live_kernel_arguments=dict(type="str"),
-        pod_start_timeout=dict(type="int", default=900),
-        build_timeout=dict(type="int", default=1800),
-        wait_sleep=dict(type="int", default=5),
-        keep_on_failure=dict(type="bool", default=False),
-        allow_loopback=dict(type="bool", default=False),
+        hosts={"type": "list", "elements": "dict", "required": True},
+        dest={"type": "path", "required": True},
+        pxe={"type": "bool", "default": False},
+        boot_artifacts_base_url={"type": "str"},
+        ssh_key={"type": "str", "no_log": False},
+        node_joiner_image={"type": "str"},
+        force={"type": "bool", "default": False},
+        min_token_validity={"type": "str", "default": "24h", "no_log": False},
+        live_kernel_arguments={"type": "str"},
+        pod_start_timeout={"type": "int", "default": 900},
+        build_timeout={"type": "int", "default": 1800},
+        wait_sleep={"type": "int", "default": 5},
+        keep_on_failure={"type": "bool", "default": False},
+        allow_loopback={"type": "bool", "default": False},
     )
     return spec
 
@@ -322,9 +318,14 @@ def run_module(module):
     cluster = read_cluster(api)
     check_pxe_supported(params["pxe"], cluster)
     try:
-        configs = build_nodes_configs(hosts, cluster["architecture"], ssh_key=params["ssh_key"],
-                                      boot_artifacts_base_url=params["boot_artifacts_base_url"],
-                                      allow_loopback=params["allow_loopback"], platform=cluster["platform"])
+        configs = build_nodes_configs(
+            hosts,
+            cluster["architecture"],
+            ssh_key=params["ssh_key"],
+            boot_artifacts_base_url=params["boot_artifacts_base_url"],
+            allow_loopback=params["allow_loopback"],
+            platform=cluster["platform"],
+        )
     except InventoryError as error:
         raise Day2IsoError("invalid hosts, nothing was written:\n%s" % error, problems=error.problems)
     check_architecture_pairs(configs, cluster["architecture"])
@@ -349,10 +350,17 @@ def run_module(module):
         if plan["reuse"]:
             result["artifacts"].append(builder.reused_result(arch, plan))
             continue
-        run = NodeJoinerRun(api, client.client.configuration, uuid.uuid4().hex[:12], proxy=cluster["proxy"],
-                            wait_sleep=params["wait_sleep"], pod_start_timeout=params["pod_start_timeout"],
-                            build_timeout=params["build_timeout"], keep_on_failure=params["keep_on_failure"],
-                            cluster_minor=cluster["version_tuple"])
+        run = NodeJoinerRun(
+            api,
+            client.client.configuration,
+            uuid.uuid4().hex[:12],
+            proxy=cluster["proxy"],
+            wait_sleep=params["wait_sleep"],
+            pod_start_timeout=params["pod_start_timeout"],
+            build_timeout=params["build_timeout"],
+            keep_on_failure=params["keep_on_failure"],
+            cluster_minor=cluster["version_tuple"],
+        )
         try:
             with run:
                 result["namespace"] = run.ns_name
@@ -362,8 +370,12 @@ def run_module(module):
                 artifact["reason"] = plan["reason"]
                 result["artifacts"].append(artifact)
         except RunError as error:
-            raise Day2IsoError(nj.describe_failure("%s%s" % (error, cleanup_note(run)), error.stages, error.log_tail),
-                               stages=error.stages, log_tail=error.log_tail, namespace=run.ns_name)
+            raise Day2IsoError(
+                nj.describe_failure("%s%s" % (error, cleanup_note(run)), error.stages, error.log_tail),
+                stages=error.stages,
+                log_tail=error.log_tail,
+                namespace=run.ns_name,
+            )
         except Day2IsoError as error:
             raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name, **error.extra)
         except (ApiAccessError, IsoError) as error:

@@ -1,11 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: iso_info
@@ -181,8 +177,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info i
 def argument_spec():
     spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(
-        path=dict(type="path", required=True),
-        min_validity=dict(type="str", default="0", no_log=False),
+        path={"type": "path", "required": True},
+        min_validity={"type": "str", "default": "0", "no_log": False},
     )
     return spec
 

@@ -38,16 +38,37 @@ def control(lab, method, path):
 
 
 def run_module(lab_dir, hosts, wait_sleep, timeout):
-    args = {"kubeconfig": os.path.join(lab_dir, "kubeconfig"), "wait_sleep": wait_sleep, "wait_timeout": timeout,
-            "nodes": [{"name": h["name"], "addresses": [h["ip"]]} for h in hosts]}
-    env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-               ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible"), "localhost", "-m", "openshift_agent.day2.csr_approve",
-                           "-a", json.dumps(args)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=timeout + 120, check=False)
-    document = json.loads(proc.stdout[proc.stdout.find("{"):])
+    args = {
+        "kubeconfig": os.path.join(lab_dir, "kubeconfig"),
+        "wait_sleep": wait_sleep,
+        "wait_timeout": timeout,
+        "nodes": [{"name": h["name"], "addresses": [h["ip"]]} for h in hosts],
+    }
+    env = dict(
+        os.environ,
+        PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
+        ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+    )
+    proc = subprocess.run(
+        [
+            os.path.join(VENV_BIN, "ansible"),
+            "localhost",
+            "-m",
+            "openshift_agent.day2.csr_approve",
+            "-a",
+            json.dumps(args),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout + 120,
+        check=False,
+    )
+    document = json.loads(proc.stdout[proc.stdout.find("{") :])
     return document["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
@@ -61,8 +82,12 @@ def percentile(values, fraction):
 
 
 def summary(latencies):
-    return {"count": len(latencies), "p50": round(percentile(latencies, 0.50), 3),
-            "p95": round(percentile(latencies, 0.95), 3), "max": round(max(latencies), 3)}
+    return {
+        "count": len(latencies),
+        "p50": round(percentile(latencies, 0.50), 3),
+        "p95": round(percentile(latencies, 0.95), 3),
+        "max": round(max(latencies), 3),
+    }
 
 
 def main(argv=None):
@@ -80,14 +105,16 @@ def main(argv=None):
             lab = json.load(handle)
         hosts = lab["hosts"]
         outcome = {}
-        runner = threading.Thread(target=lambda: outcome.update(
-            result=run_module(state, hosts, options.wait_sleep, 300)))
+        runner = threading.Thread(
+            target=lambda: outcome.update(result=run_module(state, hosts, options.wait_sleep, 300))
+        )
         runner.start()
-        while not any(r["path"].split("?")[0].endswith("/certificatesigningrequests")
-                      for r in control(lab, "GET", "/requests")):
+        while not any(
+            r["path"].split("?")[0].endswith("/certificatesigningrequests") for r in control(lab, "GET", "/requests")
+        ):
             time.sleep(0.05)
         for start in range(0, len(hosts), options.wave):
-            labctl("reboot-done", "--state", state, *[h["name"] for h in hosts[start:start + options.wave]])
+            labctl("reboot-done", "--state", state, *[h["name"] for h in hosts[start : start + options.wave]])
             time.sleep(options.wave_gap)
         runner.join()
         result = outcome["result"]
@@ -102,16 +129,24 @@ def main(argv=None):
                 by_signer.setdefault(csr["signer"], []).append(parse_ms(csr["approved"]) - parse_ms(csr["filed"]))
     everything = [value for values in by_signer.values() for value in values]
     report = {
-        "hosts": options.hosts, "wait_sleep": options.wait_sleep, "module_failed": bool(result.get("failed")),
-        "module_duration": result.get("duration"), "approved": len(result.get("approved", [])),
+        "hosts": options.hosts,
+        "wait_sleep": options.wait_sleep,
+        "module_failed": bool(result.get("failed")),
+        "module_duration": result.get("duration"),
+        "approved": len(result.get("approved", [])),
         "watch_restarts": result.get("watch_restarts"),
-        "latency_seconds": dict({signer: summary(values) for signer, values in sorted(by_signer.items())},
-                                all=summary(everything) if everything else None),
+        "latency_seconds": dict(
+            {signer: summary(values) for signer, values in sorted(by_signer.items())},
+            all=summary(everything) if everything else None,
+        ),
         "goal_p95_seconds": GOAL_P95_SECONDS,
     }
     print(json.dumps(report, indent=2))
-    ok = not result.get("failed") and len(everything) == 2 * options.hosts and \
-        summary(everything)["p95"] <= GOAL_P95_SECONDS
+    ok = (
+        not result.get("failed")
+        and len(everything) == 2 * options.hosts
+        and summary(everything)["p95"] <= GOAL_P95_SECONDS
+    )
     return 0 if ok else 1
 
 

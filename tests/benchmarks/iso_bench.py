@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark the ISO codec on a ~1 GiB live ISO.
@@ -11,10 +10,6 @@ Needs xorriso and isolinux to build the ISO (not with --iso); otherwise only the
 reads ISO 9660 itself, plugins/module_utils/_image/iso9660.py).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import argparse
 import importlib.util
 import os
@@ -26,14 +21,20 @@ import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAYOUT_FILE = os.path.join(REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "iso",
-                           "live_iso_layout.py")
+LAYOUT_FILE = os.path.join(
+    REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "iso", "live_iso_layout.py"
+)
 IGNITION = {
     "ignition": {"version": "3.2.0"},
-    "storage": {"files": [{
-        "path": "/etc/assisted/add-nodes.env", "mode": 420,
-        "contents": {"source": "data:,CLUSTER_ID%3Dbench%0ACLUSTER_NAME%3Dbench%0A"},
-    }]},
+    "storage": {
+        "files": [
+            {
+                "path": "/etc/assisted/add-nodes.env",
+                "mode": 420,
+                "contents": {"source": "data:,CLUSTER_ID%3Dbench%0ACLUSTER_NAME%3Dbench%0A"},
+            }
+        ]
+    },
 }
 
 
@@ -44,6 +45,7 @@ def import_iso_module(workdir):
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
     from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+
     return _iso
 
 
@@ -85,17 +87,19 @@ def main():
             missing = builder.required_tools()
             if missing:
                 parser.error("missing %s (run .ci/setup.sh)" % ", ".join(missing))
-            seconds = timed(lambda: builder.build_live_iso(workdir, source,
-                                                           rootfs_size=max(args.size_mib - 2, 1) << 20))
-            print("built %s (%.0f MiB) with xorriso in %.1f s"
-                  % (source, os.path.getsize(source) / 2 ** 20, seconds))
+            seconds = timed(
+                lambda: builder.build_live_iso(workdir, source, rootfs_size=max(args.size_mib - 2, 1) << 20)
+            )
+            print("built %s (%.0f MiB) with xorriso in %.1f s" % (source, os.path.getsize(source) / 2**20, seconds))
         if iso_module.read_embedded_config(source) is None:
             iso_module.edit_iso_in_place(source, ignition=IGNITION)
-        size_mib = os.path.getsize(source) / 2 ** 20
+        size_mib = os.path.getsize(source) / 2**20
 
         reads = [timed(lambda: iso_module.read_embedded_ignition(source)) for run in range(args.runs)]
-        print("(a) read embedded config: median %.2f ms over %d runs (min %.2f, max %.2f)"
-              % (statistics.median(reads) * 1e3, len(reads), min(reads) * 1e3, max(reads) * 1e3))
+        print(
+            "(a) read embedded config: median %.2f ms over %d runs (min %.2f, max %.2f)"
+            % (statistics.median(reads) * 1e3, len(reads), min(reads) * 1e3, max(reads) * 1e3)
+        )
 
         edited, copied = os.path.join(workdir, "edited.iso"), os.path.join(workdir, "copied.iso")
         edit_times, cp_times, cp_sync_times = [], [], []
@@ -104,15 +108,28 @@ def main():
             cp_times.append(timed(lambda: subprocess.run(["cp", source, copied], check=True)))
             drop_file(copied)
             # the edit fsyncs its result; "cp + sync FILE" is the like-for-like comparison
-            cp_sync_times.append(timed(lambda: subprocess.run(["cp", source, copied], check=True)
-                                       and subprocess.run(["sync", copied], check=True)))
+            cp_sync_times.append(
+                timed(
+                    lambda: (
+                        subprocess.run(["cp", source, copied], check=True)
+                        and subprocess.run(["sync", copied], check=True)
+                    )
+                )
+            )
             drop_file(edited)
-            edit_times.append(timed(lambda: iso_module.write_edited_iso(
-                source, edited, ignition=IGNITION, append_kargs=["console=ttyS0,115200n8"])))
+            edit_times.append(
+                timed(
+                    lambda: iso_module.write_edited_iso(
+                        source, edited, ignition=IGNITION, append_kargs=["console=ttyS0,115200n8"]
+                    )
+                )
+            )
         edit = statistics.median(edit_times)
         cp, cp_sync = statistics.median(cp_times), statistics.median(cp_sync_times)
-        print("(b) edit to a new file (kargs + ignition, copy, fsync, rename): %.0f ms  [%.0f MiB, median of %d]"
-              % (edit * 1e3, size_mib, len(edit_times)))
+        print(
+            "(b) edit to a new file (kargs + ignition, copy, fsync, rename): %.0f ms  [%.0f MiB, median of %d]"
+            % (edit * 1e3, size_mib, len(edit_times))
+        )
         print("    cp: %.0f ms -> ratio edit/cp = %.2f" % (cp * 1e3, edit / cp))
         print("    cp + sync FILE: %.0f ms -> ratio edit/(cp + sync) = %.2f" % (cp_sync * 1e3, edit / cp_sync))
         assert iso_module.read_embedded_ignition(edited) == IGNITION

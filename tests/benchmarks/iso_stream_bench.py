@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark (c): stream a ~1 GiB ISO out of a lab pod through exec, verified, against an HTTPS GET.
@@ -16,10 +15,6 @@ Prints both and the throughput ratio GET time / exec time (goal >= 0.5).
 Run from the repository root:  .venv/bin/python tests/benchmarks/iso_stream_bench.py [--size-mib 1024]
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import argparse
 import hashlib
 import json
@@ -36,8 +31,15 @@ import yaml
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LABCTL = os.path.join(REPO_ROOT, "tests", "lab", "labctl")
-NODES_CONFIG = {"hosts": [{"hostname": "extra-worker-0", "role": "worker",
-                           "interfaces": [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}]}]}
+NODES_CONFIG = {
+    "hosts": [
+        {
+            "hostname": "extra-worker-0",
+            "role": "worker",
+            "interfaces": [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}],
+        }
+    ]
+}
 
 
 def import_collection(workdir):
@@ -46,18 +48,32 @@ def import_collection(workdir):
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
     from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as _node_joiner_run
+
     return _node_joiner_run
 
 
 def start_node_joiner_pod(core, image):
     namespace = core.create_namespace({"metadata": {"generateName": "bench-"}}).metadata.name
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "nodes-config"},
-                                                  "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}})
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "node-joiner"}, "spec": {
-        "containers": [{"name": "node-joiner", "image": image,
+    core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}}
+    )
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "node-joiner"},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "node-joiner",
+                        "image": image,
                         "command": ["/bin/bash", "-c", "node-joiner add-nodes --dir=/assets; sleep 600"],
-                        "volumeMounts": [{"name": "nodes-config", "mountPath": "/config"}]}],
-        "volumes": [{"name": "nodes-config", "configMap": {"name": "nodes-config"}}]}})
+                        "volumeMounts": [{"name": "nodes-config", "mountPath": "/config"}],
+                    }
+                ],
+                "volumes": [{"name": "nodes-config", "configMap": {"name": "nodes-config"}}],
+            },
+        },
+    )
     return namespace
 
 
@@ -82,8 +98,9 @@ def https_get(url, token, ca, dest):
 
 def curl_get(url, token, ca, dest):
     """The same GET with curl (C, no Python in the data path) and sha256sum, as a second baseline."""
-    subprocess.run(["curl", "-sSf", "--cacert", ca, "-H", "Authorization: Bearer " + token, "-o", dest, url],
-                   check=True)
+    subprocess.run(
+        ["curl", "-sSf", "--cacert", ca, "-H", "Authorization: Bearer " + token, "-o", dest, url], check=True
+    )
     subprocess.run(["sync", dest], check=True)
     return subprocess.run(["sha256sum", dest], check=True, capture_output=True, text=True).stdout.split()[0]
 
@@ -102,8 +119,22 @@ def main():
     try:
         run_module_utils = import_collection(workdir)
         started = time.perf_counter()
-        subprocess.run([LABCTL, "start", "--state", state, "--hosts", "1", "--iso-size", str(args.size_mib << 20),
-                        "--nodejoiner-stage-delay", "0"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                LABCTL,
+                "start",
+                "--state",
+                state,
+                "--hosts",
+                "1",
+                "--iso-size",
+                str(args.size_mib << 20),
+                "--nodejoiner-stage-delay",
+                "0",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         configuration = client.Configuration()
         config.load_kube_config(os.path.join(state, "kubeconfig"), client_configuration=configuration)
         core = client.CoreV1Api(client.ApiClient(configuration))
@@ -120,8 +151,11 @@ def main():
             control_url = json.load(handle)["control_url"]
         files_url = requests.get(control_url + "/pod-files", timeout=30).json()["url"]
         url = "%s/files/%s/node-joiner/assets/node.x86_64.iso" % (files_url, namespace)
-        token = configuration.api_key["BearerToken"].split(" ", 1)[1] if "BearerToken" in configuration.api_key \
+        token = (
+            configuration.api_key["BearerToken"].split(" ", 1)[1]
+            if "BearerToken" in configuration.api_key
             else configuration.api_key["authorization"].split(" ", 1)[1]
+        )
 
         exec_times, get_times, curl_times = [], [], []
         use_curl = shutil.which("curl") is not None
@@ -142,16 +176,22 @@ def main():
                 os.unlink(dest)
                 assert curl_sha == exec_sha
         exec_s, get_s = statistics.median(exec_times), statistics.median(get_times)
-        mib = size / 2 ** 20
-        print("(c) exec stream with verification (sha256sum in the pod + cat + local sha256 + fsync + rename): "
-              "%.2f s = %.0f MiB/s  [%.0f MiB, median of %d]" % (exec_s, mib / exec_s, mib, len(exec_times)))
-        print("    HTTPS GET of the same file from the lab process (hashed, fsync): %.2f s = %.0f MiB/s"
-              % (get_s, mib / get_s))
+        mib = size / 2**20
+        print(
+            "(c) exec stream with verification (sha256sum in the pod + cat + local sha256 + fsync + rename): "
+            "%.2f s = %.0f MiB/s  [%.0f MiB, median of %d]" % (exec_s, mib / exec_s, mib, len(exec_times))
+        )
+        print(
+            "    HTTPS GET of the same file from the lab process (hashed, fsync): %.2f s = %.0f MiB/s"
+            % (get_s, mib / get_s)
+        )
         print("    ratio (exec throughput / GET throughput) = %.2f  (goal >= 0.5)" % (get_s / exec_s))
         if curl_times:
             curl_s = statistics.median(curl_times)
-            print("    curl GET + sync + sha256sum of the same file: %.2f s = %.0f MiB/s -> ratio exec/curl = %.2f"
-                  % (curl_s, mib / curl_s, curl_s / exec_s))
+            print(
+                "    curl GET + sync + sha256sum of the same file: %.2f s = %.0f MiB/s -> ratio exec/curl = %.2f"
+                % (curl_s, mib / curl_s, curl_s / exec_s)
+            )
     finally:
         subprocess.run([LABCTL, "stop", "--state", state], check=False, stdout=subprocess.DEVNULL)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -23,7 +23,7 @@ def is_discovery(path):
     if bare in ("/version", "/api", "/apis", "/api/v1"):
         return True
     parts = bare.strip("/").split("/")
-    return parts[0] == "apis" and len(parts) == 3 or parts[0] == "openapi"
+    return (parts[0] == "apis" and len(parts) == 3) or parts[0] == "openapi"
 
 
 class Lab:
@@ -59,7 +59,9 @@ class Lab:
 def labctl(*args, check=True):
     result = subprocess.run([str(LABCTL), *args], capture_output=True, text=True, timeout=120, check=False)
     if check and result.returncode != 0:
-        raise AssertionError("labctl %s failed (%s):\n%s\n%s" % (" ".join(args), result.returncode, result.stdout, result.stderr))
+        raise AssertionError(
+            "labctl %s failed (%s):\n%s\n%s" % (" ".join(args), result.returncode, result.stdout, result.stderr)
+        )
     return result
 
 
@@ -106,8 +108,12 @@ def run_module(module, args, check_mode=False, env=None, verbosity=0):
         command.append("--check")
     if verbosity:
         command.append("-" + "v" * verbosity)
-    environment = ansible_env(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {}))
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, cwd=str(REPO), check=False)
+    environment = ansible_env(
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {})
+    )
+    proc = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env=environment, cwd=str(REPO), check=False
+    )
     output = proc.stdout + proc.stderr
     start = proc.stdout.find("{")
     try:
@@ -120,5 +126,13 @@ def run_module(module, args, check_mode=False, env=None, verbosity=0):
 
 def run_playbook(playbook, *args, env=None, timeout=1200):
     command = [str(VENV_BIN / "ansible-playbook"), str(playbook), *args]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=ansible_env(**(env or {})), cwd=str(REPO), check=False)
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ansible_env(**(env or {})),
+        cwd=str(REPO),
+        check=False,
+    )
     return proc.returncode, proc.stdout + proc.stderr

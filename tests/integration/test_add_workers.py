@@ -23,8 +23,12 @@ def console_boots_when_media_are_ready(lab, workdir, hosts, pxe=False, timeout=3
         deadline = time.monotonic() + timeout
         while not sidecar.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        subprocess.run([str(LABCTL), "boot", "--state", str(lab.state), "--pxe" if pxe else "--iso", str(media), *hosts],
-                       capture_output=True, timeout=60, check=False)
+        subprocess.run(
+            [str(LABCTL), "boot", "--state", str(lab.state), "--pxe" if pxe else "--iso", str(media), *hosts],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
 
     thread = threading.Thread(target=boot, daemon=True)
     thread.start()
@@ -36,9 +40,27 @@ def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
 
 
 def playbook_args(lab, workdir):
-    ports = ["-e", "join_agent_port=%d" % lab.info["agent_port"], "-e", "join_kubelet_port=%d" % lab.info["kubelet_port"]]
-    return ["-i", lab.inventory, "-e", "day2_workdir=%s" % workdir, "-e", "day2_allow_loopback=true",
-            "-e", "node_image_wait_sleep=1", "-e", "join_agent_wait_sleep=1", "-e", "join_csr_wait_sleep=2"] + ports
+    ports = [
+        "-e",
+        "join_agent_port=%d" % lab.info["agent_port"],
+        "-e",
+        "join_kubelet_port=%d" % lab.info["kubelet_port"],
+    ]
+    return [
+        "-i",
+        lab.inventory,
+        "-e",
+        "day2_workdir=%s" % workdir,
+        "-e",
+        "day2_allow_loopback=true",
+        "-e",
+        "node_image_wait_sleep=1",
+        "-e",
+        "join_agent_wait_sleep=1",
+        "-e",
+        "join_csr_wait_sleep=2",
+        *ports,
+    ]
 
 
 def test_add_workers_from_nothing_to_ready_and_again(lab_factory, tmp_path):
@@ -80,10 +102,13 @@ def test_add_workers_refuses_bad_inventory_before_writing(lab_factory, tmp_path)
     hosts = {h["name"]: {k: v for k, v in h.items() if k != "name"} for h in lab.info["hosts"]}
     hosts["extra-worker-1"]["gateway"] = "10.9.9.9"
     hosts["extra-worker-1"]["mac_address"] = hosts["extra-worker-0"]["mac_address"]
-    inventory.write_text(json.dumps({"all": {"children": {"new_workers": {"hosts": hosts, "vars": {"kubeconfig": lab.kubeconfig}}}}}))
+    inventory.write_text(
+        json.dumps({"all": {"children": {"new_workers": {"hosts": hosts, "vars": {"kubeconfig": lab.kubeconfig}}}}})
+    )
     lab.reset_log()
-    rc, output = run_playbook(PLAYBOOK, "-i", str(inventory), "-e", "day2_workdir=%s" % (tmp_path / "work"),
-                              "-e", "day2_allow_loopback=true")
+    rc, output = run_playbook(
+        PLAYBOOK, "-i", str(inventory), "-e", "day2_workdir=%s" % (tmp_path / "work"), "-e", "day2_allow_loopback=true"
+    )
     assert rc != 0
     assert 'host extra-worker-1: field "gateway" value "10.9.9.9"' in output
     assert "mac_address" in output and hosts["extra-worker-0"]["mac_address"] in output
@@ -103,8 +128,14 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         rc, output = run_playbook(
-            PLAYBOOK, *playbook_args(lab, workdir), "-vvv", "-e", "day2_boot_method=redfish",
-            "-e", "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1])
+            PLAYBOOK,
+            *playbook_args(lab, workdir),
+            "-vvv",
+            "-e",
+            "day2_boot_method=redfish",
+            "-e",
+            "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1],
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -112,7 +143,9 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
     assert lab.info["redfish"]["password"] not in output
     hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
     assert all(h.get("booted_by") == "redfish" for h in hosts.values()), hosts
-    nodes = [o for o in lab.dump()["objects"] if o["kind"] == "Node" and o["metadata"]["name"].startswith("extra-worker")]
+    nodes = [
+        o for o in lab.dump()["objects"] if o["kind"] == "Node" and o["metadata"]["name"].startswith("extra-worker")
+    ]
     assert len(nodes) == 2
 
 
@@ -127,16 +160,22 @@ def assert_ready_nodes(lab, hosts):
 
 
 # The header each release's agent takes (docs/versions.md): 4.17 has no watcherAuth scheme.
-RELEASES = [("v417", "Authorization"), ("v418", "Watcher-Authorization"), ("v419", "Watcher-Authorization"),
-            ("v420", "Watcher-Authorization"), ("v421", "Watcher-Authorization")]
+RELEASES = [
+    ("v417", "Authorization"),
+    ("v418", "Watcher-Authorization"),
+    ("v419", "Watcher-Authorization"),
+    ("v420", "Watcher-Authorization"),
+    ("v421", "Watcher-Authorization"),
+]
 
 
 @pytest.mark.parametrize("variant,header", RELEASES)
 def test_add_workers_on_every_release(lab_factory, tmp_path, variant, header):
     """The console path on each release 4.17-4.21: ISO with .jso names and gzip config, the release's token and
     header, its completion signal (exit_code or report.json), three hosts Ready."""
-    lab = lab_factory("--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0",
-                      "--kubelet-port", "0")
+    lab = lab_factory(
+        "--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0"
+    )
     hosts = [h["name"] for h in lab.info["hosts"]]
     workdir = tmp_path / "work"
     console = console_boots_when_media_are_ready(lab, workdir, hosts)
@@ -151,13 +190,20 @@ def test_add_workers_on_every_release(lab_factory, tmp_path, variant, header):
 @pytest.mark.parametrize("variant", ["v418", "v421"])
 def test_add_workers_with_pxe(lab_factory, tmp_path, variant):
     """PXE where the release has it (node-joiner --pxe from 4.18): the hosts boot the initrd day2_iso fetched."""
-    lab = lab_factory("--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0",
-                      "--kubelet-port", "0")
+    lab = lab_factory(
+        "--variant", variant, "--hosts", "3", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0"
+    )
     hosts = [h["name"] for h in lab.info["hosts"]]
     workdir = tmp_path / "work"
     console = console_boots_when_media_are_ready(lab, workdir, hosts, pxe=True)
-    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), "-e", "day2_pxe=true",
-                              "-e", "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot")
+    rc, output = run_playbook(
+        PLAYBOOK,
+        *playbook_args(lab, workdir),
+        "-e",
+        "day2_pxe=true",
+        "-e",
+        "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot",
+    )
     console.join(timeout=5)
     assert rc == 0, output[-6000:]
     assert_ready_nodes(lab, hosts)
@@ -168,8 +214,14 @@ def test_add_workers_with_pxe(lab_factory, tmp_path, variant):
 def test_add_workers_refuses_pxe_on_4_17_before_writing(lab_factory, tmp_path):
     lab = lab_factory("--variant", "v417", "--hosts", "1")
     lab.reset_log()
-    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, tmp_path / "work"), "-e", "day2_pxe=true",
-                              "-e", "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot")
+    rc, output = run_playbook(
+        PLAYBOOK,
+        *playbook_args(lab, tmp_path / "work"),
+        "-e",
+        "day2_pxe=true",
+        "-e",
+        "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot",
+    )
     assert rc != 0
     assert "4.18" in output and "pxe" in output.lower(), output[-3000:]
     assert lab.writes() == []

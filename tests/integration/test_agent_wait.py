@@ -11,7 +11,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import labctl, run_module, run_playbook
 from lab.waiting import wait_for
 
@@ -25,8 +24,9 @@ DAY2_STAGES = ["Starting installation", "Installing", "Writing image to disk", "
 
 @pytest.fixture(scope="module")
 def lab(lab_factory, tmp_path_factory):
-    started = lab_factory("--hosts", "3", "--agent-port", "0", "--kubelet-port", "0",
-                          "--install-seconds", str(INSTALL_SECONDS))
+    started = lab_factory(
+        "--hosts", "3", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", str(INSTALL_SECONDS)
+    )
     started.iso = str(tmp_path_factory.mktemp("iso") / "node.x86_64.iso")
     labctl("build-iso", "--state", str(started.state), "--out", started.iso)
     return started
@@ -41,8 +41,9 @@ def no_faults(lab):
 
 def hosts_of(lab, *names):
     by_name = {h["name"]: h for h in lab.info["hosts"]}
-    return [{"name": name, "address": by_name[name]["ip"], "mac_address": by_name[name]["mac_address"]}
-            for name in names]
+    return [
+        {"name": name, "address": by_name[name]["ip"], "mac_address": by_name[name]["mac_address"]} for name in names
+    ]
 
 
 def boot(lab, *names, iso=None, install_seconds=None):
@@ -53,8 +54,15 @@ def boot(lab, *names, iso=None, install_seconds=None):
 
 
 def agent_wait(lab, names, **args):
-    params = {"kubeconfig": lab.kubeconfig, "hosts": hosts_of(lab, *names), "agent_port": lab.info["agent_port"],
-              "kubelet_port": lab.info["kubelet_port"], "wait_sleep": 1, "request_timeout": 2, "wait_timeout": 45}
+    params = {
+        "kubeconfig": lab.kubeconfig,
+        "hosts": hosts_of(lab, *names),
+        "agent_port": lab.info["agent_port"],
+        "kubelet_port": lab.info["kubelet_port"],
+        "wait_sleep": 1,
+        "request_timeout": 2,
+        "wait_timeout": 45,
+    }
     params.update(args)
     return run_module(MODULE, params)[0]
 
@@ -89,9 +97,14 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     assert result["auth_header"] == "Watcher-Authorization"
-    assert result["token_info"] == {"source": "secret", "key": "watcherAuthToken", "persona": "watcherAuth",
-                                    "expires": result["token_info"]["expires"], "cluster_version": "4.21.1",
-                                    "first_header": "Watcher-Authorization"}
+    assert result["token_info"] == {
+        "source": "secret",
+        "key": "watcherAuthToken",
+        "persona": "watcherAuth",
+        "expires": result["token_info"]["expires"],
+        "cluster_version": "4.21.1",
+        "first_header": "Watcher-Authorization",
+    }
     for name in names:
         host = result["hosts"][name]
         assert host["reached"] and host["phase"] == "rebooted"
@@ -116,9 +129,16 @@ def test_the_iso_day2_iso_builds_boots_and_is_followed(lab, tmp_path):
     import yaml
 
     inventory = yaml.safe_load(open(lab.inventory))["all"]["children"]["new_workers"]["hosts"]
-    built, _output = run_module("openshift_agent.day2.day2_iso", {
-        "kubeconfig": lab.kubeconfig, "dest": str(tmp_path), "allow_loopback": True, "wait_sleep": 1,
-        "hosts": [dict(hostvars, name=name) for name, hostvars in inventory.items()]})
+    built, _output = run_module(
+        "openshift_agent.day2.day2_iso",
+        {
+            "kubeconfig": lab.kubeconfig,
+            "dest": str(tmp_path),
+            "allow_loopback": True,
+            "wait_sleep": 1,
+            "hosts": [dict(hostvars, name=name) for name, hostvars in inventory.items()],
+        },
+    )
     assert not built.get("failed"), built.get("msg")
     boot(lab, "extra-worker-0", "extra-worker-1", iso=str(tmp_path / "node.x86_64.iso"))
     result = agent_wait(lab, ["extra-worker-0", "extra-worker-1"])
@@ -197,7 +217,7 @@ def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
     silent = [i for i, e in enumerate(timeline) if e["event"] == "the agent does not answer"]
     assert silent, timeline
     # The agent answered again after the outage (not only the kubelet).
-    assert any(e["event"] and e["event"].startswith("Host extra-worker-0:") for e in timeline[silent[0] + 1:])
+    assert any(e["event"] and e["event"].startswith("Host extra-worker-0:") for e in timeline[silent[0] + 1 :])
     assert result["hosts"]["extra-worker-0"]["unreachable_since"] is None
     assert result["hosts"]["extra-worker-0"]["reached"] is True
 
@@ -205,17 +225,33 @@ def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
 REFUSAL_FIX = "Rebuild the ISO with day2_iso (force: true) and boot it again when the token expired"
 
 
-@pytest.mark.parametrize("how, refusals, cause", [
-    ("wrong token", ["in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
-                     "in Authorization: HTTP 401 on GET /clusters: Failed to parse token:"],
-     "not signed by the key of the ISO the host runs"),
-    ("expired token", ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"],
-     "the token has expired"),
-    ("token rejected by the agent", ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"], ""),
-    ("agent persona", ["in Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized to access",
-                       "in Watcher-Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized"],
-     "a token of persona agentAuth cannot follow the install: the agent wants the watcher token"),
-])
+@pytest.mark.parametrize(
+    "how, refusals, cause",
+    [
+        (
+            "wrong token",
+            [
+                "in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
+                "in Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
+            ],
+            "not signed by the key of the ISO the host runs",
+        ),
+        (
+            "expired token",
+            ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"],
+            "the token has expired",
+        ),
+        ("token rejected by the agent", ["in Watcher-Authorization: HTTP 401", "in Authorization: HTTP 401"], ""),
+        (
+            "agent persona",
+            [
+                "in Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized to access",
+                "in Watcher-Authorization: HTTP 403 on GET /clusters: authClaim agentAuth is unauthorized",
+            ],
+            "a token of persona agentAuth cannot follow the install: the agent wants the watcher token",
+        ),
+    ],
+)
 def test_a_token_refused_in_both_headers_fails_fast_with_the_fix(lab, tmp_path, how, refusals, cause):
     args, iso = {}, None
     if how == "wrong token":
@@ -230,8 +266,10 @@ def test_a_token_refused_in_both_headers_fails_fast_with_the_fix(lab, tmp_path, 
     boot(lab, "extra-worker-1", iso=iso)
     result = agent_wait(lab, ["extra-worker-1"], **args)
     assert result["failed"] is True
-    assert result["msg"].startswith("agent_wait: host extra-worker-1 (127.0.111.21): the agent at 127.0.111.21:%d "
-                                    "refused the token: " % lab.info["agent_port"])
+    assert result["msg"].startswith(
+        "agent_wait: host extra-worker-1 (127.0.111.21): the agent at 127.0.111.21:%d "
+        "refused the token: " % lab.info["agent_port"]
+    )
     for refusal in refusals:
         assert refusal in result["msg"], result["msg"]
     assert cause in result["msg"] and REFUSAL_FIX in result["msg"]
@@ -254,18 +292,23 @@ def test_a_fresh_run_recognises_a_host_that_already_rebooted(lab):
     assert host["rebooted_after"] is None and host["auth_header"] is None
     assert host["timeline"][-1]["event"] == (
         "the agent does not answer and the kubelet aborts TLS with alert internal_error (its serving certificate "
-        "is not approved yet): the host already rebooted from its disk")
+        "is not approved yet): the host already rebooted from its disk"
+    )
     assert result["polls"] == 1 and result["requests"] == 2  # one refused request, one TLS handshake
     assert state["kubelet"]
 
 
-@pytest.mark.parametrize("variant, header, key, persona", [
-    ("v417", "Authorization", "agentAuthToken", None),
-    ("v418", "Watcher-Authorization", "watcherAuthToken", "watcherAuth"),
-])
+@pytest.mark.parametrize(
+    "variant, header, key, persona",
+    [
+        ("v417", "Authorization", "agentAuthToken", None),
+        ("v418", "Watcher-Authorization", "watcherAuthToken", "watcherAuth"),
+    ],
+)
 def test_each_release_gets_its_token_in_its_header(lab_factory, tmp_path, variant, header, key, persona):
-    versioned = lab_factory("--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0",
-                            "--install-seconds", "6")
+    versioned = lab_factory(
+        "--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6"
+    )
     build_iso(versioned, tmp_path / "node.iso")
     boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"))
     result = agent_wait(versioned, ["extra-worker-0"])
@@ -293,9 +336,11 @@ WRONG_FIRST = [
 
 @pytest.mark.parametrize("variant, wrong, right, status, message", WRONG_FIRST)
 def test_the_wrong_header_first_gets_the_releases_answer_and_agent_wait_recovers(
-        lab_factory, tmp_path, variant, wrong, right, status, message):
-    versioned = lab_factory("--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0",
-                            "--install-seconds", "6")
+    lab_factory, tmp_path, variant, wrong, right, status, message
+):
+    versioned = lab_factory(
+        "--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6"
+    )
     build_iso(versioned, tmp_path / "node.iso")
     boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"))
     result = agent_wait(versioned, ["extra-worker-0"], first_header=wrong)
@@ -304,8 +349,11 @@ def test_the_wrong_header_first_gets_the_releases_answer_and_agent_wait_recovers
     assert result["token_info"]["first_header"] == wrong
     assert result["auth_header"] == host["auth_header"] == right
     assert host["auth_refused"] == {"header": wrong, "status": status, "message": message}
-    assert any(e["event"] == "the agent refused the token in %s (HTTP %d: %s); it accepted it in %s"
-               % (wrong, status, message, right) for e in host["timeline"]), host["timeline"]
+    assert any(
+        e["event"]
+        == "the agent refused the token in %s (HTTP %d: %s); it accepted it in %s" % (wrong, status, message, right)
+        for e in host["timeline"]
+    ), host["timeline"]
     assert host["reached"]
 
 
@@ -389,22 +437,34 @@ REDFISH_PLAYBOOK = """
 
 
 def test_two_hosts_booted_through_redfish_reach_rebooted(lab_factory, tmp_path):
-    redfish_lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0",
-                              "--install-seconds", "6")
+    redfish_lab = lab_factory(
+        "--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6"
+    )
     served = tmp_path / "www"
     served.mkdir()
     labctl("build-iso", "--state", str(redfish_lab.state), "--out", str(served / "node.x86_64.iso"))
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                               "--directory", str(served)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(served)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         playbook = tmp_path / "redfish.yml"
         playbook.write_text(REDFISH_PLAYBOOK)
         wait_for(lambda: _answers(port), timeout=10)
         rc, output = run_playbook(
-            playbook, "-i", redfish_lab.inventory, "-e", "iso_url=http://127.0.0.1:%d/node.x86_64.iso" % port,
-            "-e", "agent_port=%d" % redfish_lab.info["agent_port"],
-            "-e", "kubelet_port=%d" % redfish_lab.info["kubelet_port"], timeout=120)
+            playbook,
+            "-i",
+            redfish_lab.inventory,
+            "-e",
+            "iso_url=http://127.0.0.1:%d/node.x86_64.iso" % port,
+            "-e",
+            "agent_port=%d" % redfish_lab.info["agent_port"],
+            "-e",
+            "kubelet_port=%d" % redfish_lab.info["kubelet_port"],
+            timeout=120,
+        )
     finally:
         server.terminate()
         server.wait()

@@ -22,8 +22,12 @@ APPROVAL_SUFFIX = "/approval"
 def module_args(lab, names, **extra):
     hosts = {host["name"]: host for host in lab.info["hosts"]}
     # wait_sleep bounds how late a Node turning Ready is seen (Nodes are read at every wake-up).
-    args = {"kubeconfig": lab.kubeconfig, "wait_timeout": 45, "wait_sleep": 2,
-            "nodes": [{"name": name, "addresses": [hosts[name]["ip"]]} for name in names]}
+    args = {
+        "kubeconfig": lab.kubeconfig,
+        "wait_timeout": 45,
+        "wait_sleep": 2,
+        "nodes": [{"name": name, "addresses": [hosts[name]["ip"]]} for name in names],
+    }
     args.update(extra)
     return args
 
@@ -68,13 +72,22 @@ def filed_counts(lab, names):
 def run_while_rogues_fire(lab, names, make_hosts_reboot):
     """csr_approve runs; once it has started, `labctl rogue-csr all` fires, then the hosts reboot."""
     outcome = {}
-    runner = threading.Thread(target=lambda: outcome.update(
-        zip(("result", "output"), run_module(MODULE, module_args(lab, names, wait_timeout=60)))))
+    runner = threading.Thread(
+        target=lambda: outcome.update(
+            zip(("result", "output"), run_module(MODULE, module_args(lab, names, wait_timeout=60)))
+        )
+    )
     runner.start()
     # Its first CSR list shows it started (a watch is only logged when it ends).
-    wait_until("the module's CSR list", lambda: any(
-        r["path"].split("?")[0].endswith("/certificatesigningrequests") and "watch=true" not in r["path"]
-        and r["user"] == "system:admin" for r in lab.requests()))
+    wait_until(
+        "the module's CSR list",
+        lambda: any(
+            r["path"].split("?")[0].endswith("/certificatesigningrequests")
+            and "watch=true" not in r["path"]
+            and r["user"] == "system:admin"
+            for r in lab.requests()
+        ),
+    )
     rogues = json.loads(labctl("rogue-csr", "--state", str(lab.state), "all").stdout)
     make_hosts_reboot()
     runner.join(120)
@@ -124,9 +137,19 @@ def test_booted_hosts_followed_to_rebooted_join_while_rogues_fire(lab_factory, t
     labctl("build-iso", "--state", str(lab.state), "--out", iso)
     lab.control("POST", "/hosts/boot", {"iso": iso, "hosts": names})
     hosts = [{"name": h["name"], "address": h["ip"], "mac_address": h["mac_address"]} for h in lab.info["hosts"]]
-    followed, output = run_module("openshift_agent.day2.agent_wait", {
-        "kubeconfig": lab.kubeconfig, "hosts": hosts, "until": "rebooted", "agent_port": lab.info["agent_port"],
-        "kubelet_port": lab.info["kubelet_port"], "wait_sleep": 1, "request_timeout": 2, "wait_timeout": 45})
+    followed, output = run_module(
+        "openshift_agent.day2.agent_wait",
+        {
+            "kubeconfig": lab.kubeconfig,
+            "hosts": hosts,
+            "until": "rebooted",
+            "agent_port": lab.info["agent_port"],
+            "kubelet_port": lab.info["kubelet_port"],
+            "wait_sleep": 1,
+            "request_timeout": 2,
+            "wait_timeout": 45,
+        },
+    )
     assert not followed.get("failed"), output
     # The kubelets filed their client CSRs on reboot, so csr_approve approves at once; holding Ready back
     # for a few seconds keeps it running while the rogues arrive.
@@ -140,8 +163,12 @@ def test_an_existing_node_of_the_same_name_blocks_only_that_host(lab_factory):
     lab = lab_factory("--hosts", "2")
     names = names_of(lab, 2)
     # A Node of the first host's name is still registered (an old worker that was never removed).
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": names[0]},
-            "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": names[0]},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
     admin_create_node(lab, node)
     reboot_done(lab, names)
     wait_until("both client CSRs", lambda: all(filed_counts(lab, names)))
@@ -170,9 +197,12 @@ def admin_create_node(lab, node):
     kubeconfig = yaml.safe_load(open(lab.kubeconfig, encoding="utf-8"))
     token = kubeconfig["users"][0]["user"]["token"]
     context = ssl.create_default_context(cafile=str(lab.state / "ca.crt"))
-    request = urllib.request.Request(lab.info["api_url"] + "/api/v1/nodes", data=json.dumps(node).encode(),
-                                     method="POST", headers={"Authorization": "Bearer " + token,
-                                                             "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        lab.info["api_url"] + "/api/v1/nodes",
+        data=json.dumps(node).encode(),
+        method="POST",
+        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, context=context, timeout=30) as response:
         assert response.status == 201
 
@@ -200,7 +230,12 @@ def test_a_late_run_finds_duplicates_and_approves_one_per_node_and_signer(lab_fa
         assert len([csr for csr in filed[SERVING_SIGNER] if csr in approved]) == 1
         # The run found the duplicates: the older ones were left alone as superseded.
         duplicates = [csr for csr in clients if csr not in approved_clients]
-        assert any(reasons.get(csr) == "superseded" for csr in duplicates), (duplicates, reasons, dump["kubelets"][name], result["approved"])
+        assert any(reasons.get(csr) == "superseded" for csr in duplicates), (
+            duplicates,
+            reasons,
+            dump["kubelets"][name],
+            result["approved"],
+        )
         assert all(reasons.get(csr) in ("superseded", "node-already-approved", "node-exists") for csr in duplicates)
 
 
@@ -239,7 +274,8 @@ def test_check_mode_approves_nothing(lab_factory):
     assert result["changed"] is True
     dump = lab.dump()
     assert sorted(entry["name"] for entry in result["would_approve"]) == sorted(
-        own_csrs(dump, name)[CLIENT_SIGNER][0] for name in names)
+        own_csrs(dump, name)[CLIENT_SIGNER][0] for name in names
+    )
     assert result["approved"] == []
     assert not [r for r in lab.requests() if r["path"].split("?")[0].endswith(APPROVAL_SUFFIX)]
     assert [r for r in lab.requests() if r["method"] not in ("GET", "HEAD")] == []
@@ -250,11 +286,16 @@ def test_api_errors_and_cut_watches_during_the_run_still_approve_exactly_the_hos
     lab = lab_factory("--hosts", "3")
     names = names_of(lab, 3)
     outcome = {}
-    runner = threading.Thread(target=lambda: outcome.update(
-        zip(("result", "output"), run_module(MODULE, module_args(lab, names, wait_timeout=60)))))
+    runner = threading.Thread(
+        target=lambda: outcome.update(
+            zip(("result", "output"), run_module(MODULE, module_args(lab, names, wait_timeout=60)))
+        )
+    )
     runner.start()
-    wait_until("the module's CSR list", lambda: any(
-        r["path"].split("?")[0].endswith("/certificatesigningrequests") for r in lab.requests()))
+    wait_until(
+        "the module's CSR list",
+        lambda: any(r["path"].split("?")[0].endswith("/certificatesigningrequests") for r in lab.requests()),
+    )
     # From now on 1 request in 5 fails with 500/503 (the kubelets' too) and every watch is cut after 1 s.
     lab.control("POST", "/faults", {"api_error_rate": 0.2, "watch_cut_seconds": 1})
     reboot_done(lab, names)

@@ -12,12 +12,25 @@ import re
 
 import pytest
 import yaml
-
 from conftest import REPO, is_discovery, run_module, run_playbook
 from lab.seeds import load_seed
 
-VARIANTS = ["default", "old", "proxy", "disconnected", "ipv6", "dualstack", "arm64", "none", "degraded",
-            "v417", "v418", "v419", "v420", "v421"]
+VARIANTS = [
+    "default",
+    "old",
+    "proxy",
+    "disconnected",
+    "ipv6",
+    "dualstack",
+    "arm64",
+    "none",
+    "degraded",
+    "v417",
+    "v418",
+    "v419",
+    "v420",
+    "v421",
+]
 MODULE = "openshift_agent.day2.day1_facts"
 MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
 
@@ -39,19 +52,26 @@ def expected_from_seed(variant):
     seed = load_seed(variant)
     cv = seed_object(seed, "ClusterVersion", "version")
     infra = seed_object(seed, "Infrastructure", "cluster")
-    install_config = yaml.safe_load(seed_object(seed, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"])
+    install_config = yaml.safe_load(
+        seed_object(seed, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"]
+    )
     pull = seed_object(seed, "Secret", "pull-secret", "openshift-config")
-    pull_json = pull.get("data", {}).get(".dockerconfigjson") or base64.b64encode(
-        pull.get("stringData", {}).get(".dockerconfigjson", "").encode()
-    ).decode()
+    pull_json = (
+        pull.get("data", {}).get(".dockerconfigjson")
+        or base64.b64encode(pull.get("stringData", {}).get(".dockerconfigjson", "").encode()).decode()
+    )
     nodes = sorted(seed_objects(seed, "Node"), key=lambda n: n["metadata"]["name"])
     masters = [n for n in nodes if "node-role.kubernetes.io/master" in n["metadata"].get("labels", {})]
     ptype = infra["spec"]["platformSpec"]["type"]
     pstatus = infra["status"].get("platformStatus", {}).get(ptype.lower(), {})
     proxy = seed_object(seed, "Proxy", "cluster")
     mirrors = sum(len(o["spec"].get("imageDigestMirrors", [])) for o in seed_objects(seed, "ImageDigestMirrorSet"))
-    mirrors += sum(len(o["spec"].get("repositoryDigestMirrors", [])) for o in seed_objects(seed, "ImageContentSourcePolicy"))
-    stream = json.loads(seed_object(seed, "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")["data"]["stream"])
+    mirrors += sum(
+        len(o["spec"].get("repositoryDigestMirrors", [])) for o in seed_objects(seed, "ImageContentSourcePolicy")
+    )
+    stream = json.loads(
+        seed_object(seed, "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")["data"]["stream"]
+    )
     degraded_cos = [
         o["metadata"]["name"]
         for o in seed_objects(seed, "ClusterOperator")
@@ -71,7 +91,10 @@ def expected_from_seed(variant):
         "machine_networks": [m["cidr"] for m in install_config["networking"]["machineNetwork"]],
         "architecture": masters[0]["status"]["nodeInfo"]["architecture"],
         "node_names": [n["metadata"]["name"] for n in nodes],
-        "node_ips": {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"] for n in nodes},
+        "node_ips": {
+            n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
+            for n in nodes
+        },
         "registries": sorted(json.loads(base64.b64decode(pull_json))["auths"]),
         "https_proxy": (proxy.get("status") or {}).get("httpsProxy", ""),
         "mirror_count": mirrors,
@@ -99,8 +122,20 @@ def test_facts_match_the_seed(labs, variant):
     assert not result.get("failed"), output
     facts = result["ansible_facts"]["day1_cluster"]
     want = expected_from_seed(variant)
-    for key in ("cluster_id", "version", "release_image", "name", "base_domain", "api_url", "api_int_url",
-                "platform", "api_vips", "ingress_vips", "machine_networks", "architecture"):
+    for key in (
+        "cluster_id",
+        "version",
+        "release_image",
+        "name",
+        "base_domain",
+        "api_url",
+        "api_int_url",
+        "platform",
+        "api_vips",
+        "ingress_vips",
+        "machine_networks",
+        "architecture",
+    ):
         assert facts[key] == want[key], key
     assert [n["name"] for n in facts["nodes"]] == want["node_names"]
     assert {n["name"]: n["internal_ips"] for n in facts["nodes"]} == want["node_ips"]
@@ -108,7 +143,10 @@ def test_facts_match_the_seed(labs, variant):
     assert facts["proxy"]["https_proxy"] == want["https_proxy"]
     assert len(facts["mirrors"]) == want["mirror_count"]
     assert sorted(facts["boot_images"]) == want["boot_arches"]
-    assert facts["worker_ignition"]["url"] == "https://api-int.%s.%s:22623/config/worker" % (want["name"], want["base_domain"])
+    assert facts["worker_ignition"]["url"] == "https://api-int.%s.%s:22623/config/worker" % (
+        want["name"],
+        want["base_domain"],
+    )
     assert MARKER not in output
     assert facts["ingress_domain"] == "apps.%s.%s" % (want["name"], want["base_domain"])
     assert facts["warnings"] == [], facts["warnings"]
@@ -152,7 +190,11 @@ def test_environment_and_token_auth(labs):
     assert result["ansible_facts"]["day1_cluster"]["name"] == "lab", output
     kubeconfig = yaml.safe_load(open(lab.kubeconfig))
     token = kubeconfig["users"][0]["user"]["token"]
-    args = {"host": kubeconfig["clusters"][0]["cluster"]["server"], "api_key": token, "ca_cert": str(lab.state / "ca.crt")}
+    args = {
+        "host": kubeconfig["clusters"][0]["cluster"]["server"],
+        "api_key": token,
+        "ca_cert": str(lab.state / "ca.crt"),
+    }
     result, output = run_module(MODULE, args)
     assert result["ansible_facts"]["day1_cluster"]["name"] == "lab", output
     assert token not in output
@@ -183,14 +225,21 @@ def test_forbidden_needed_object_makes_cluster_unsupported(labs):
     assert any("cannot read the pull secret" in r and "secrets" in r for r in facts["unsupported_reasons"])
     # worker-user-data-managed is a Secret too, but node-joiner does without it: a warning
     assert not any("worker-user-data-managed" in r for r in facts["unsupported_reasons"])
-    assert any(w.startswith("cannot read Secret openshift-machine-api/worker-user-data-managed: worker_ignition is "
-                            "unknown") and "403" in w for w in facts["warnings"]), facts["warnings"]
+    assert any(
+        w.startswith("cannot read Secret openshift-machine-api/worker-user-data-managed: worker_ignition is unknown")
+        and "403" in w
+        for w in facts["warnings"]
+    ), facts["warnings"]
 
 
 def test_wrong_token_is_401(labs):
     lab = labs("default")
     kubeconfig = yaml.safe_load(open(lab.kubeconfig))
-    args = {"host": kubeconfig["clusters"][0]["cluster"]["server"], "api_key": "not-a-token", "ca_cert": str(lab.state / "ca.crt")}
+    args = {
+        "host": kubeconfig["clusters"][0]["cluster"]["server"],
+        "api_key": "not-a-token",
+        "ca_cert": str(lab.state / "ca.crt"),
+    }
     result, _output = run_module(MODULE, args)
     assert result["failed"] is True and "401" in result["msg"]
 
@@ -210,7 +259,9 @@ def test_malformed_install_config_is_a_warning(lab_factory):
 
     lab = lab_factory("--hosts", "0")
     api = client.CoreV1Api(config.new_client_from_config(lab.kubeconfig))
-    api.patch_namespaced_config_map("cluster-config-v1", "kube-system", {"data": {"install-config": "metadata: [unclosed"}})
+    api.patch_namespaced_config_map(
+        "cluster-config-v1", "kube-system", {"data": {"install-config": "metadata: [unclosed"}}
+    )
     result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
     assert not result.get("failed"), output
     facts = result["ansible_facts"]["day1_cluster"]
@@ -241,12 +292,15 @@ def test_node_joiners_own_test_cluster_is_supported(labs):
     assert [m["mirrors"] for m in facts["mirrors"]] == [["registry.example.com:5000/ocp4/openshift4"]]
     assert facts["pull_secret"]["registries"] == ["quay.io"]
     warnings = facts["warnings"]
-    assert any("names the cluster ostest.test.nodejoiner.org" in w and "says ostest.test.metalkube.org" in w
-               for w in warnings), warnings
-    for missing in ("Network.config.openshift.io cluster does not exist",
-                    "Secret openshift-machine-api/worker-user-data-managed does not exist",
-                    "the resource clusteroperators.config.openshift.io does not exist",
-                    "MachineConfigPool worker does not exist"):
+    assert any(
+        "names the cluster ostest.test.nodejoiner.org" in w and "says ostest.test.metalkube.org" in w for w in warnings
+    ), warnings
+    for missing in (
+        "Network.config.openshift.io cluster does not exist",
+        "Secret openshift-machine-api/worker-user-data-managed does not exist",
+        "the resource clusteroperators.config.openshift.io does not exist",
+        "MachineConfigPool worker does not exist",
+    ):
         assert any(w.startswith(missing) for w in warnings), (missing, warnings)
     assert len(warnings) == 5, warnings
     assert sorted(result["warnings"]) == sorted("day1_facts: %s" % w for w in warnings)
@@ -254,7 +308,9 @@ def test_node_joiners_own_test_cluster_is_supported(labs):
 
 def test_summary_playbook_never_leaks_the_pull_secret(labs):
     lab = labs("default")
-    rc, output = run_playbook(REPO / "playbooks" / "cluster_summary.yml", "-vvv", "-e", "kubeconfig=%s" % lab.kubeconfig)
+    rc, output = run_playbook(
+        REPO / "playbooks" / "cluster_summary.yml", "-vvv", "-e", "kubeconfig=%s" % lab.kubeconfig
+    )
     assert rc == 0, output
     assert "Cluster        lab.day2.example.test" in output
     assert MARKER not in output

@@ -14,7 +14,6 @@ from unittest import mock
 
 import pytest
 import yaml
-
 from conftest import REPO, is_discovery, run_module
 from lab import iso as lab_iso
 
@@ -30,12 +29,21 @@ SERIAL = "console=ttyS0,115200n8"
 def lab_hosts(lab):
     """The module's ``hosts``: each inventory host's variables plus its name."""
     inventory = yaml.safe_load(open(lab.inventory))
-    return [dict(hostvars, name=name) for name, hostvars in inventory["all"]["children"]["new_workers"]["hosts"].items()]
+    return [
+        dict(hostvars, name=name) for name, hostvars in inventory["all"]["children"]["new_workers"]["hosts"].items()
+    ]
 
 
 def day2_iso(lab, dest, check_mode=False, **options):
-    args = {"kubeconfig": lab.kubeconfig, "hosts": lab_hosts(lab), "dest": str(dest), "allow_loopback": True,
-            "wait_sleep": 1, "pod_start_timeout": 20, "build_timeout": 30}
+    args = {
+        "kubeconfig": lab.kubeconfig,
+        "hosts": lab_hosts(lab),
+        "dest": str(dest),
+        "allow_loopback": True,
+        "wait_sleep": 1,
+        "pod_start_timeout": 20,
+        "build_timeout": 30,
+    }
     args.update(options)
     result, output = run_module(MODULE, args, check_mode=check_mode)
     assert MARKER not in output, "the pull secret leaked into the module output"
@@ -48,9 +56,12 @@ def cluster_writes(lab):
 
 def leftovers(lab):
     """Node-joiner namespaces, ClusterRoles and ClusterRoleBindings still in the lab."""
-    return sorted("%s/%s" % (o["kind"], o["metadata"]["name"]) for o in lab.dump()["objects"]
-                  if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding")
-                  and o["metadata"]["name"].startswith(NODE_JOINER_PREFIX))
+    return sorted(
+        "%s/%s" % (o["kind"], o["metadata"]["name"])
+        for o in lab.dump()["objects"]
+        if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding")
+        and o["metadata"]["name"].startswith(NODE_JOINER_PREFIX)
+    )
 
 
 def lab_cluster_id(lab):
@@ -90,7 +101,7 @@ def embedded_config(iso, work):
     info = json.loads(xorriso_extract(iso, igninfo, work / "igninfo").read_text())
     area = xorriso_extract(iso, "/" + info["file"], work / "ignition.img").read_bytes()
     offset = info.get("offset") or 0
-    area = area[offset:offset + info["length"]] if info.get("length") else area[offset:]
+    area = area[offset : offset + info["length"]] if info.get("length") else area[offset:]
     if area[:2] == b"\x1f\x8b":
         # gzip warns about the zero fill after the stream ("trailing garbage ignored", exit 2)
         unzipped = subprocess.run(["gzip", "-dc"], input=area, capture_output=True, check=False)
@@ -192,8 +203,12 @@ def test_the_iso_has_node_joiners_layout_and_is_read(built):
 
 def test_nothing_of_the_run_is_left_in_the_cluster(lab, built):
     assert leftovers(lab) == []
-    pods = [o for o in lab.dump()["objects"] if o["kind"] in ("Pod", "ConfigMap", "ServiceAccount")
-            and o["metadata"].get("namespace", "").startswith(NODE_JOINER_PREFIX)]
+    pods = [
+        o
+        for o in lab.dump()["objects"]
+        if o["kind"] in ("Pod", "ConfigMap", "ServiceAccount")
+        and o["metadata"].get("namespace", "").startswith(NODE_JOINER_PREFIX)
+    ]
     assert pods == []
 
 
@@ -214,9 +229,12 @@ def test_check_mode_writes_nothing_anywhere(lab, clean, tmp_path):
     assert lab.writes() == [] and os.listdir(tmp_path) == []
     # the four GETs before any decision: ClusterVersion, Proxy, Infrastructure (platform), Nodes
     reads = sorted(r["path"].split("?", 1)[0] for r in lab.requests() if not is_discovery(r["path"]))
-    assert reads == ["/api/v1/nodes", "/apis/config.openshift.io/v1/clusterversions/version",
-                     "/apis/config.openshift.io/v1/infrastructures/cluster",
-                     "/apis/config.openshift.io/v1/proxies/cluster"]
+    assert reads == [
+        "/api/v1/nodes",
+        "/apis/config.openshift.io/v1/clusterversions/version",
+        "/apis/config.openshift.io/v1/infrastructures/cluster",
+        "/apis/config.openshift.io/v1/proxies/cluster",
+    ]
 
 
 def test_check_mode_predicts_no_change_for_an_intact_iso(lab, built, clean):
@@ -287,12 +305,22 @@ def test_pxe_artifacts(lab, clean, tmp_path):
 
 def test_node_joiner_image_from_the_release_payload(lab, clean, tmp_path):
     """Without ConfigMap installer-images the image comes from a pod running the release image."""
-    cm = [o for o in lab.dump()["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "installer-images"][0]
+    cm = [o for o in lab.dump()["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "installer-images"][
+        0
+    ]
     installer = json.loads(cm["data"]["images.json"])["installer"]
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
-        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
-        "k.CoreV1Api().delete_namespaced_config_map('installer-images', 'openshift-config')") % lab.kubeconfig],
-        check=True)
+    subprocess.run(
+        [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-c",
+            (
+                "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+                "k.CoreV1Api().delete_namespaced_config_map('installer-images', 'openshift-config')"
+            )
+            % lab.kubeconfig,
+        ],
+        check=True,
+    )
     try:
         result = day2_iso(lab, tmp_path)
         assert not result.get("failed"), result.get("msg")
@@ -300,12 +328,24 @@ def test_node_joiner_image_from_the_release_payload(lab, clean, tmp_path):
         creates = [r["path"] for r in lab.writes() if r["method"] == "POST" and r["path"].endswith("/pods")]
         assert len(creates) == 2  # the release pod, then the node-joiner pod
     finally:
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": cm["data"],
-                "metadata": {"name": "installer-images", "namespace": "openshift-config"}}
-        subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
-            "import json, kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
-            "k.CoreV1Api().create_namespaced_config_map('openshift-config', json.loads(%r))") % (
-                lab.kubeconfig, json.dumps(body))], check=True)
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "data": cm["data"],
+            "metadata": {"name": "installer-images", "namespace": "openshift-config"},
+        }
+        subprocess.run(
+            [
+                str(REPO / ".venv" / "bin" / "python"),
+                "-c",
+                (
+                    "import json, kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+                    "k.CoreV1Api().create_namespaced_config_map('openshift-config', json.loads(%r))"
+                )
+                % (lab.kubeconfig, json.dumps(body)),
+            ],
+            check=True,
+        )
     assert leftovers(lab) == []
 
 
@@ -314,8 +354,9 @@ def test_unknown_host_key_is_named(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[1]["mac_adress"] = hosts[1].pop("mac_address")
     lab.reset_log()
-    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
-                                 "allow_loopback": True})[0]
+    result = run_module(
+        MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True}
+    )[0]
     assert result["failed"] and "extra-worker-1" in result["msg"] and "mac_adress" in result["msg"]
     assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
 
@@ -324,8 +365,11 @@ def test_bmc_password_is_accepted_and_never_shown(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[0].update(bmc_address="https://127.0.0.1:1", bmc_username="admin", bmc_password="BMC-SECRET-4c1f")
     hosts[1]["gateway"] = "BMC-SECRET-4c1f is not a gateway"
-    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
-                                         "allow_loopback": True}, verbosity=3)
+    result, output = run_module(
+        MODULE,
+        {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True},
+        verbosity=3,
+    )
     assert result["failed"] and "gateway" in result["msg"]
     assert "Traceback" not in output and "BMC-SECRET-4c1f" not in output
 
@@ -334,8 +378,9 @@ def test_architecture_pairing_is_checked(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[2]["cpu_architecture"] = "s390x"
     lab.reset_log()
-    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path),
-                                 "allow_loopback": True})[0]
+    result = run_module(
+        MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True}
+    )[0]
     assert result["failed"] and "extra-worker-2" in result["msg"] and "cpu_architecture" in result["msg"]
     # node-joiner's own rule: the lab cluster's platform is BareMetal
     assert 'cannot join this BareMetal cluster: CPU architecture "s390x" only supports platform "none"' in result["msg"]
@@ -345,18 +390,25 @@ def test_architecture_pairing_is_checked(lab, clean, tmp_path):
 # ----- failures: message with stages and log, nothing left ------------------------------------------
 def test_image_pull_failure(lab, clean, tmp_path):
     image = "quay.io/example/node-joiner-typo:4.18"
-    result = day2_iso(lab, tmp_path, node_joiner_image=image.replace("node-joiner", "nodejoiner"),
-                      pod_start_timeout=3)
-    assert_failed_and_clean(lab, result, tmp_path, "image pull failure", "ImagePullBackOff", "nodejoiner-typo",
-                            "were deleted")
+    result = day2_iso(lab, tmp_path, node_joiner_image=image.replace("node-joiner", "nodejoiner"), pod_start_timeout=3)
+    assert_failed_and_clean(
+        lab, result, tmp_path, "image pull failure", "ImagePullBackOff", "nodejoiner-typo", "were deleted"
+    )
 
 
 def test_node_joiner_failure_carries_report_and_log(lab, clean, tmp_path):
     lab.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
     result = day2_iso(lab, tmp_path)
-    assert_failed_and_clean(lab, result, tmp_path, "node-joiner failed at stage create-manifest",
-                            "Invalid IPv4 network prefix length", "node-joiner stages: add-nodes-cluster-inspection done",
-                            "create-manifest failed", "level=fatal")
+    assert_failed_and_clean(
+        lab,
+        result,
+        tmp_path,
+        "node-joiner failed at stage create-manifest",
+        "Invalid IPv4 network prefix length",
+        "node-joiner stages: add-nodes-cluster-inspection done",
+        "create-manifest failed",
+        "level=fatal",
+    )
     assert result["stages"][-1] == dict(result["stages"][-1], id="create-manifest", status="failed")
     assert "level=fatal" in result["log_tail"]
 
@@ -366,11 +418,21 @@ def test_keep_on_failure_keeps_the_namespace_for_debugging(lab, clean, tmp_path)
     result = day2_iso(lab, tmp_path, keep_on_failure=True)
     namespace = result["namespace"]
     assert result["failed"] and "keep_on_failure: namespace %s" % namespace in result["msg"]
-    assert leftovers(lab) == sorted(["Namespace/" + namespace, "ClusterRole/" + namespace,
-                                     "ClusterRoleBinding/" + namespace])
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
-        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
-        "k.CoreV1Api().delete_namespace(%r)") % (lab.kubeconfig, namespace)], check=True)
+    assert leftovers(lab) == sorted(
+        ["Namespace/" + namespace, "ClusterRole/" + namespace, "ClusterRoleBinding/" + namespace]
+    )
+    subprocess.run(
+        [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-c",
+            (
+                "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+                "k.CoreV1Api().delete_namespace(%r)"
+            )
+            % (lab.kubeconfig, namespace),
+        ],
+        check=True,
+    )
     assert leftovers(lab) == []  # the RBAC objects go with the namespace they are owned by
     assert os.listdir(tmp_path) == []
 
@@ -386,8 +448,14 @@ def test_build_timeout(lab, clean, tmp_path):
     started = time.monotonic()
     result = day2_iso(lab, tmp_path, build_timeout=3)
     assert time.monotonic() - started < 30
-    assert_failed_and_clean(lab, result, tmp_path, "did not finish within build_timeout (3s)",
-                            "fetch-base-iso.extract-image running", "Extracting base ISO from release payload")
+    assert_failed_and_clean(
+        lab,
+        result,
+        tmp_path,
+        "did not finish within build_timeout (3s)",
+        "fetch-base-iso.extract-image running",
+        "Extracting base ISO from release payload",
+    )
 
 
 def test_interrupted_transfer_is_retried_once(lab, clean, tmp_path):
@@ -395,8 +463,10 @@ def test_interrupted_transfer_is_retried_once(lab, clean, tmp_path):
     result = day2_iso(lab, tmp_path)
     assert not result.get("failed"), result.get("msg")
     assert "exec_cut_after_bytes" not in lab.dump()["faults"]  # the cut happened
-    assert run("sha256sum", str(tmp_path / "node.x86_64.iso")).stdout.decode().split()[0] == \
-        result["artifacts"][0]["files"][0]["sha256"]
+    assert (
+        run("sha256sum", str(tmp_path / "node.x86_64.iso")).stdout.decode().split()[0]
+        == result["artifacts"][0]["files"][0]["sha256"]
+    )
     assert sorted(os.listdir(tmp_path)) == ["node.x86_64.iso", "node.x86_64.iso.json"]
 
 
@@ -419,11 +489,14 @@ def test_checksum_mismatch_twice_fails(lab, clean, tmp_path):
     assert_failed_and_clean(lab, result, tmp_path, "checksum mismatch", "after 2 attempts")
 
 
-@pytest.mark.parametrize("rule,resource_name", [
-    ("all:create:pods", '"pods"'),
-    ("all:create:clusterroles", '"clusterroles"'),
-    ("all:create:pods/exec", '"pods/exec"'),
-])
+@pytest.mark.parametrize(
+    "rule,resource_name",
+    [
+        ("all:create:pods", '"pods"'),
+        ("all:create:clusterroles", '"clusterroles"'),
+        ("all:create:pods/exec", '"pods/exec"'),
+    ],
+)
 def test_forbidden_verb(lab, clean, tmp_path, rule, resource_name):
     lab.control("POST", "/faults", {"deny": rule})
     result = day2_iso(lab, tmp_path)

@@ -5,7 +5,6 @@ import os
 import subprocess
 
 import yaml
-
 from conftest import REPO
 from test_day2_iso import ISO_SIZE, cluster_writes, day2_iso, leftovers
 
@@ -36,14 +35,24 @@ def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
     os.makedirs(tmp_path / "x")
     failed = day2_iso(v417, tmp_path / "x", keep_on_failure=True)
     assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
-    role = [o for o in v417.dump()["objects"] if o["kind"] == "ClusterRole"
-            and o["metadata"]["name"] == failed["namespace"]][0]
+    role = [
+        o for o in v417.dump()["objects"] if o["kind"] == "ClusterRole" and o["metadata"]["name"] == failed["namespace"]
+    ][0]
     resources = {(r["apiGroups"][0], name) for r in role["rules"] for name in r["resources"]}
     assert ("config.openshift.io", "imagecontentpolicies") in resources
     assert ("operator.openshift.io", "imagecontentsourcepolicies") not in resources
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", (
-        "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
-        "k.CoreV1Api().delete_namespace(%r)") % (v417.kubeconfig, failed["namespace"])], check=True)
+    subprocess.run(
+        [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-c",
+            (
+                "import kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+                "k.CoreV1Api().delete_namespace(%r)"
+            )
+            % (v417.kubeconfig, failed["namespace"]),
+        ],
+        check=True,
+    )
     assert leftovers(v417) == []
 
 
@@ -64,8 +73,10 @@ def test_run_objects_carry_the_proxy_the_labels_and_the_restricted_pod_spec(lab_
     pod = by_kind["Pod"]["spec"]
     container = pod["containers"][0]
     assert {e["name"]: e["value"] for e in container["env"]} == {
-        "HTTP_PROXY": proxy_status["httpProxy"], "HTTPS_PROXY": proxy_status["httpsProxy"],
-        "NO_PROXY": proxy_status["noProxy"]}
+        "HTTP_PROXY": proxy_status["httpProxy"],
+        "HTTPS_PROXY": proxy_status["httpsProxy"],
+        "NO_PROXY": proxy_status["noProxy"],
+    }
     assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "node-joiner"
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert container["securityContext"]["runAsNonRoot"] is True

@@ -5,7 +5,6 @@ from datetime import datetime, timezone
 
 import pytest
 import yaml
-
 from conftest import labctl, run_module
 
 MODULE = "openshift_agent.day2.iso_info"

@@ -56,23 +56,41 @@ def ignition(profile, hosts, cluster_id, key=None, exp=None, public_key_b64=None
         rendezvous = [("AGENT_AUTH_TOKEN", tokens["agentAuth"]), ("PULL_SECRET_TOKEN", tokens["agentAuth"])]
         service = [("AGENT_AUTH_TOKEN", tokens["agentAuth"])]
     files = {
-        "/etc/assisted/add-nodes.env": _env([("CLUSTER_ID", cluster_id), ("CLUSTER_NAME", "lab"),
-                                             ("CLUSTER_API_VIP_DNS_NAME", "api.lab.example.test"),
-                                             (profile.expiry_variable, expiry)]),
-        "/etc/assisted/rendezvous-host.env": _env([("NODE_ZERO_IP", "127.0.0.1"),
-                                                   ("SERVICE_BASE_URL", "http://127.0.0.1:8090/")] + rendezvous
-                                                  + [("WORKFLOW_TYPE", "addnodes")]),
+        "/etc/assisted/add-nodes.env": _env(
+            [
+                ("CLUSTER_ID", cluster_id),
+                ("CLUSTER_NAME", "lab"),
+                ("CLUSTER_API_VIP_DNS_NAME", "api.lab.example.test"),
+                (profile.expiry_variable, expiry),
+            ]
+        ),
+        "/etc/assisted/rendezvous-host.env": _env(
+            [
+                ("NODE_ZERO_IP", "127.0.0.1"),
+                ("SERVICE_BASE_URL", "http://127.0.0.1:8090/"),
+                *rendezvous,
+                ("WORKFLOW_TYPE", "addnodes"),
+            ]
+        ),
         "/usr/local/share/assisted-service/assisted-service.env": _env(
-            [("AUTH_TYPE", "agent-installer-local"), ("INFRA_ENV_ID", infra_env_id),
-             ("EC_PUBLIC_KEY_PEM", public_key_b64)] + service),
+            [
+                ("AUTH_TYPE", "agent-installer-local"),
+                ("INFRA_ENV_ID", infra_env_id),
+                ("EC_PUBLIC_KEY_PEM", public_key_b64),
+                *service,
+            ]
+        ),
     }
     for host in hosts:
         mac = host["mac_address"].lower()
         files[f"/etc/assisted/hostconfig/{host['name']}/mac_addresses"] = mac + "\n"
         files[f"/etc/assisted/hostnames/{mac}"] = host["name"]
-    config = {"ignition": {"version": "3.2.0"},
-              "storage": {"files": [{"path": path, "mode": 0o644, "contents": _data(content)}
-                                    for path, content in files.items()]}}
+    config = {
+        "ignition": {"version": "3.2.0"},
+        "storage": {
+            "files": [{"path": path, "mode": 0o644, "contents": _data(content)} for path, content in files.items()]
+        },
+    }
     return config, tokens
 
 
@@ -90,12 +108,15 @@ def write_pxe(directory, config, arch="x86_64"):
 
 def _live_initrd():
     """A newc cpio with one file and the trailer, padded to 4 bytes (what the appended archive follows)."""
+
     def entry(name, data, mode):
         name_bytes = name.encode() + b"\0"
-        header = "070701" + "".join("%08x" % value for value in (
-            1, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name_bytes), 0))
+        header = "070701" + "".join(
+            "%08x" % value for value in (1, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name_bytes), 0)
+        )
         out = header.encode() + name_bytes
         out += b"\0" * (-len(out) % 4) + data
         return out + b"\0" * (-len(out) % 4)
+
     archive = entry("etc/initrd-release", b"NAME=lab\n", 0o100644) + entry("TRAILER!!!", b"", 0)
     return archive + b"\0" * (-len(archive) % 512)

@@ -50,8 +50,17 @@ class Lab:
         }
         self.session = requests.Session()
 
-    def api(self, method: str, path: str, as_user: str | None = "admin", body=None, content_type=None,
-            token: str | None = None, cert=None, **kwargs) -> requests.Response:
+    def api(
+        self,
+        method: str,
+        path: str,
+        as_user: str | None = "admin",
+        body=None,
+        content_type=None,
+        token: str | None = None,
+        cert=None,
+        **kwargs,
+    ) -> requests.Response:
         headers = {}
         token = token or (self.tokens[as_user] if as_user else None)
         if token:
@@ -60,8 +69,16 @@ class Lab:
         if body is not None:
             data = json.dumps(body)
             headers["Content-Type"] = content_type or "application/json"
-        return self.session.request(method, self.api_url + path, headers=headers, data=data, verify=self.ca,
-                                    cert=cert, timeout=kwargs.pop("timeout", 30), **kwargs)
+        return self.session.request(
+            method,
+            self.api_url + path,
+            headers=headers,
+            data=data,
+            verify=self.ca,
+            cert=cert,
+            timeout=kwargs.pop("timeout", 30),
+            **kwargs,
+        )
 
     def control(self, method: str, path: str, body=None):
         response = requests.request(method, self.control_url + path, json=body, timeout=30)

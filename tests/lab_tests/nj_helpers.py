@@ -10,7 +10,7 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
 
-from lab import clusterinfo, iso, nodejoiner, seeds, versions  # noqa: E402
+from lab import clusterinfo, iso, nodejoiner, seeds, versions
 
 NOW = 1_800_000_000
 HOUR = 3600
@@ -26,12 +26,26 @@ def host(name, mac, ip, iface="eth0", **extra):
         "rootDeviceHints": {"deviceName": "/dev/sda"},
         "interfaces": [{"name": iface, "macAddress": mac}],
         "networkConfig": {
-            "interfaces": [{"name": iface, "type": "ethernet", "state": "up", "mac-address": mac,
-                            "ipv4": {"enabled": True, "dhcp": False,
-                                     "address": [{"ip": ip, "prefix-length": 24}]}}],
+            "interfaces": [
+                {
+                    "name": iface,
+                    "type": "ethernet",
+                    "state": "up",
+                    "mac-address": mac,
+                    "ipv4": {"enabled": True, "dhcp": False, "address": [{"ip": ip, "prefix-length": 24}]},
+                }
+            ],
             "dns-resolver": {"config": {"server": ["127.0.111.1"]}},
-            "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "127.0.111.1",
-                                   "next-hop-interface": iface, "table-id": 254}]},
+            "routes": {
+                "config": [
+                    {
+                        "destination": "0.0.0.0/0",
+                        "next-hop-address": "127.0.111.1",
+                        "next-hop-interface": iface,
+                        "table-id": 254,
+                    }
+                ]
+            },
         },
     }
     entry.update(extra)
@@ -71,8 +85,7 @@ class FakeSecrets:
         return base64.b64decode(base64.b64decode(self.secret["data"]["authTokenPublicKey"])).decode()
 
 
-def make_run(tmp_path, iso_cache, variant="default", config=None, secrets=None, raw_yaml=None, objects=None,
-             **options):
+def make_run(tmp_path, iso_cache, variant="default", config=None, secrets=None, raw_yaml=None, objects=None, **options):
     """A NodeJoinerRun on the seed of ``variant`` (or on ``objects``); its nodes-config.yaml written."""
     assets = tmp_path / "assets"
     assets.mkdir(parents=True, exist_ok=True)
@@ -81,10 +94,17 @@ def make_run(tmp_path, iso_cache, variant="default", config=None, secrets=None, 
     secrets = secrets or FakeSecrets()
     options.setdefault("clock", lambda: NOW)
     options.setdefault("profile", profile_of(variant))
-    source = clusterinfo.ObjectsSource(objects if objects is not None else seeds.load_seed(variant),
-                                       seeds.served_resources(variant))
-    run = nodejoiner.NodeJoinerRun(str(assets), source, secrets.get, secrets.put,
-                                   lambda arch: iso.build_base_iso(iso_cache, 8 * 1024 * 1024, arch), options)
+    source = clusterinfo.ObjectsSource(
+        objects if objects is not None else seeds.load_seed(variant), seeds.served_resources(variant)
+    )
+    run = nodejoiner.NodeJoinerRun(
+        str(assets),
+        source,
+        secrets.get,
+        secrets.put,
+        lambda arch: iso.build_base_iso(iso_cache, 8 * 1024 * 1024, arch),
+        options,
+    )
     return run, assets, secrets
 
 

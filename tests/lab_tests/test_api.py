@@ -22,18 +22,39 @@ def unique(prefix: str) -> str:
 
 def csr_body(name: str, common_name: str = "system:node:extra-worker-0", signer: str = CLIENT_SIGNER) -> dict:
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    pem = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256()).public_bytes(
-        serialization.Encoding.PEM)
-    return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
-            "spec": {"request": base64.b64encode(pem).decode(), "signerName": signer,
-                     "usages": ["digital signature", "client auth"], "username": "forged", "groups": ["forged"]}}
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+    pem = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(subject)
+        .sign(key, hashes.SHA256())
+        .public_bytes(serialization.Encoding.PEM)
+    )
+    return {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {
+            "request": base64.b64encode(pem).decode(),
+            "signerName": signer,
+            "usages": ["digital signature", "client auth"],
+            "username": "forged",
+            "groups": ["forged"],
+        },
+    }
 
 
 def configmap(namespace: str, name: str, labels=None, data=None) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "data": data or {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "data": data or {},
+    }
 
 
 def assert_status(response, code: int, reason: str, message: str | None = None) -> dict:
@@ -60,16 +81,25 @@ def test_version_is_anonymous_and_matches_the_control_plane(lab):
 
 def test_readonly_reads_but_writes_get_403_with_the_real_message(lab):
     assert lab.api("GET", "/api/v1/namespaces/openshift-config/secrets", as_user="readonly").status_code == 200
-    response = lab.api("POST", "/api/v1/namespaces/default/configmaps", as_user="readonly",
-                       body=configmap("default", "ro"))
-    assert_status(response, 403, "Forbidden",
-                  'configmaps "ro" is forbidden: User "lab-readonly" cannot create resource "configmaps" '
-                  'in API group "" in the namespace "default"')
+    response = lab.api(
+        "POST", "/api/v1/namespaces/default/configmaps", as_user="readonly", body=configmap("default", "ro")
+    )
+    assert_status(
+        response,
+        403,
+        "Forbidden",
+        'configmaps "ro" is forbidden: User "lab-readonly" cannot create resource "configmaps" '
+        'in API group "" in the namespace "default"',
+    )
     response = lab.api("PUT", f"{CSRS}/x/approval", as_user="readonly", body={"metadata": {"name": "x"}})
-    assert_status(response, 403, "Forbidden",
-                  'certificatesigningrequests.certificates.k8s.io "x" is forbidden: User "lab-readonly" cannot '
-                  'update resource "certificatesigningrequests/approval" in API group "certificates.k8s.io" '
-                  "at the cluster scope")
+    assert_status(
+        response,
+        403,
+        "Forbidden",
+        'certificatesigningrequests.certificates.k8s.io "x" is forbidden: User "lab-readonly" cannot '
+        'update resource "certificatesigningrequests/approval" in API group "certificates.k8s.io" '
+        "at the cluster scope",
+    )
 
 
 def test_bootstrapper_files_csrs_whose_requestor_is_set_by_the_server(lab):
@@ -78,8 +108,11 @@ def test_bootstrapper_files_csrs_whose_requestor_is_set_by_the_server(lab):
     assert response.status_code == 201, response.text
     spec = response.json()["spec"]
     assert spec["username"] == "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
-    assert spec["groups"] == ["system:serviceaccounts:openshift-machine-config-operator", "system:serviceaccounts",
-                              "system:authenticated"]
+    assert spec["groups"] == [
+        "system:serviceaccounts:openshift-machine-config-operator",
+        "system:serviceaccounts",
+        "system:authenticated",
+    ]
     assert response.json()["status"] == {}
     assert_status(lab.api("GET", "/api/v1/nodes", as_user="bootstrapper"), 403, "Forbidden")
     assert lab.api("GET", CSRS, as_user="bootstrapper").status_code == 200
@@ -102,31 +135,55 @@ def test_client_certificate_identity(lab):
     own = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra-worker-1"}}
     assert lab.api("POST", "/api/v1/nodes", body=own, **as_node).status_code == 201
     other = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra-worker-2"}}
-    assert_status(lab.api("POST", "/api/v1/nodes", body=other, **as_node), 403, "Forbidden",
-                  'nodes "extra-worker-2" is forbidden: User "system:node:extra-worker-1" cannot create resource '
-                  '"nodes" in API group "" at the cluster scope')
+    assert_status(
+        lab.api("POST", "/api/v1/nodes", body=other, **as_node),
+        403,
+        "Forbidden",
+        'nodes "extra-worker-2" is forbidden: User "system:node:extra-worker-1" cannot create resource '
+        '"nodes" in API group "" at the cluster scope',
+    )
     patch = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
-    response = lab.api("PATCH", "/api/v1/nodes/extra-worker-1/status", body=patch,
-                       content_type="application/strategic-merge-patch+json", **as_node)
+    response = lab.api(
+        "PATCH",
+        "/api/v1/nodes/extra-worker-1/status",
+        body=patch,
+        content_type="application/strategic-merge-patch+json",
+        **as_node,
+    )
     assert response.status_code == 200, response.text
     assert lab.api("DELETE", "/api/v1/nodes/extra-worker-1").status_code == 200
     requests_logged = lab.control("GET", "/requests")
-    assert any(entry["user"] == "system:node:extra-worker-1" and entry["method"] == "POST"
-               for entry in requests_logged)
+    assert any(entry["user"] == "system:node:extra-worker-1" and entry["method"] == "POST" for entry in requests_logged)
 
 
 def test_not_found_and_already_exists(lab):
-    assert_status(lab.api("GET", "/api/v1/namespaces/default/configmaps/missing"), 404, "NotFound",
-                  'configmaps "missing" not found')
-    assert_status(lab.api("GET", "/apis/config.openshift.io/v1/clusterversions/nope"), 404, "NotFound",
-                  'clusterversions.config.openshift.io "nope" not found')
+    assert_status(
+        lab.api("GET", "/api/v1/namespaces/default/configmaps/missing"),
+        404,
+        "NotFound",
+        'configmaps "missing" not found',
+    )
+    assert_status(
+        lab.api("GET", "/apis/config.openshift.io/v1/clusterversions/nope"),
+        404,
+        "NotFound",
+        'clusterversions.config.openshift.io "nope" not found',
+    )
     assert_status(lab.api("GET", "/apis/nope.example.com/v1/things"), 404, "NotFound")
-    assert_status(lab.api("POST", "/api/v1/namespaces/no-such-ns/configmaps", body=configmap("no-such-ns", "x")),
-                  404, "NotFound", 'namespaces "no-such-ns" not found')
+    assert_status(
+        lab.api("POST", "/api/v1/namespaces/no-such-ns/configmaps", body=configmap("no-such-ns", "x")),
+        404,
+        "NotFound",
+        'namespaces "no-such-ns" not found',
+    )
     name = unique("cm")
     assert lab.api("POST", "/api/v1/namespaces/default/configmaps", body=configmap("default", name)).status_code == 201
-    body = assert_status(lab.api("POST", "/api/v1/namespaces/default/configmaps", body=configmap("default", name)),
-                         409, "AlreadyExists", f'configmaps "{name}" already exists')
+    body = assert_status(
+        lab.api("POST", "/api/v1/namespaces/default/configmaps", body=configmap("default", name)),
+        409,
+        "AlreadyExists",
+        f'configmaps "{name}" already exists',
+    )
     assert body["details"] == {"name": name, "group": "", "kind": "configmaps"}
 
 
@@ -145,8 +202,11 @@ def test_generate_name_and_metadata_stamping(lab):
 def test_list_shape_and_selectors(lab):
     namespace = "default"
     prefix = unique("sel")
-    for name, labels in (("a", {"tier": "one", "app": prefix}), ("b", {"tier": "two", "app": prefix}),
-                         ("c", {"app": prefix})):
+    for name, labels in (
+        ("a", {"tier": "one", "app": prefix}),
+        ("b", {"tier": "two", "app": prefix}),
+        ("c", {"app": prefix}),
+    ):
         body = configmap(namespace, f"{prefix}-{name}", labels)
         assert lab.api("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body).status_code == 201
 
@@ -193,18 +253,29 @@ def test_merge_json_and_strategic_patches(lab):
     lab.api("POST", "/api/v1/namespaces/default/configmaps", body=configmap("default", name, data={"a": "1", "b": "2"}))
     merged = lab.api("PATCH", path, body={"data": {"a": None, "c": "3"}}, content_type="application/merge-patch+json")
     assert merged.status_code == 200 and merged.json()["data"] == {"b": "2", "c": "3"}
-    ops = [{"op": "add", "path": "/data/d", "value": "4"}, {"op": "remove", "path": "/data/b"},
-           {"op": "replace", "path": "/data/c", "value": "33"}, {"op": "test", "path": "/data/d", "value": "4"}]
+    ops = [
+        {"op": "add", "path": "/data/d", "value": "4"},
+        {"op": "remove", "path": "/data/b"},
+        {"op": "replace", "path": "/data/c", "value": "33"},
+        {"op": "test", "path": "/data/d", "value": "4"},
+    ]
     patched = lab.api("PATCH", path, body=ops, content_type="application/json-patch+json")
     assert patched.status_code == 200 and patched.json()["data"] == {"c": "33", "d": "4"}
     failing = [{"op": "test", "path": "/data/d", "value": "5"}]
     assert lab.api("PATCH", path, body=failing, content_type="application/json-patch+json").status_code == 422
     # OpenShift config kinds are CRDs: strategic merge is refused like on a real cluster.
-    response = lab.api("PATCH", "/apis/config.openshift.io/v1/proxies/cluster", body={"spec": {}},
-                       content_type="application/strategic-merge-patch+json")
+    response = lab.api(
+        "PATCH",
+        "/apis/config.openshift.io/v1/proxies/cluster",
+        body={"spec": {}},
+        content_type="application/strategic-merge-patch+json",
+    )
     assert_status(response, 415, "UnsupportedMediaType")
-    assert_status(lab.api("PATCH", path.replace(name, "missing"), body={}, content_type="application/merge-patch+json"),
-                  404, "NotFound")
+    assert_status(
+        lab.api("PATCH", path.replace(name, "missing"), body={}, content_type="application/merge-patch+json"),
+        404,
+        "NotFound",
+    )
 
 
 def test_strategic_merge_keeps_other_conditions(lab):
@@ -226,9 +297,13 @@ def test_put_with_stale_resource_version_is_a_conflict(lab):
     assert updated.status_code == 200
     assert int(updated.json()["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     stale = dict(created, data={"v": "2"})
-    assert_status(lab.api("PUT", path, body=stale), 409, "Conflict",
-                  f'Operation cannot be fulfilled on configmaps "{name}": the object has been modified; '
-                  "please apply your changes to the latest version and try again")
+    assert_status(
+        lab.api("PUT", path, body=stale),
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on configmaps "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again",
+    )
 
 
 def test_status_subresource_and_generation(lab):
@@ -237,7 +312,9 @@ def test_status_subresource_and_generation(lab):
     changed = dict(current, status={"conditions": []}, spec=dict(current["spec"], paused=True))
     updated = lab.api("PUT", path, body=changed).json()
     assert updated["status"] == current["status"], "the main resource ignores status"
-    assert updated["spec"]["paused"] is True and updated["metadata"]["generation"] == current["metadata"]["generation"] + 1
+    assert (
+        updated["spec"]["paused"] is True and updated["metadata"]["generation"] == current["metadata"]["generation"] + 1
+    )
     status_only = dict(updated, spec=current["spec"], status=dict(current["status"], machineCount=7))
     after = lab.api("PUT", path + "/status", body=status_only).json()
     assert after["status"]["machineCount"] == 7 and after["spec"]["paused"] is True
@@ -251,8 +328,13 @@ def test_approval_subresource_changes_only_conditions_and_is_logged(lab):
     created = lab.api("POST", CSRS, as_user="bootstrapper", body=csr_body(name)).json()
     approval = dict(created)
     approval["spec"] = dict(created["spec"], signerName="kubernetes.io/legacy-unknown")
-    condition = {"type": "Approved", "status": "True", "reason": "LabTest", "message": "approved by a test",
-                 "lastUpdateTime": "2025-01-01T00:00:00Z"}
+    condition = {
+        "type": "Approved",
+        "status": "True",
+        "reason": "LabTest",
+        "message": "approved by a test",
+        "lastUpdateTime": "2025-01-01T00:00:00Z",
+    }
     approval["status"] = {"conditions": [condition], "certificate": "bm90IGFsbG93ZWQ="}
     response = lab.api("PUT", f"{CSRS}/{name}/approval", body=approval)
     assert response.status_code == 200, response.text
@@ -266,23 +348,39 @@ def test_approval_subresource_changes_only_conditions_and_is_logged(lab):
 
 
 def test_namespace_deletion_collects_owned_cluster_scoped_objects(lab):
-    namespace = lab.api("POST", "/api/v1/namespaces",
-                        body={"apiVersion": "v1", "kind": "Namespace",
-                              "metadata": {"generateName": "openshift-node-joiner-"}}).json()
+    namespace = lab.api(
+        "POST",
+        "/api/v1/namespaces",
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "openshift-node-joiner-"}},
+    ).json()
     ns_name, ns_uid = namespace["metadata"]["name"], namespace["metadata"]["uid"]
     owner = [{"apiVersion": "v1", "kind": "Namespace", "name": ns_name, "uid": ns_uid}]
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": ns_name, "ownerReferences": owner}, "rules": []}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": ns_name, "ownerReferences": owner},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns_name},
-               "subjects": [{"kind": "ServiceAccount", "name": "node-joiner", "namespace": ns_name}]}
-    unowned = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": ns_name + "-unowned"}, "rules": []}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": ns_name, "ownerReferences": owner},
+        "rules": [],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": ns_name, "ownerReferences": owner},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns_name},
+        "subjects": [{"kind": "ServiceAccount", "name": "node-joiner", "namespace": ns_name}],
+    }
+    unowned = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": ns_name + "-unowned"},
+        "rules": [],
+    }
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    for path, body in ((f"{rbac}/clusterroles", role), (f"{rbac}/clusterrolebindings", binding),
-                       (f"{rbac}/clusterroles", unowned),
-                       (f"/api/v1/namespaces/{ns_name}/configmaps", configmap(ns_name, "nodes-config"))):
+    for path, body in (
+        (f"{rbac}/clusterroles", role),
+        (f"{rbac}/clusterrolebindings", binding),
+        (f"{rbac}/clusterroles", unowned),
+        (f"/api/v1/namespaces/{ns_name}/configmaps", configmap(ns_name, "nodes-config")),
+    ):
         assert lab.api("POST", path, body=body).status_code == 201
     deleted = lab.api("DELETE", f"/api/v1/namespaces/{ns_name}")
     assert deleted.status_code == 200 and deleted.json()["status"]["phase"] == "Terminating"
@@ -296,8 +394,12 @@ def test_namespace_deletion_collects_owned_cluster_scoped_objects(lab):
 
 
 def test_pods_stay_pending_and_exec_is_not_simulated_yet(lab):
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper", "namespace": "default"},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "example.test/any:1"}]}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sleeper", "namespace": "default"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "example.test/any:1"}]},
+    }
     created = lab.api("POST", "/api/v1/namespaces/default/pods", body=body)
     assert created.status_code == 201 and created.json()["status"]["phase"] == "Pending"
     pending = lab.api("GET", "/api/v1/pods", params={"fieldSelector": "status.phase=Pending"}).json()
@@ -308,10 +410,16 @@ def test_pods_stay_pending_and_exec_is_not_simulated_yet(lab):
     assert lab.api("DELETE", "/api/v1/namespaces/default/pods/sleeper").json()["kind"] == "Pod"
 
 
-@pytest.mark.parametrize("path, kind", [
-    ("/api", "APIVersions"), ("/apis", "APIGroupList"), ("/api/v1", "APIResourceList"),
-    ("/apis/certificates.k8s.io", "APIGroup"), ("/apis/certificates.k8s.io/v1", "APIResourceList"),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("/api", "APIVersions"),
+        ("/apis", "APIGroupList"),
+        ("/api/v1", "APIResourceList"),
+        ("/apis/certificates.k8s.io", "APIGroup"),
+        ("/apis/certificates.k8s.io/v1", "APIResourceList"),
+    ],
+)
 def test_discovery_documents(lab, path, kind):
     assert lab.api("GET", path).json()["kind"] == kind
 

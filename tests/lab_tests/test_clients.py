@@ -8,11 +8,10 @@ import subprocess
 import tempfile
 
 import pytest
+from conftest import REPO
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes import dynamic, watch
-
-from conftest import REPO
 from test_api import csr_body
 
 KUBECTL_CACHE = os.path.join(REPO, ".cache", "kubectl")
@@ -31,18 +30,24 @@ def test_dynamic_client_reads_the_cluster_version(dynamic_client):
 
 def test_dynamic_client_crud_and_label_selector(dynamic_client):
     configmaps = dynamic_client.resources.get(api_version="v1", kind="ConfigMap")
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "dyn-", "labels": {"via": "dynamic"}},
-            "data": {"a": "1"}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"generateName": "dyn-", "labels": {"via": "dynamic"}},
+        "data": {"a": "1"},
+    }
     created = configmaps.create(body=body, namespace="default")
     name = created.metadata.name
-    patched = configmaps.patch(name=name, namespace="default", body={"data": {"b": "2"}},
-                               content_type="application/merge-patch+json")
+    patched = configmaps.patch(
+        name=name, namespace="default", body={"data": {"b": "2"}}, content_type="application/merge-patch+json"
+    )
     assert dict(patched.data) == {"a": "1", "b": "2"}
     listed = configmaps.get(namespace="default", label_selector="via=dynamic")
     assert name in [item.metadata.name for item in listed.items]
     configmaps.delete(name=name, namespace="default")
     masters = dynamic_client.resources.get(api_version="v1", kind="Node").get(
-        label_selector="node-role.kubernetes.io/master")
+        label_selector="node-role.kubernetes.io/master"
+    )
     assert len(masters.items) == 3
 
 
@@ -64,13 +69,15 @@ def test_typed_client_approves_a_csr_and_watches_nodes(lab):
     body = csr_body("typed-client-csr")
     certificates.create_certificate_signing_request(body)
     csr = certificates.read_certificate_signing_request("typed-client-csr")
-    csr.status.conditions = [k8s_client.V1CertificateSigningRequestCondition(
-        type="Approved", status="True", reason="LabTest", message="typed client")]
+    csr.status.conditions = [
+        k8s_client.V1CertificateSigningRequestCondition(
+            type="Approved", status="True", reason="LabTest", message="typed client"
+        )
+    ]
     certificates.replace_certificate_signing_request_approval("typed-client-csr", csr)
     assert any(entry["csr"] == "typed-client-csr" for entry in lab.control("GET", "/approvals"))
     core = k8s_client.CoreV1Api(api_client)
-    names = {event["object"].metadata.name
-             for event in watch.Watch().stream(core.list_node, timeout_seconds=1)}
+    names = {event["object"].metadata.name for event in watch.Watch().stream(core.list_node, timeout_seconds=1)}
     assert {"master-0", "master-1", "master-2"} <= names
 
 

@@ -12,7 +12,6 @@ import time
 
 import pytest
 import requests
-
 from conftest import Lab, labctl
 from lab import hosts as hosts_mod
 from lab import ignition as ignition_mod
@@ -29,8 +28,9 @@ HOST0 = {"name": "extra-worker-0", "ip": "127.0.111.20", "mac_address": "52:54:0
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = str(tmp_path_factory.mktemp("hosts-lab"))
-    labctl("start", "--state", state, "--hosts", "2", "--agent-port", "0", "--kubelet-port", "0",
-           "--install-seconds", "3")
+    labctl(
+        "start", "--state", state, "--hosts", "2", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "3"
+    )
     started = Lab(state)
     started.iso = build_iso(state, tmp_path_factory.mktemp("iso") / "node.iso")
     secret = started.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
@@ -106,11 +106,14 @@ def test_per_host_fault_values():
     assert hosts_mod.fault_values(faults, "x", "b") == ["2"]
 
 
-@pytest.mark.parametrize("fault, message", [
-    ({"validation_failing": "not-a-validation"}, "unknown validation"),
-    ({"install_error": "extra-worker-0:Painting"}, "unknown install stage"),
-    ({"agent_unreachable": "-3"}, "cannot be negative"),
-])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ({"validation_failing": "not-a-validation"}, "unknown validation"),
+        ({"install_error": "extra-worker-0:Painting"}, "unknown install stage"),
+        ({"agent_unreachable": "-3"}, "cannot be negative"),
+    ],
+)
 def test_bad_fault_values_are_refused(lab, fault, message):
     response = requests.post(lab.control_url + "/faults", json=fault, timeout=5)
     assert response.status_code == 400 and message in response.json()["error"]
@@ -149,7 +152,9 @@ def test_an_iso_whose_tokens_expired_answers_401_and_never_installs(lab, tmp_pat
     for name, token in iso_tokens(expired).items():
         response = agent(lab, "/clusters", token=token)
         assert (response.status_code, response.json()) == (
-            401, {"code": 401, "message": "Failed to parse token: Token is expired\n"}), name
+            401,
+            {"code": 401, "message": "Failed to parse token: Token is expired\n"},
+        ), name
     until(lambda: state_of(lab)["boot_error"])
     time.sleep(1.2)
     state = state_of(lab)
@@ -169,8 +174,10 @@ def test_the_agent_checks_tokens_with_the_isos_key(lab, tmp_path):
     until(lambda: state_of(lab)["agent_up"])
     assert agent(lab, "/infra-envs").status_code == 200
     missing = agent(lab, "/infra-envs", token=False)
-    assert (missing.status_code, missing.json()) == (401, {"code": 401,
-                                                           "message": "unauthenticated for invalid credentials"})
+    assert (missing.status_code, missing.json()) == (
+        401,
+        {"code": 401, "message": "unauthenticated for invalid credentials"},
+    )
     garbage = agent(lab, "/clusters", token="not.a.jwt")
     assert garbage.status_code == 401 and garbage.json()["message"].startswith("Failed to parse token: ")
     # The Secret's key is not what the agent checks: a token minted with a new key the Secret now names is
@@ -185,7 +192,9 @@ def test_the_agent_checks_tokens_with_the_isos_key(lab, tmp_path):
         claims = dict(jwt.unverified_claims(lab.token), exp=int(time.time()) + 60)
         other = agent(lab, "/infra-envs", token=jwt.mint_claims(key, claims))
         assert (other.status_code, other.json()["message"]) == (
-            401, "Failed to parse token: crypto/ecdsa: verification error\n")
+            401,
+            "Failed to parse token: crypto/ecdsa: verification error\n",
+        )
         assert agent(lab, "/infra-envs").status_code == 200
     finally:
         restore = {"data": {"authTokenPublicKey": saved}}
@@ -220,9 +229,12 @@ def test_the_install_walks_the_state_machine_then_the_kubelet_port_alerts(lab):
     for percent in hosts_mod.WRITE_STEPS:
         assert f"Host extra-worker-0: reached installation stage Writing image to disk: {percent}%" in events
     assert events.index("Host extra-worker-0: reached installation stage Rebooting") > events.index(
-        "Host extra-worker-0: reached installation stage Writing image to disk: 100%")
-    assert (f"Host extra-worker-0: updated status from installing-in-progress to added-to-existing-cluster "
-            f"({REBOOTING_DAY2})") in events
+        "Host extra-worker-0: reached installation stage Writing image to disk: 100%"
+    )
+    assert (
+        f"Host extra-worker-0: updated status from installing-in-progress to added-to-existing-cluster "
+        f"({REBOOTING_DAY2})"
+    ) in events
     # The agent is gone; the kubelet port answers, but aborts TLS until its serving certificate is issued.
     assert refused("127.0.111.20", lab.info["agent_port"])
     context = ssl.create_default_context(cafile=lab.ca)
@@ -257,13 +269,18 @@ def validations(host):
 def test_a_failing_validation_keeps_the_host_insufficient_until_cleared(lab):
     lab.control("POST", "/faults", {"validation_failing": "extra-worker-0:ntp-synced"})
     boot(lab, install_seconds=3)
-    host = until(lambda: (h := host_of(lab) if state_of(lab)["agent_up"] else None) and
-                 h["status"] == "insufficient" and h)
+    host = until(
+        lambda: (h := host_of(lab) if state_of(lab)["agent_up"] else None) and h["status"] == "insufficient" and h
+    )
     failing = validations(host)["ntp-synced"]
-    assert failing == {"id": "ntp-synced", "status": "failure",
-                       "message": "Host couldn't synchronize with any NTP server"}
-    assert host["status_info"] == ("Host cannot be installed due to following failing validation(s): "
-                                   "Host couldn't synchronize with any NTP server")
+    assert failing == {
+        "id": "ntp-synced",
+        "status": "failure",
+        "message": "Host couldn't synchronize with any NTP server",
+    }
+    assert host["status_info"] == (
+        "Host cannot be installed due to following failing validation(s): Host couldn't synchronize with any NTP server"
+    )
     assert validations(host)["has-min-memory"]["status"] == "success"
     time.sleep(1.5)
     assert host_of(lab)["status"] == "insufficient"
@@ -289,8 +306,9 @@ def test_an_install_error_at_a_stage(lab, stage):
 def test_an_install_error_at_rebooting_leaves_the_host_in_its_live_system(lab):
     lab.control("POST", "/faults", {"install_error": "extra-worker-0:Rebooting"})
     boot(lab, install_seconds=2)
-    host = until(lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["progress"]["current_stage"] == "Done"
-                 and h)
+    host = until(
+        lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["progress"]["current_stage"] == "Done" and h
+    )
     # The service refuses Failed once the host is added-to-existing-cluster; the host just never reboots.
     assert host["status"] == "added-to-existing-cluster"
     time.sleep(1)
@@ -311,8 +329,10 @@ def test_wrong_boot_order_ends_in_pending_user_action_at_stage_done(lab):
 
     host = until(pending)
     assert (host["progress"]["current_stage"], host["progress"]["installation_percentage"]) == ("Done", 100)
-    assert host["status_info"].startswith("Expected the host to boot from disk, but it booted the installation "
-                                          "image - please reboot and fix boot order to boot from disk ")
+    assert host["status_info"].startswith(
+        "Expected the host to boot from disk, but it booted the installation "
+        "image - please reboot and fix boot order to boot from disk "
+    )
     assert ("added-to-existing-cluster", "Done") not in seen
     time.sleep(1)
     assert host_of(lab)["status"] == "installing-pending-user-action"
@@ -325,7 +345,9 @@ def test_token_rejected(lab):
     lab.control("POST", "/faults", {"token_rejected": "extra-worker-0:1"})
     response = agent(lab, "/clusters")
     assert response.status_code == 401 and response.json() == {
-        "code": 401, "message": "Failed to parse token: crypto/ecdsa: verification error\n"}
+        "code": 401,
+        "message": "Failed to parse token: crypto/ecdsa: verification error\n",
+    }
     lab.control("DELETE", "/faults?name=token_rejected")
     assert agent(lab, "/clusters").status_code == 200
 
@@ -364,8 +386,20 @@ def test_labctl_boot_unknown_host_is_an_error(lab):
 # ----- Redfish ----------------------------------------------------------------------------------------
 def test_redfish_boot(tmp_path):
     state = str(tmp_path / "redfish-lab")
-    labctl("start", "--state", state, "--hosts", "1", "--redfish", "--agent-port", "0", "--kubelet-port", "0",
-           "--install-seconds", "30")
+    labctl(
+        "start",
+        "--state",
+        state,
+        "--hosts",
+        "1",
+        "--redfish",
+        "--agent-port",
+        "0",
+        "--kubelet-port",
+        "0",
+        "--install-seconds",
+        "30",
+    )
     try:
         redfish_lab = Lab(state)
         info = redfish_lab.info
@@ -388,11 +422,19 @@ def test_redfish_boot(tmp_path):
         server = _serve(tmp_path / "www")
         try:
             url = f"http://127.0.0.1:{server.server_port}/node.iso"
-            inserted = requests.post(base + "/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia", auth=auth,
-                                     json={"Image": url, "Inserted": True}, timeout=30)
+            inserted = requests.post(
+                base + "/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia",
+                auth=auth,
+                json={"Image": url, "Inserted": True},
+                timeout=30,
+            )
             assert inserted.status_code == 204, inserted.text
-            assert requests.post(base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"},
-                                 timeout=5).status_code == 204
+            assert (
+                requests.post(
+                    base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"}, timeout=5
+                ).status_code
+                == 204
+            )
             # The fake driver applies power changes 1-11 s later; the lab polls every 0.5 s.
             booted = until(lambda: (s := state_of(redfish_lab)) and s["phase"] == "agent" and s, timeout=20)
         finally:

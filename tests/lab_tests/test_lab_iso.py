@@ -14,17 +14,20 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
 
-from lab import ignition as ign  # noqa: E402
-from lab import iso, isobase, nodeiso  # noqa: E402
+from lab import ignition as ign
+from lab import iso, isobase, nodeiso
 
 SIZE = 24 * 1024 * 1024
-CONFIG = {"ignition": {"version": "3.2.0"},
-          "storage": {"files": [{"path": "/etc/assisted/add-nodes.env",
-                                 "contents": {"source": ign.data_url("CLUSTER_ID=abc\n")}}]}}
+CONFIG = {
+    "ignition": {"version": "3.2.0"},
+    "storage": {
+        "files": [{"path": "/etc/assisted/add-nodes.env", "contents": {"source": ign.data_url("CLUSTER_ID=abc\n")}}]
+    },
+}
 
 
 def run(*cmd, **kwargs):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, **kwargs)
+    proc = subprocess.run(cmd, capture_output=True, check=False, **kwargs)
     assert proc.returncode == 0, "%s failed: %s" % (cmd, proc.stderr.decode())
     return proc.stdout
 
@@ -99,14 +102,19 @@ def test_base_names_rock_ridge_json_primary_truncated_and_joliet(base_iso):
 
 def test_live_layout_files(base_iso, tmp_path):
     assert json.loads(iso.read_file(base_iso, "coreos/igninfo.json")) == {"file": "images/ignition.img"}
-    assert iso.read_file(base_iso, "COREOS/IGNINFO.JSO", primary=True) == iso.read_file(base_iso,
-                                                                                        "coreos/igninfo.json")
+    assert iso.read_file(base_iso, "COREOS/IGNINFO.JSO", primary=True) == iso.read_file(base_iso, "coreos/igninfo.json")
     area = xorriso_extract(base_iso, "/images/ignition.img", str(tmp_path / "ign.img"))
     with open(area, "rb") as f:
         data = f.read()
     assert len(data) == 256 * 1024 and not data.strip(b"\0")
-    for path in ("coreos/features.json", "isolinux/isolinux.cfg", "EFI/redhat/grub.cfg",
-                 "images/pxeboot/vmlinuz", "images/pxeboot/initrd.img", "images/pxeboot/rootfs.img"):
+    for path in (
+        "coreos/features.json",
+        "isolinux/isolinux.cfg",
+        "EFI/redhat/grub.cfg",
+        "images/pxeboot/vmlinuz",
+        "images/pxeboot/initrd.img",
+        "images/pxeboot/rootfs.img",
+    ):
         assert iso.locate_file(base_iso, path) is not None, path
     assert iso.locate_file(base_iso, "images/missing.img") is None
     assert iso.read_embedded_ignition(base_iso) is None
@@ -122,7 +130,7 @@ def test_kargs_areas_at_declared_offsets(base_iso, tmp_path):
         cfg = xorriso_extract(base_iso, "/" + entry["path"], str(tmp_path / os.path.basename(entry["path"])))
         with open(cfg, "rb") as f:
             content = f.read()
-        region = content[entry["offset"]:entry["offset"] + spec["size"]]
+        region = content[entry["offset"] : entry["offset"] + spec["size"]]
         expected = spec["default"] + entry.get("end", "\n")
         assert region.decode() == expected + "#" * (spec["size"] - len(expected))
     assert set(iso.read_kargs(base_iso).values()) == {spec["default"]}
@@ -150,11 +158,14 @@ def test_concurrent_builders_share_one_image(tmp_path):
     assert sorted(n for n in os.listdir(cache) if n.endswith(".iso")) == [os.path.basename(paths[0])]
 
 
-@pytest.mark.parametrize("arch, platforms, kargs_files, extra", [
-    ("aarch64", ["UEFI"], ["EFI/redhat/grub.cfg"], ["boot.catalog"]),
-    ("s390x", ["BIOS"], ["images/cdboot.prm"], ["generic.ins", "images/initrd.addrsize", "images/cdboot.img"]),
-    ("ppc64le", [], ["boot/grub/grub.cfg"], []),
-])
+@pytest.mark.parametrize(
+    "arch, platforms, kargs_files, extra",
+    [
+        ("aarch64", ["UEFI"], ["EFI/redhat/grub.cfg"], ["boot.catalog"]),
+        ("s390x", ["BIOS"], ["images/cdboot.prm"], ["generic.ins", "images/initrd.addrsize", "images/cdboot.img"]),
+        ("ppc64le", [], ["boot/grub/grub.cfg"], []),
+    ],
+)
 def test_other_architectures_have_their_layout(cache, arch, platforms, kargs_files, extra):
     image = iso.build_base_iso(cache, 8 * 1024 * 1024, arch)
     assert el_torito(image)[1] == platforms if platforms else "El Torito" not in el_torito(image)[0]
@@ -170,10 +181,10 @@ def test_unknown_arch_is_refused(cache):
 
 def test_one_gib_build_and_node_iso_take_seconds(tmp_path):
     start = time.monotonic()
-    image = iso.build_base_iso(str(tmp_path), 1024 ** 3)
+    image = iso.build_base_iso(str(tmp_path), 1024**3)
     built = time.monotonic()
     try:
-        assert os.path.getsize(image) == 1024 ** 3
+        assert os.path.getsize(image) == 1024**3
         assert built - start < 60, "1 GiB build took %.1f s" % (built - start)
         node = nodeiso.build_node_iso(image, str(tmp_path / "node.x86_64.iso"), CONFIG)
         assert time.monotonic() - built < 90, "1 GiB node ISO took %.1f s" % (time.monotonic() - built)
@@ -211,7 +222,7 @@ def _gzip_member(data):
     dec = zlib.decompressobj(wbits=31)
     dec.decompress(data)
     assert dec.eof
-    return data[:len(data) - len(dec.unused_data)]
+    return data[: len(data) - len(dec.unused_data)]
 
 
 def test_node_iso_embed_area_is_gzip_cpio_zero_padded(node_iso, tmp_path):
@@ -223,7 +234,7 @@ def test_node_iso_embed_area_is_gzip_cpio_zero_padded(node_iso, tmp_path):
     assert len(data) == isobase.EMBED_AREA_SIZE and data[:2] == b"\x1f\x8b"
     member = _gzip_member(data)
     padded = len(member) + (-len(member) % 4)
-    assert not data[len(member):].strip(b"\0") and padded % 4 == 0
+    assert not data[len(member) :].strip(b"\0") and padded % 4 == 0
     assert iso.ignition_archive(CONFIG) == data[:padded]  # the archive, its 4-byte zero padding, then zeros
     archive = gzip.decompress(member)
     assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["config.ign"]
@@ -289,8 +300,11 @@ def test_reader_reads_xz_and_concatenated_archives(base_iso, tmp_path):
         f.write(iso.ignition_archive(CONFIG, "xz"))
     assert iso.read_embedded_ignition(dest) == CONFIG
     newer = dict(CONFIG, passwd={"users": [{"name": "core"}]})
-    payload = (gzip.compress(iso.cpio_newc({"config.ign": json.dumps(CONFIG).encode()})) + bytes(512)
-               + iso.ignition_archive(newer, "xz"))
+    payload = (
+        gzip.compress(iso.cpio_newc({"config.ign": json.dumps(CONFIG).encode()}))
+        + bytes(512)
+        + iso.ignition_archive(newer, "xz")
+    )
     with open(dest, "r+b") as f:
         f.seek(offset)
         f.write(payload)
@@ -299,9 +313,12 @@ def test_reader_reads_xz_and_concatenated_archives(base_iso, tmp_path):
     xz = iso.ignition_archive(CONFIG, "xz")
     dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
     dec.decompress(xz)
-    (tmp_path / "config.cpio.xz").write_bytes(xz[:len(xz) - len(dec.unused_data)])
-    checks = [line.split("\t")[6] for line in run("xz", "--robot", "--list", str(tmp_path / "config.cpio.xz"))
-              .decode().splitlines() if line.startswith("file\t")]
+    (tmp_path / "config.cpio.xz").write_bytes(xz[: len(xz) - len(dec.unused_data)])
+    checks = [
+        line.split("\t")[6]
+        for line in run("xz", "--robot", "--list", str(tmp_path / "config.cpio.xz")).decode().splitlines()
+        if line.startswith("file\t")
+    ]
     assert checks == ["CRC32"]
 
 
@@ -334,8 +351,12 @@ def tree(base_iso, tmp_path_factory):
 def test_pxe_artifacts(base_iso, tree, tmp_path):
     out = nodeiso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, tree, "http://127.0.0.1:8080/pxe", " fips=1")
     assert out == str(tmp_path / "boot-artifacts")
-    assert sorted(os.listdir(out)) == ["node.x86_64-initrd.img", "node.x86_64-rootfs.img",
-                                       "node.x86_64-vmlinuz", "node.x86_64.ipxe"]
+    assert sorted(os.listdir(out)) == [
+        "node.x86_64-initrd.img",
+        "node.x86_64-rootfs.img",
+        "node.x86_64-vmlinuz",
+        "node.x86_64.ipxe",
+    ]
     rootfs = iso.locate_file(base_iso, "images/pxeboot/rootfs.img")[1]
     assert os.path.getsize(os.path.join(out, "node.x86_64-rootfs.img")) == rootfs
     with open(os.path.join(out, "node.x86_64-initrd.img"), "rb") as f:
@@ -343,17 +364,19 @@ def test_pxe_artifacts(base_iso, tree, tmp_path):
     base_initrd = iso.read_file(base_iso, "images/pxeboot/initrd.img")
     assert initrd.startswith(base_initrd)
     # The appended archive, read by gzip and GNU cpio rather than the lab's reader.
-    tail = initrd[len(base_initrd):]
+    tail = initrd[len(base_initrd) :]
     assert tail[:2] == b"\x1f\x8b"
     archive = gzip.decompress(_gzip_member(tail))
     assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["config.ign"]
     assert iso.read_pxe_ignition(os.path.join(out, "node.x86_64-initrd.img")) == CONFIG
     assert "etc/initrd-release" in iso.read_initrd_files(initrd)
     script = (tmp_path / "boot-artifacts" / "node.x86_64.ipxe").read_text()
-    assert script == ("#!ipxe\ninitrd --name initrd http://127.0.0.1:8080/pxe/node.x86_64-initrd.img\n"
-                      "kernel http://127.0.0.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd "
-                      "coreos.live.rootfs_url=http://127.0.0.1:8080/pxe/node.x86_64-rootfs.img "
-                      "ignition.firstboot ignition.platform.id=metal fips=1\nboot\n")
+    assert script == (
+        "#!ipxe\ninitrd --name initrd http://127.0.0.1:8080/pxe/node.x86_64-initrd.img\n"
+        "kernel http://127.0.0.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd "
+        "coreos.live.rootfs_url=http://127.0.0.1:8080/pxe/node.x86_64-rootfs.img "
+        "ignition.firstboot ignition.platform.id=metal fips=1\nboot\n"
+    )
     assert "coreos.liveiso" not in script
 
 
@@ -369,8 +392,13 @@ def test_pxe_arch_specifics(cache, tmp_path):
         assert f.read(2) == b"MZ"  # gunzipped, as node-joiner does for arm64
     s390x = nodeiso.extract_tree(iso.build_base_iso(cache, 8 * 1024 * 1024, "s390x"), str(tmp_path / "z"))
     out = nodeiso.write_pxe_artifacts(str(tmp_path / "s"), "s390x", CONFIG, s390x)
-    assert sorted(os.listdir(out)) == ["node.s390x-generic.ins", "node.s390x-initrd.addrsize",
-                                       "node.s390x-initrd.img", "node.s390x-rootfs.img", "node.s390x-vmlinuz"]
+    assert sorted(os.listdir(out)) == [
+        "node.s390x-generic.ins",
+        "node.s390x-initrd.addrsize",
+        "node.s390x-initrd.img",
+        "node.s390x-rootfs.img",
+        "node.s390x-vmlinuz",
+    ]
     with open(os.path.join(out, "node.s390x-initrd.addrsize"), "rb") as f:
         addrsize = f.read()
     assert int.from_bytes(addrsize[8:], "big") == os.path.getsize(os.path.join(out, "node.s390x-initrd.img"))
@@ -379,8 +407,7 @@ def test_pxe_arch_specifics(cache, tmp_path):
 
 
 def test_config_iso_holds_config_gz_with_absolute_paths_and_modes(tmp_path):
-    files = [("/etc/assisted/manifests/infraenv.yaml", b"kind: InfraEnv\n", 0o600),
-             ("/etc/issue", b"\\S\n", 0o644)]
+    files = [("/etc/assisted/manifests/infraenv.yaml", b"kind: InfraEnv\n", 0o600), ("/etc/issue", b"\\S\n", 0o644)]
     dest = nodeiso.build_config_iso(str(tmp_path / "agentconfig.noarch.iso"), files)
     assert xorriso_ls(dest, "/") == ["config.gz"]
     assert iso.volume_id(dest) == "agent_configimage" and "El Torito" not in el_torito(dest)[0]

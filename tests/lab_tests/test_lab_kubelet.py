@@ -21,8 +21,11 @@ from lab.waiting import wait_until
 REFILE_SECONDS = 1.5
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
-BOOTSTRAP_GROUPS = ["system:serviceaccounts:openshift-machine-config-operator", "system:serviceaccounts",
-                    "system:authenticated"]
+BOOTSTRAP_GROUPS = [
+    "system:serviceaccounts:openshift-machine-config-operator",
+    "system:serviceaccounts",
+    "system:authenticated",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +40,11 @@ def klab(tmp_path_factory):
 
 def csrs_of(lab, filed_by=None, cn=None):
     items = lab.api("GET", CSRS).json()["items"]
-    return [c for c in items if (filed_by is None or c["spec"]["username"] == filed_by)
-            and (cn is None or subject(c).get("CN") == cn)]
+    return [
+        c
+        for c in items
+        if (filed_by is None or c["spec"]["username"] == filed_by) and (cn is None or subject(c).get("CN") == cn)
+    ]
 
 
 def request_of(csr) -> x509.CertificateSigningRequest:
@@ -48,19 +54,25 @@ def request_of(csr) -> x509.CertificateSigningRequest:
 def subject(csr) -> dict:
     names = {}
     for attribute in request_of(csr).subject:
-        key = {NameOID.COMMON_NAME: "CN", NameOID.ORGANIZATION_NAME: "O"}.get(attribute.oid, attribute.oid.dotted_string)
+        key = {NameOID.COMMON_NAME: "CN", NameOID.ORGANIZATION_NAME: "O"}.get(
+            attribute.oid, attribute.oid.dotted_string
+        )
         names.setdefault(key, attribute.value)
     return names
 
 
 def public_der(csr) -> bytes:
-    return request_of(csr).public_key().public_bytes(serialization.Encoding.DER,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo)
+    return (
+        request_of(csr)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def approve(lab, csr):
-    csr.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True", "reason": "Test",
-                                                   "message": "approved by test_lab_kubelet"}]
+    csr.setdefault("status", {})["conditions"] = [
+        {"type": "Approved", "status": "True", "reason": "Test", "message": "approved by test_lab_kubelet"}
+    ]
     response = lab.api("PUT", f"{CSRS}/{csr['metadata']['name']}/approval", body=csr)
     assert response.status_code == 200, response.text
 
@@ -93,16 +105,24 @@ def test_approval_brings_a_certificate_the_node_the_serving_csr_and_ready(klab):
     client = wait_until("the client CSR", lambda: csrs_of(klab, cn="system:node:extra-worker-1"))[0]
     approve(klab, client)
 
-    issued = wait_until("the certificate", lambda: klab.api("GET", f"{CSRS}/{client['metadata']['name']}")
-                        .json()["status"].get("certificate"))
+    issued = wait_until(
+        "the certificate",
+        lambda: klab.api("GET", f"{CSRS}/{client['metadata']['name']}").json()["status"].get("certificate"),
+    )
     certificate = x509.load_pem_x509_certificate(base64.b64decode(issued))
     ca = x509.load_pem_x509_certificate(open(klab.ca, "rb").read())
     certificate.verify_directly_issued_by(ca)
     assert certificate.subject.rfc4514_string() == "CN=system:node:extra-worker-1,O=system:nodes"
     assert certificate.public_key().public_numbers() == request_of(client).public_key().public_numbers()
 
-    node = wait_until("the Node", lambda: klab.api("GET", "/api/v1/nodes/extra-worker-1").json()
-                      if klab.api("GET", "/api/v1/nodes/extra-worker-1").status_code == 200 else None)
+    node = wait_until(
+        "the Node",
+        lambda: (
+            klab.api("GET", "/api/v1/nodes/extra-worker-1").json()
+            if klab.api("GET", "/api/v1/nodes/extra-worker-1").status_code == 200
+            else None
+        ),
+    )
     assert {"type": "InternalIP", "address": "127.0.111.21"} in node["status"]["addresses"]
     assert {"type": "Hostname", "address": "extra-worker-1"} in node["status"]["addresses"]
     labels = node["metadata"]["labels"]
@@ -114,10 +134,17 @@ def test_approval_brings_a_certificate_the_node_the_serving_csr_and_ready(klab):
     # The Node was created with the new client certificate, not with an admin or bootstrap token.
     creates = [r for r in klab.control("GET", "/requests") if r["method"] == "POST" and r["path"] == "/api/v1/nodes"]
     assert {"user": "system:node:extra-worker-1", "status": 201} in [
-        {"user": r["user"], "status": r["status"]} for r in creates]
+        {"user": r["user"], "status": r["status"]} for r in creates
+    ]
 
-    serving = wait_until("the serving CSR", lambda: [c for c in csrs_of(klab, filed_by="system:node:extra-worker-1")
-                                                     if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"])[0]
+    serving = wait_until(
+        "the serving CSR",
+        lambda: [
+            c
+            for c in csrs_of(klab, filed_by="system:node:extra-worker-1")
+            if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+        ],
+    )[0]
     assert "system:nodes" in serving["spec"]["groups"]
     assert set(serving["spec"]["usages"]) == {"digital signature", "key encipherment", "server auth"}
     sans = request_of(serving).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -131,8 +158,10 @@ def test_approval_brings_a_certificate_the_node_the_serving_csr_and_ready(klab):
     state = kubelet(klab, "extra-worker-1")
     assert state["node_created"] and state["node_ready"] and state["error"] is None
     assert all(entry["approved"] for entry in state["csrs"])
-    certificate = wait_until("the serving certificate", lambda: klab.api(
-        "GET", f"{CSRS}/{serving['metadata']['name']}").json()["status"].get("certificate"))
+    certificate = wait_until(
+        "the serving certificate",
+        lambda: klab.api("GET", f"{CSRS}/{serving['metadata']['name']}").json()["status"].get("certificate"),
+    )
     served = x509.load_pem_x509_certificate(base64.b64decode(certificate))
     usages = served.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usages) == [ExtendedKeyUsageOID.SERVER_AUTH]
@@ -172,10 +201,21 @@ def test_reboot_done_refuses_hosts_outside_the_inventory(klab):
 def test_rogue_all_files_every_kind_with_an_attackers_identity(klab):
     result = labctl("rogue-csr", "--state", klab.state, "all", "extra-worker-3")
     filed = {entry["kind"]: entry for entry in json.loads(result.stdout)}
-    assert set(filed) == {"unknown-host", "existing-node", "wrong-username", "extra-group", "client-sans",
-                          "client-extra-usage", "serving-foreign-ip", "serving-foreign-dns",
-                          "serving-username-mismatch", "other-signer", "bad-organization", "bad-signature",
-                          "rsa-key"}
+    assert set(filed) == {
+        "unknown-host",
+        "existing-node",
+        "wrong-username",
+        "extra-group",
+        "client-sans",
+        "client-extra-usage",
+        "serving-foreign-ip",
+        "serving-foreign-dns",
+        "serving-username-mismatch",
+        "other-signer",
+        "bad-organization",
+        "bad-signature",
+        "rsa-key",
+    }
     objects = {c["metadata"]["name"]: c for c in csrs_of(klab)}
     rogue = {kind: objects[entry["name"]] for kind, entry in filed.items()}
     assert all(not c["status"] for c in rogue.values())  # all pending, nothing marks them
@@ -188,14 +228,21 @@ def test_rogue_all_files_every_kind_with_an_attackers_identity(klab):
     assert rogue["extra-group"]["spec"]["username"] == BOOTSTRAPPER
     assert request_of(rogue["client-sans"]).extensions.get_extension_for_class(x509.SubjectAlternativeName)
     assert "server auth" in rogue["client-extra-usage"]["spec"]["usages"]
-    foreign_ip = request_of(rogue["serving-foreign-ip"]).extensions.get_extension_for_class(
-        x509.SubjectAlternativeName).value.get_values_for_type(x509.IPAddress)
+    foreign_ip = (
+        request_of(rogue["serving-foreign-ip"])
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value.get_values_for_type(x509.IPAddress)
+    )
     assert "127.0.111.99" in [str(ip) for ip in foreign_ip]
     assert rogue["serving-foreign-ip"]["spec"]["username"] == "system:node:extra-worker-3"
     assert "api.lab.day2.example.test" in request_of(rogue["serving-foreign-dns"]).extensions.get_extension_for_class(
-        x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+        x509.SubjectAlternativeName
+    ).value.get_values_for_type(x509.DNSName)
     mismatch = rogue["serving-username-mismatch"]
-    assert subject(mismatch)["CN"] == "system:node:extra-worker-3" and mismatch["spec"]["username"] == "system:node:master-0"
+    assert (
+        subject(mismatch)["CN"] == "system:node:extra-worker-3"
+        and mismatch["spec"]["username"] == "system:node:master-0"
+    )
     assert rogue["other-signer"]["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client"
     assert subject(rogue["bad-organization"])["O"] == "system:masters"
     assert not request_of(rogue["bad-signature"]).is_signature_valid
@@ -212,8 +259,11 @@ def test_spoof_client_is_a_perfect_client_csr_with_another_key(klab):
 
     def own_client_csrs():
         mine = {entry["name"] for entry in kubelet(klab, "extra-worker-3")["csrs"]}
-        return [c for c in csrs_of(klab, filed_by=BOOTSTRAPPER, cn="system:node:extra-worker-3")
-                if c["spec"]["signerName"].endswith("-kubelet") and c["metadata"]["name"] in mine]
+        return [
+            c
+            for c in csrs_of(klab, filed_by=BOOTSTRAPPER, cn="system:node:extra-worker-3")
+            if c["spec"]["signerName"].endswith("-kubelet") and c["metadata"]["name"] in mine
+        ]
 
     own = wait_until("the host's CSR", own_client_csrs)[0]
     spoof = json.loads(labctl("rogue-csr", "--state", klab.state, "spoof-client", "extra-worker-3").stdout)[0]

@@ -8,18 +8,43 @@ import os
 import re
 
 import pytest
-
-from nj_helpers import (HOUR, MAC0, NOW, VERSION_VARIANTS, FakeSecrets, execute, host, make_run, nodes_config,
-                        read_report, replace)
 from lab import ignition as ign
 from lab import iso, jwt, seeds
+from nj_helpers import (
+    HOUR,
+    MAC0,
+    NOW,
+    VERSION_VARIANTS,
+    FakeSecrets,
+    execute,
+    host,
+    make_run,
+    nodes_config,
+    read_report,
+    replace,
+)
 
 # variant -> (report.json, agentconfig ISO next to the node ISO, Secret data keys, claim, annotations, expiry var)
 EXPECTED = {
-    "v417": (False, True, ["agentAuthToken", "authTokenPublicKey"], "infra_env_id", ["updatedAt"],
-             "AGENT_AUTH_TOKEN_EXPIRY"),
-    **{v: (True, False, ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"], "auth_scheme",
-           ["expiresAt", "updatedAt"], "AUTH_TOKEN_EXPIRY") for v in VERSION_VARIANTS[1:]},
+    "v417": (
+        False,
+        True,
+        ["agentAuthToken", "authTokenPublicKey"],
+        "infra_env_id",
+        ["updatedAt"],
+        "AGENT_AUTH_TOKEN_EXPIRY",
+    ),
+    **{
+        v: (
+            True,
+            False,
+            ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"],
+            "auth_scheme",
+            ["expiresAt", "updatedAt"],
+            "AUTH_TOKEN_EXPIRY",
+        )
+        for v in VERSION_VARIANTS[1:]
+    },
 }
 
 
@@ -29,8 +54,11 @@ def iso_cache(tmp_path_factory):
 
 
 def parse_time(text):
-    return datetime.datetime.strptime(re.sub(r"\.\d+Z$", "Z", text), "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
+    return (
+        datetime.datetime.strptime(re.sub(r"\.\d+Z$", "Z", text), "%Y-%m-%dT%H:%M:%SZ")
+        .replace(tzinfo=datetime.timezone.utc)
+        .timestamp()
+    )
 
 
 @pytest.mark.parametrize("variant", VERSION_VARIANTS)
@@ -53,8 +81,10 @@ def test_iso_run_per_release(tmp_path, iso_cache, variant):
         assert claims["exp"] == NOW + 48 * HOUR
         assert sorted(claims) == sorted(["exp", claim])
         if claim == "auth_scheme":
-            assert claims["auth_scheme"] == {"agentAuthToken": "agentAuth", "userAuthToken": "userAuth",
-                                             "watcherAuthToken": "watcherAuth"}[key]
+            assert (
+                claims["auth_scheme"]
+                == {"agentAuthToken": "agentAuth", "userAuthToken": "userAuth", "watcherAuthToken": "watcherAuth"}[key]
+            )
             assert secret["metadata"]["annotations"]["expiresAt"] == nodejoiner_rfc(NOW + 48 * HOUR)
     # The embedded Ignition
     files = ign.files_by_path(iso.read_embedded_ignition(str(assets / "node.x86_64.iso")))
@@ -85,13 +115,22 @@ def test_report_stages_and_result(tmp_path, iso_cache):
     assert list(report) == ["id", "start_time", "end_time", "stages", "result"]
     assert re.match(r"^report-addnodes-\d{12}$", report["id"]) and report["result"] == {"exit_code": 0}
     assert [s["id"] for s in report["stages"]] == [
-        "add-nodes-cluster-inspection", "create-manifest", "ignition", "fetch-base-iso",
-        "create-agent-artifacts", "generate-iso"]
+        "add-nodes-cluster-inspection",
+        "create-manifest",
+        "ignition",
+        "fetch-base-iso",
+        "create-agent-artifacts",
+        "generate-iso",
+    ]
     by_id = {s["id"]: s for s in report["stages"]}
     assert [s["id"] for s in by_id["fetch-base-iso"]["sub_stages"]] == [
-        "fetch-base-iso.extract-image", "fetch-base-iso.verify-version"]
+        "fetch-base-iso.extract-image",
+        "fetch-base-iso.verify-version",
+    ]
     assert [s["id"] for s in by_id["create-agent-artifacts"]["sub_stages"]] == [
-        "create-agent-artifacts.agent-tui", "create-agent-artifacts.prepare"]
+        "create-agent-artifacts.agent-tui",
+        "create-agent-artifacts.prepare",
+    ]
     inspection = json.loads(by_id["add-nodes-cluster-inspection"]["result"])
     assert list(inspection) == ["Architecture", "PlatformType", "ReleaseImage", "Version"]
     assert inspection["Version"] == "4.21.1" and inspection["Architecture"] == "amd64"
@@ -124,20 +163,33 @@ def test_report_is_written_stage_by_stage(tmp_path, iso_cache):
 def test_config_iso_flag_writes_only_the_config_iso(tmp_path, iso_cache):
     run, assets, _secrets = make_run(tmp_path, iso_cache, "v418")
     assert execute(run, config_iso=True) == 0
-    assert sorted(os.listdir(assets)) == [".addnodesparams", "agentconfig.noarch.iso", "exit_code",
-                                          "nodes-config.yaml", "report.json"]
+    assert sorted(os.listdir(assets)) == [
+        ".addnodesparams",
+        "agentconfig.noarch.iso",
+        "exit_code",
+        "nodes-config.yaml",
+        "report.json",
+    ]
     files, modes = iso.read_config_iso(str(assets / "agentconfig.noarch.iso"))
     assert sorted(files) == [
         "/etc/assisted/hostconfig/extra-worker-0/mac_addresses",
         "/etc/assisted/hostconfig/extra-worker-0/role",
         "/etc/assisted/hostconfig/extra-worker-0/root-device-hints.yaml",
-        "/etc/assisted/hostnames/" + MAC0, "/etc/assisted/manifests/agent-cluster-install.yaml",
-        "/etc/assisted/manifests/cluster-deployment.yaml", "/etc/assisted/manifests/cluster-image-set.yaml",
-        "/etc/assisted/manifests/infraenv.yaml", "/etc/assisted/manifests/nmstateconfig.yaml",
-        "/etc/assisted/manifests/pull-secret.yaml", "/etc/assisted/network/host0/eth0.nmconnection",
-        "/etc/assisted/network/host0/mac_interface.ini", "/etc/assisted/rendezvous-host.env", "/etc/issue",
-        "/root/.docker/config.json", "/usr/local/share/assisted-service/assisted-service.env",
-        "/usr/local/share/start-cluster/start-cluster.env"]
+        "/etc/assisted/hostnames/" + MAC0,
+        "/etc/assisted/manifests/agent-cluster-install.yaml",
+        "/etc/assisted/manifests/cluster-deployment.yaml",
+        "/etc/assisted/manifests/cluster-image-set.yaml",
+        "/etc/assisted/manifests/infraenv.yaml",
+        "/etc/assisted/manifests/nmstateconfig.yaml",
+        "/etc/assisted/manifests/pull-secret.yaml",
+        "/etc/assisted/network/host0/eth0.nmconnection",
+        "/etc/assisted/network/host0/mac_interface.ini",
+        "/etc/assisted/rendezvous-host.env",
+        "/etc/issue",
+        "/root/.docker/config.json",
+        "/usr/local/share/assisted-service/assisted-service.env",
+        "/usr/local/share/start-cluster/start-cluster.env",
+    ]
     assert modes["/etc/assisted/manifests/infraenv.yaml"] == 0o100600
     assert files["/etc/assisted/manifests/cluster-deployment.yaml"] == b""
     stages = [s["id"] for s in read_report(assets)["stages"]]
@@ -159,7 +211,7 @@ def test_pxe_run(tmp_path, iso_cache, url):
     assert read_report(assets)["stages"][-1]["id"] == "generate-pxe"
     names = sorted(os.listdir(str(assets / "boot-artifacts")))
     expected = ["node.x86_64-initrd.img", "node.x86_64-rootfs.img", "node.x86_64-vmlinuz"]
-    assert names == (expected + ["node.x86_64.ipxe"] if url else expected)
+    assert names == ([*expected, "node.x86_64.ipxe"] if url else expected)
     if url:
         script = (assets / "boot-artifacts" / "node.x86_64.ipxe").read_text()
         assert "initrd --name initrd http://user-specified-pxe-infra.com/node.x86_64-initrd.img" in script
@@ -229,33 +281,51 @@ def test_log_lines_are_logrus_hook_lines(tmp_path, iso_cache):
     assert execute(quiet) == 0 and not [line for line in quiet.log if "level=debug" in line]
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda o: replace(o, "ClusterVersion", "version", lambda x: None),
-     'clusterversions.config.openshift.io "version" not found'),
-    (lambda o: replace(o, "Proxy", "cluster", lambda x: None), 'proxies.config.openshift.io "cluster" not found'),
-    (lambda o: replace(o, "Secret", "pull-secret", lambda x: None, "openshift-config"),
-     'secrets "pull-secret" not found'),
-    (lambda o: [x for x in o if x["kind"] != "Node"], "unable to determine target cluster architecture"),
-    (lambda o: replace(o, "Infrastructure", "cluster", lambda x: dict(x, spec={"platformSpec": {"type": "Nutanix"}})),
-     'platform: Unsupported value: "nutanix": supported values: "baremetal", "vsphere", "none", "external"'),
-    (lambda o: replace(o, "Infrastructure", "cluster", lambda x: dict(x, spec={"platformSpec": {"type": "Libvirt"}})),
-     "unable to convert platform type Libvirt"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda o: replace(o, "ClusterVersion", "version", lambda x: None),
+            'clusterversions.config.openshift.io "version" not found',
+        ),
+        (lambda o: replace(o, "Proxy", "cluster", lambda x: None), 'proxies.config.openshift.io "cluster" not found'),
+        (
+            lambda o: replace(o, "Secret", "pull-secret", lambda x: None, "openshift-config"),
+            'secrets "pull-secret" not found',
+        ),
+        (lambda o: [x for x in o if x["kind"] != "Node"], "unable to determine target cluster architecture"),
+        (
+            lambda o: replace(
+                o, "Infrastructure", "cluster", lambda x: dict(x, spec={"platformSpec": {"type": "Nutanix"}})
+            ),
+            'platform: Unsupported value: "nutanix": supported values: "baremetal", "vsphere", "none", "external"',
+        ),
+        (
+            lambda o: replace(
+                o, "Infrastructure", "cluster", lambda x: dict(x, spec={"platformSpec": {"type": "Libvirt"}})
+            ),
+            "unable to convert platform type Libvirt",
+        ),
+    ],
+)
 def test_cluster_inspection_failures(tmp_path, iso_cache, change, message):
     run, assets, secrets = make_run(tmp_path, iso_cache, objects=change(seeds.load_seed("default")))
     assert execute(run) == 1
     report = read_report(assets)
     assert report["stages"][-1]["id"] == "add-nodes-cluster-inspection" and "result" not in report["stages"][-1]
     assert report["result"]["error_message"] == message
-    assert 'failed to generate asset "Agent Installer ClusterInfo": ' + message in \
-        report["result"]["detailed_error_message"]
+    assert (
+        'failed to generate asset "Agent Installer ClusterInfo": ' + message
+        in report["result"]["detailed_error_message"]
+    )
     assert not secrets.puts and (assets / "exit_code").read_text() == "1"
 
 
 def test_ingress_is_not_needed_by_4_17_to_4_21(tmp_path, iso_cache):
     """Node-joiner reads Ingress only after 4.21 (installer PR #10719): a cluster without it still gets its ISO."""
-    run, assets, _secrets = make_run(tmp_path, iso_cache,
-                                     objects=replace(seeds.load_seed("default"), "Ingress", "cluster", lambda x: None))
+    run, assets, _secrets = make_run(
+        tmp_path, iso_cache, objects=replace(seeds.load_seed("default"), "Ingress", "cluster", lambda x: None)
+    )
     assert execute(run) == 0
     assert (assets / "exit_code").read_text() == "0"
 
@@ -263,12 +333,19 @@ def test_ingress_is_not_needed_by_4_17_to_4_21(tmp_path, iso_cache):
 def test_ppc64le_and_s390x_need_platform_none(tmp_path, iso_cache):
     run, assets, _secrets = make_run(tmp_path, iso_cache, "multiarch", config=nodes_config(cpuArchitecture="s390x"))
     assert execute(run) == 1
-    assert read_report(assets)["result"]["error_message"] == \
-        'platform: Invalid value: "baremetal": CPU architecture "s390x" only supports platform "none".'
-    objects = replace(seeds.load_seed("multiarch"), "Infrastructure", "cluster",
-                      lambda x: dict(x, spec={"platformSpec": {"type": "None"}}))
-    ok, assets, _secrets = make_run(tmp_path / "none", iso_cache, "multiarch", objects=objects,
-                                    config=nodes_config(cpuArchitecture="s390x"))
+    assert (
+        read_report(assets)["result"]["error_message"]
+        == 'platform: Invalid value: "baremetal": CPU architecture "s390x" only supports platform "none".'
+    )
+    objects = replace(
+        seeds.load_seed("multiarch"),
+        "Infrastructure",
+        "cluster",
+        lambda x: dict(x, spec={"platformSpec": {"type": "None"}}),
+    )
+    ok, assets, _secrets = make_run(
+        tmp_path / "none", iso_cache, "multiarch", objects=objects, config=nodes_config(cpuArchitecture="s390x")
+    )
     assert execute(ok) == 0 and (assets / "node.s390x.iso").exists()
     files = ign.files_by_path(iso.read_embedded_ignition(str(assets / "node.s390x.iso")))
     config = json.loads(files["/etc/assisted/clusterconfig/import-cluster-config.json"])
@@ -280,32 +357,40 @@ def test_another_architecture_needs_a_multi_payload(tmp_path, iso_cache):
     assert execute(single) == 1
     report = read_report(assets)
     assert report["stages"][-1]["sub_stages"][-1]["id"] == "fetch-base-iso.extract-image"
-    assert report["result"]["error_message"] == \
-        "base ISO for aarch64 not found in release image, check release image architecture"
-    multi, assets, _secrets = make_run(tmp_path / "multi", iso_cache, "multiarch",
-                                       config=nodes_config(cpuArchitecture="aarch64"))
+    assert (
+        report["result"]["error_message"]
+        == "base ISO for aarch64 not found in release image, check release image architecture"
+    )
+    multi, assets, _secrets = make_run(
+        tmp_path / "multi", iso_cache, "multiarch", config=nodes_config(cpuArchitecture="aarch64")
+    )
     assert execute(multi) == 0 and (assets / "node.aarch64.iso").exists()
     files = ign.files_by_path(iso.read_embedded_ignition(str(assets / "node.aarch64.iso")))
-    release = json.loads(ign.read_env_file(files["/usr/local/share/assisted-service/assisted-service.env"])
-                         ["RELEASE_IMAGES"])
+    release = json.loads(
+        ign.read_env_file(files["/usr/local/share/assisted-service/assisted-service.env"])["RELEASE_IMAGES"]
+    )
     assert release[0]["cpu_architecture"] == "multi" and "aarch64" in release[0]["cpu_architectures"]
     assert b"cpuArchitecture: aarch64" in files["/etc/assisted/manifests/infraenv.yaml"]
 
 
 def test_an_empty_history_is_a_go_panic(tmp_path, iso_cache):
-    objects = replace(seeds.load_seed("default"), "ClusterVersion", "version",
-                      lambda x: dict(x, status=dict(x["status"], history=[])))
+    objects = replace(
+        seeds.load_seed("default"), "ClusterVersion", "version", lambda x: dict(x, status=dict(x["status"], history=[]))
+    )
     run, assets, _secrets = make_run(tmp_path, iso_cache, objects=objects)
     assert execute(run) == 2
     assert not (assets / "exit_code").exists() and read_report(assets)["result"] is None
     assert "panic: runtime error: index out of range [0] with length 0" in run.log_text()
 
 
-@pytest.mark.parametrize("raw, message", [
-    ("hosts: []\n", "hosts: Required value: at least one host must be defined"),
-    ("hosts: [unclosed", "error converting YAML to JSON"),
-    (None, 'sshKey: Invalid value: "not a key": ssh: no key found'),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("hosts: []\n", "hosts: Required value: at least one host must be defined"),
+        ("hosts: [unclosed", "error converting YAML to JSON"),
+        (None, 'sshKey: Invalid value: "not a key": ssh: no key found'),
+    ],
+)
 def test_nodes_config_load_failures_come_before_any_stage(tmp_path, iso_cache, raw, message):
     text = raw if raw is not None else json.dumps(nodes_config(sshKey="not a key"))
     run, assets, _secrets = make_run(tmp_path, iso_cache, raw_yaml=text)
@@ -318,19 +403,31 @@ def test_nodes_config_load_failures_come_before_any_stage(tmp_path, iso_cache, r
 
 
 INVALID_HOSTS = [
-    (nodes_config(host("w0", "zz:02:46:e3:9e:7c", "127.0.111.20")),
-     'Hosts[0].Interfaces[0].macAddress: Invalid value: "zz:02:46:e3:9e:7c": address zz:02:46:e3:9e:7c: '
-     'invalid MAC address'),
-    (nodes_config(host("w0", MAC0, "127.0.111.20"), host("w1", MAC0, "127.0.111.21")),
-     'Hosts[1].Interfaces[0].macAddress: Invalid value: "00:02:46:e3:9e:7c": duplicate MAC address found'),
-    (nodes_config(host("w0", MAC0, "127.0.111.20", rootDeviceHints={"wwnWithExtension": "0x5000"})),
-     "Hosts[0].rootDeviceHints.wwnWithExtension: Forbidden: WWN extensions are not supported"),
-    (nodes_config(host("w0", MAC0, "127.0.111.20", rootDeviceHints={"deviceName": "sda"})),
-     'Hosts[0].rootDeviceHints.deviceName: Invalid value: "sda": device name of root device hint must be path'),
-    (nodes_config(host("w0", MAC0, "127.0.111.20", role="bootstrap")),
-     "Hosts[0].Host: Forbidden: host role has incorrect value"),
-    (nodes_config(host("w0", MAC0, "127.0.111.20", interfaces=[{"name": "eth1", "macAddress": MAC0}])),
-     "mac-interface mapping for interface eth0 is missing"),
+    (
+        nodes_config(host("w0", "zz:02:46:e3:9e:7c", "127.0.111.20")),
+        'Hosts[0].Interfaces[0].macAddress: Invalid value: "zz:02:46:e3:9e:7c": address zz:02:46:e3:9e:7c: '
+        "invalid MAC address",
+    ),
+    (
+        nodes_config(host("w0", MAC0, "127.0.111.20"), host("w1", MAC0, "127.0.111.21")),
+        'Hosts[1].Interfaces[0].macAddress: Invalid value: "00:02:46:e3:9e:7c": duplicate MAC address found',
+    ),
+    (
+        nodes_config(host("w0", MAC0, "127.0.111.20", rootDeviceHints={"wwnWithExtension": "0x5000"})),
+        "Hosts[0].rootDeviceHints.wwnWithExtension: Forbidden: WWN extensions are not supported",
+    ),
+    (
+        nodes_config(host("w0", MAC0, "127.0.111.20", rootDeviceHints={"deviceName": "sda"})),
+        'Hosts[0].rootDeviceHints.deviceName: Invalid value: "sda": device name of root device hint must be path',
+    ),
+    (
+        nodes_config(host("w0", MAC0, "127.0.111.20", role="bootstrap")),
+        "Hosts[0].Host: Forbidden: host role has incorrect value",
+    ),
+    (
+        nodes_config(host("w0", MAC0, "127.0.111.20", interfaces=[{"name": "eth1", "macAddress": MAC0}])),
+        "mac-interface mapping for interface eth0 is missing",
+    ),
     (nodes_config(host("Bad_Name", MAC0, "127.0.111.20")), 'Hosts[0].Hostname: Invalid value: "Bad_Name"'),
     (nodes_config(cpuArchitecture="sparc"), "Config.Spec.CpuArchitecture sparc is not supported "),
 ]
@@ -348,10 +445,13 @@ def test_invalid_hosts_fail_at_create_manifest(tmp_path, iso_cache, config, mess
     assert "level=fatal" in run.log[-1] and message in run.log[-1]
 
 
-@pytest.mark.parametrize("option, stage, text", [
-    ({"bad_host_config": True}, "create-manifest", "nmstatectl gc failed"),
-    ({"base_iso_download_failure": True}, "fetch-base-iso", "no such host"),
-])
+@pytest.mark.parametrize(
+    "option, stage, text",
+    [
+        ({"bad_host_config": True}, "create-manifest", "nmstatectl gc failed"),
+        ({"base_iso_download_failure": True}, "fetch-base-iso", "no such host"),
+    ],
+)
 def test_fault_switches(tmp_path, iso_cache, option, stage, text):
     run, assets, _secrets = make_run(tmp_path, iso_cache, **option)
     assert execute(run) == 1
@@ -375,9 +475,13 @@ def test_timeout_switch_never_finishes(tmp_path, iso_cache):
 
 
 def test_secret_without_its_token_is_an_error(tmp_path, iso_cache):
-    secret = {"metadata": {"name": "agent-auth-token", "namespace": "openshift-config", "resourceVersion": "1"},
-              "data": {"authTokenPublicKey": "eA=="}}
+    secret = {
+        "metadata": {"name": "agent-auth-token", "namespace": "openshift-config", "resourceVersion": "1"},
+        "data": {"authTokenPublicKey": "eA=="},
+    }
     run, assets, _secrets = make_run(tmp_path, iso_cache, secrets=FakeSecrets(secret))
     assert execute(run) == 1
-    assert read_report(assets)["result"]["error_message"] == \
-        "auth token secret openshift-config/agent-auth-token does not contain the key watcherAuthToken or is empty"
+    assert (
+        read_report(assets)["result"]["error_message"]
+        == "auth token secret openshift-config/agent-auth-token does not contain the key watcherAuthToken or is empty"
+    )

@@ -12,24 +12,39 @@ import urllib.parse
 import pytest
 import websocket
 import yaml
-
-from conftest import labctl, Lab
+from conftest import Lab, labctl
 from lab import iso as lab_iso
 from lab.ignition import files_by_path, read_env_file
 from lab.waiting import wait_for
 
 NODES_CONFIG = {
-    "hosts": [{
-        "hostname": "extra-worker-0", "role": "worker",
-        "interfaces": [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}],
-        "networkConfig": {"interfaces": [{"name": "eth0", "type": "ethernet", "state": "up",
-                                          "mac-address": "52:54:00:6f:00:14",
-                                          "ipv4": {"enabled": True, "dhcp": False,
-                                                   "address": [{"ip": "127.0.111.20", "prefix-length": 24}]}}]},
-    }],
+    "hosts": [
+        {
+            "hostname": "extra-worker-0",
+            "role": "worker",
+            "interfaces": [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}],
+            "networkConfig": {
+                "interfaces": [
+                    {
+                        "name": "eth0",
+                        "type": "ethernet",
+                        "state": "up",
+                        "mac-address": "52:54:00:6f:00:14",
+                        "ipv4": {
+                            "enabled": True,
+                            "dhcp": False,
+                            "address": [{"ip": "127.0.111.20", "prefix-length": 24}],
+                        },
+                    }
+                ]
+            },
+        }
+    ],
 }
-NODE_JOINER_CMD = ("cp /config/nodes-config.yaml /assets; HOME=/assets node-joiner add-nodes --dir=/assets "
-                   "--log-level=debug; sleep 600")
+NODE_JOINER_CMD = (
+    "cp /config/nodes-config.yaml /assets; HOME=/assets node-joiner add-nodes --dir=/assets "
+    "--log-level=debug; sleep 600"
+)
 
 
 def installer_image(lab) -> str:
@@ -49,16 +64,33 @@ def new_namespace(lab) -> str:
 
 def create_pod(lab, ns, image, command=NODE_JOINER_CMD, name="node-joiner", with_config=True):
     if with_config:
-        response = lab.api("POST", f"/api/v1/namespaces/{ns}/configmaps", body={
-            "metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}})
+        response = lab.api(
+            "POST",
+            f"/api/v1/namespaces/{ns}/configmaps",
+            body={"metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}},
+        )
         assert response.status_code == 201, response.text
-    pod = {"metadata": {"name": name}, "spec": {
-        "restartPolicy": "Never",
-        "containers": [{"name": name, "image": image, "command": ["/bin/bash", "-c", command],
-                        "volumeMounts": [{"name": "nodes-config", "mountPath": "/config"},
-                                         {"name": "assets", "mountPath": "/assets"}]}],
-        "volumes": [{"name": "nodes-config", "configMap": {"name": "nodes-config"}},
-                    {"name": "assets", "emptyDir": {}}]}}
+    pod = {
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": name,
+                    "image": image,
+                    "command": ["/bin/bash", "-c", command],
+                    "volumeMounts": [
+                        {"name": "nodes-config", "mountPath": "/config"},
+                        {"name": "assets", "mountPath": "/assets"},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "nodes-config", "configMap": {"name": "nodes-config"}},
+                {"name": "assets", "emptyDir": {}},
+            ],
+        },
+    }
     response = lab.api("POST", f"/api/v1/namespaces/{ns}/pods", body=pod)
     assert response.status_code == 201, response.text
 
@@ -71,8 +103,13 @@ def exec_ws(lab, ns, pod, command, protocols=("v5.channel.k8s.io", "v4.channel.k
     """Run ``command`` over a raw WebSocket; return (protocol, {channel: bytes}, status dict or None)."""
     query = urllib.parse.urlencode([("command", c) for c in command] + [("stdout", "true"), ("stderr", "true")])
     url = lab.api_url.replace("https://", "wss://") + f"/api/v1/namespaces/{ns}/pods/{pod}/exec?{query}"
-    ws = websocket.create_connection(url, subprotocols=list(protocols), sslopt={"ca_certs": lab.ca},
-                                     header=[f"Authorization: Bearer {token or lab.tokens['admin']}"], timeout=30)
+    ws = websocket.create_connection(
+        url,
+        subprotocols=list(protocols),
+        sslopt={"ca_certs": lab.ca},
+        header=[f"Authorization: Bearer {token or lab.tokens['admin']}"],
+        timeout=30,
+    )
     channels = {1: b"", 2: b""}
     status = None
     try:
@@ -100,6 +137,7 @@ def wait_report(lab, ns):
             report = json.loads(out[1])
             return report if report.get("result") else None
         return None
+
     return wait_for(finished, timeout=60)
 
 
@@ -142,8 +180,9 @@ def test_exec_protocol_choice_channels_and_exit_status(lab, joined):
     proto, out, status = exec_ws(lab, ns, "node-joiner", ["ls", "/assets"])
     assert proto == "v5.channel.k8s.io"
     assert b"node.x86_64.iso" in out[1] and status["status"] == "Success"
-    proto, out, status = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/missing"],
-                                 protocols=("v4.channel.k8s.io", "v5.channel.k8s.io"))
+    proto, out, status = exec_ws(
+        lab, ns, "node-joiner", ["cat", "/assets/missing"], protocols=("v4.channel.k8s.io", "v5.channel.k8s.io")
+    )
     assert proto == "v4.channel.k8s.io"
     assert out[2] == b"cat: /assets/missing: No such file or directory\n"
     assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode"
@@ -170,8 +209,14 @@ def test_log_with_tail_lines(lab, joined):
 
 def test_release_image_pod_prints_image_references_and_succeeds(lab, no_faults):
     ns = new_namespace(lab)
-    create_pod(lab, ns, release_image(lab), command="cat /release-manifests/image-references",
-               name="release", with_config=False)
+    create_pod(
+        lab,
+        ns,
+        release_image(lab),
+        command="cat /release-manifests/image-references",
+        name="release",
+        with_config=False,
+    )
     wait_for(lambda: pod_status(lab, ns, "release")["phase"] == "Succeeded")
     terminated = pod_status(lab, ns, "release")["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
@@ -206,10 +251,13 @@ def test_deleting_the_namespace_removes_the_pod_and_its_files(lab, no_faults):
     wait_for(lambda: not os.path.exists(os.path.join("/tmp", roots[0])))
 
 
-@pytest.mark.parametrize("fault,message", [
-    ("bad_host_config", "Invalid IPv4 network prefix length"),
-    ("download_failure", "no such host"),
-])
+@pytest.mark.parametrize(
+    "fault,message",
+    [
+        ("bad_host_config", "Invalid IPv4 network prefix length"),
+        ("download_failure", "no such host"),
+    ],
+)
 def test_node_joiner_failure_switches(lab, no_faults, fault, message):
     lab.control("POST", "/faults", {"nodejoiner": fault})
     ns = new_namespace(lab)
@@ -233,6 +281,7 @@ def test_node_joiner_timeout_hangs_at_extract_image(lab, no_faults):
             subs = report.get("stages", [{}])[-1].get("sub_stages", [])
             return subs and subs[-1]["id"] == "fetch-base-iso.extract-image" and report
         return None
+
     report = wait_for(at_extract)
     time.sleep(0.5)
     _p, out, _s = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/report.json"])
@@ -264,8 +313,14 @@ def test_fault_values_are_checked(lab, no_faults):
 def payload_installer(lab) -> str:
     """The release payload's baremetal-installer image, as oc finds it without ConfigMap installer-images."""
     ns = new_namespace(lab)
-    create_pod(lab, ns, release_image(lab), command="cat /release-manifests/image-references", name="release",
-               with_config=False)
+    create_pod(
+        lab,
+        ns,
+        release_image(lab),
+        command="cat /release-manifests/image-references",
+        name="release",
+        with_config=False,
+    )
     wait_for(lambda: pod_status(lab, ns, "release")["phase"] == "Succeeded")
     stream = json.loads(lab.api("GET", f"/api/v1/namespaces/{ns}/pods/release/log").text)
     return {t["name"]: t["from"]["name"] for t in stream["spec"]["tags"]}["baremetal-installer"]
@@ -353,13 +408,22 @@ def test_nodejoiner_testdata_variant_serves_exactly_its_objects(tmp_path):
         for obj in seeded:
             group_version = obj["apiVersion"]
             base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-            plural = {"Namespace": "namespaces", "Node": "nodes", "Secret": "secrets", "ConfigMap": "configmaps",
-                      "Proxy": "proxies", "Ingress": "ingresses"}.get(obj["kind"], obj["kind"].lower() + "s")
+            plural = {
+                "Namespace": "namespaces",
+                "Node": "nodes",
+                "Secret": "secrets",
+                "ConfigMap": "configmaps",
+                "Proxy": "proxies",
+                "Ingress": "ingresses",
+            }.get(obj["kind"], obj["kind"].lower() + "s")
             namespace = obj["metadata"].get("namespace")
             path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
             listed = lab.api("GET", path).json()["items"]
-            expected = [o["metadata"]["name"] for o in seeded if o["kind"] == obj["kind"]
-                        and o["metadata"].get("namespace") == namespace]
+            expected = [
+                o["metadata"]["name"]
+                for o in seeded
+                if o["kind"] == obj["kind"] and o["metadata"].get("namespace") == namespace
+            ]
             if obj["kind"] == "Namespace":
                 expected += ["default", "kube-node-lease", "kube-public", "kube-system"]
             assert sorted(o["metadata"]["name"] for o in listed) == sorted(expected), path

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
 
-from lab import shell  # noqa: E402
+from lab import shell
 
 REPORT = b'{"id": "report-addnodes-202410090804", "result": null}\n'
 
@@ -52,7 +52,10 @@ def test_cat_missing_and_directory(box):
 def test_sha256sum(box, tmp_path):
     digest = hashlib.sha256((tmp_path / "assets" / "node.x86_64.iso").read_bytes()).hexdigest()
     assert run(box, ["sha256sum", "/assets/node.x86_64.iso"]) == (
-        ("%s  /assets/node.x86_64.iso\n" % digest).encode(), "", 0)
+        ("%s  /assets/node.x86_64.iso\n" % digest).encode(),
+        "",
+        0,
+    )
     assert run(box, ["sha256sum", "/x"]) == (b"", "sha256sum: /x: No such file or directory\n", 1)
 
 
@@ -72,7 +75,10 @@ def test_test_and_stat(box):
     assert run(box, ["[", "-d", "/assets", "]"])[2] == 0
     assert run(box, ["stat", "-c", "%s", "/assets/node.x86_64.iso"]) == (b"10240\n", "", 0)
     assert run(box, ["stat", "-c", "%s", "/nope"]) == (
-        b"", "stat: cannot statx '/nope': No such file or directory\n", 1)
+        b"",
+        "stat: cannot statx '/nope': No such file or directory\n",
+        1,
+    )
 
 
 def test_head_and_dd_ranges(box, tmp_path):
@@ -83,17 +89,30 @@ def test_head_and_dd_ranges(box, tmp_path):
     assert err.startswith("3+0 records in\n3+0 records out\n3072 bytes")
     out = run(box, ["dd", "if=/assets/node.x86_64.iso", "bs=1K", "skip=9", "count=5"])[0]
     assert out == data[9216:]
-    out, err = run(box, ["dd", "if=/assets/node.x86_64.iso", "iflag=skip_bytes,count_bytes", "skip=10",
-                         "count=7", "bs=1M", "status=none"])[:2]
+    out, err = run(
+        box,
+        [
+            "dd",
+            "if=/assets/node.x86_64.iso",
+            "iflag=skip_bytes,count_bytes",
+            "skip=10",
+            "count=7",
+            "bs=1M",
+            "status=none",
+        ],
+    )[:2]
     assert (out, err) == (data[10:17], "")
     assert run(box, ["dd", "if=/nope", "bs=1"])[1:] == ("dd: failed to open '/nope': No such file or directory\n", 1)
 
 
 def test_dd_matches_coreutils(box, tmp_path):
     args = ["bs=4096", "skip=1", "count=1"]
-    real = subprocess.run(["dd", "if=" + str(tmp_path / "assets" / "node.x86_64.iso")] + args,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-    out, err, code = run(box, ["dd", "if=/assets/node.x86_64.iso"] + args)
+    real = subprocess.run(
+        ["dd", "if=" + str(tmp_path / "assets" / "node.x86_64.iso"), *args],
+        capture_output=True,
+        check=False,
+    )
+    out, err, code = run(box, ["dd", "if=/assets/node.x86_64.iso", *args])
     assert out == real.stdout and code == real.returncode
     assert err.splitlines()[:2] == real.stderr.decode().splitlines()[:2]
 
@@ -113,7 +132,9 @@ def test_tar_errors(box):
     with tarfile.open(fileobj=io.BytesIO(out)) as archive:
         assert archive.getnames() == ["report.json"]
     assert run(box, ["tar", "cf", "-", "-C", "/nowhere", "x"])[1:] == (
-        "tar: /nowhere: Cannot open: No such file or directory\ntar: Error is not recoverable: exiting now\n", 2)
+        "tar: /nowhere: Cannot open: No such file or directory\ntar: Error is not recoverable: exiting now\n",
+        2,
+    )
 
 
 def test_sh_c(box):

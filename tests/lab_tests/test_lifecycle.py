@@ -10,7 +10,6 @@ import time
 import pytest
 import requests
 import yaml
-
 from conftest import Lab, labctl
 from lab import seeds
 
@@ -64,10 +63,20 @@ def test_start_writes_the_contract_files_and_stop_leaves_nothing_running(tmp_pat
         group = inventory["all"]["children"]["new_workers"]
         assert group["vars"]["kubeconfig"] == os.path.join(state, "kubeconfig")
         assert group["hosts"] == {
-            "extra-worker-0": {"ip": "127.0.111.20", "mac_address": "52:54:00:6f:00:14", "prefix_length": 24,
-                               "gateway": "127.0.111.1", "dns_servers": ["127.0.111.1"]},
-            "extra-worker-1": {"ip": "127.0.111.21", "mac_address": "52:54:00:6f:00:15", "prefix_length": 24,
-                               "gateway": "127.0.111.1", "dns_servers": ["127.0.111.1"]},
+            "extra-worker-0": {
+                "ip": "127.0.111.20",
+                "mac_address": "52:54:00:6f:00:14",
+                "prefix_length": 24,
+                "gateway": "127.0.111.1",
+                "dns_servers": ["127.0.111.1"],
+            },
+            "extra-worker-1": {
+                "ip": "127.0.111.21",
+                "mac_address": "52:54:00:6f:00:15",
+                "prefix_length": 24,
+                "gateway": "127.0.111.1",
+                "dns_servers": ["127.0.111.1"],
+            },
         }
         assert [host["name"] for host in lab.info["hosts"]] == ["extra-worker-0", "extra-worker-1"]
 

@@ -8,7 +8,6 @@ import json
 
 import pytest
 import yaml
-
 from lab import kinds, seeds
 from lab.errors import ApiError
 from lab.matching import labels_match, parse_label_selector
@@ -19,11 +18,19 @@ MARKER = "LAB-PULL-SECRET-MARKER-7f3a9c"
 CM = kinds.by_kind("v1", "ConfigMap")
 
 
-@pytest.mark.parametrize("selector, labels, expected", [
-    ("a=1", {"a": "1"}, True), ("a=1", {"a": "2"}, False), ("a!=1", {}, True),
-    ("a in (1, 2),b", {"a": "2", "b": ""}, True), ("a notin (1)", {"a": "1"}, False),
-    ("!a", {"a": "x"}, False), ("a", {}, False), ("", {"x": "y"}, True),
-])
+@pytest.mark.parametrize(
+    "selector, labels, expected",
+    [
+        ("a=1", {"a": "1"}, True),
+        ("a=1", {"a": "2"}, False),
+        ("a!=1", {}, True),
+        ("a in (1, 2),b", {"a": "2", "b": ""}, True),
+        ("a notin (1)", {"a": "1"}, False),
+        ("!a", {"a": "x"}, False),
+        ("a", {}, False),
+        ("", {"x": "y"}, True),
+    ],
+)
 def test_label_selectors(selector, labels, expected):
     assert labels_match(parse_label_selector(selector), labels) is expected
 
@@ -36,10 +43,13 @@ def test_bad_selector_is_a_400():
 
 def test_patches():
     assert merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
-    assert json_patch({"l": [1, 3]}, [{"op": "add", "path": "/l/1", "value": 2},
-                                      {"op": "move", "from": "/l/0", "path": "/first"}]) == {"l": [2, 3], "first": 1}
-    merged = strategic_merge_patch({"conditions": [{"type": "A", "status": "x"}, {"type": "B"}], "list": [1, 2]},
-                                   {"conditions": [{"type": "A", "status": "y"}, {"type": "C"}], "list": [3]})
+    assert json_patch(
+        {"l": [1, 3]}, [{"op": "add", "path": "/l/1", "value": 2}, {"op": "move", "from": "/l/0", "path": "/first"}]
+    ) == {"l": [2, 3], "first": 1}
+    merged = strategic_merge_patch(
+        {"conditions": [{"type": "A", "status": "x"}, {"type": "B"}], "list": [1, 2]},
+        {"conditions": [{"type": "A", "status": "y"}, {"type": "C"}], "list": [3]},
+    )
     assert merged == {"conditions": [{"type": "A", "status": "y"}, {"type": "B"}, {"type": "C"}], "list": [3]}
 
 
@@ -81,8 +91,13 @@ def test_every_variant_only_replaces_default_files_or_adds_its_own():
 
 
 # The five version variants: (variant, version, installer-images exists, history length).
-VERSION_VARIANTS = [("v417", "4.17.20", False, 2), ("v418", "4.18.12", False, 2), ("v419", "4.19.9", True, 3),
-                    ("v420", "4.20.4", True, 3), ("v421", "4.21.1", True, 3)]
+VERSION_VARIANTS = [
+    ("v417", "4.17.20", False, 2),
+    ("v418", "4.18.12", False, 2),
+    ("v419", "4.19.9", True, 3),
+    ("v420", "4.20.4", True, 3),
+    ("v421", "4.21.1", True, 3),
+]
 
 
 @pytest.mark.parametrize("variant, version, installer_images, history", VERSION_VARIANTS)
@@ -122,12 +137,20 @@ def test_nodejoiner_testdata_variant_is_exactly_upstreams_cluster():
     objects = seeds.load_seed("nodejoiner-testdata")
     assert seeds.is_standalone("nodejoiner-testdata") and not seeds.is_standalone("default")
     assert sorted((o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in objects) == [
-        ("ClusterVersion", "", "version"), ("ConfigMap", "kube-system", "cluster-config-v1"),
+        ("ClusterVersion", "", "version"),
+        ("ConfigMap", "kube-system", "cluster-config-v1"),
         ("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
-        ("ImageDigestMirrorSet", "", "image-digest-mirror"), ("Infrastructure", "", "cluster"),
-        ("Ingress", "", "cluster"), ("MachineConfig", "", "99-worker-fips"), ("MachineConfig", "", "99-worker-ssh"),
-        ("Namespace", "", "openshift-config"), ("Namespace", "", "openshift-machine-config-operator"),
-        ("Node", "", "master-0"), ("Proxy", "", "cluster"), ("Secret", "openshift-config", "pull-secret")]
+        ("ImageDigestMirrorSet", "", "image-digest-mirror"),
+        ("Infrastructure", "", "cluster"),
+        ("Ingress", "", "cluster"),
+        ("MachineConfig", "", "99-worker-fips"),
+        ("MachineConfig", "", "99-worker-ssh"),
+        ("Namespace", "", "openshift-config"),
+        ("Namespace", "", "openshift-machine-config-operator"),
+        ("Node", "", "master-0"),
+        ("Proxy", "", "cluster"),
+        ("Secret", "openshift-config", "pull-secret"),
+    ]
     cv = seeds.find(objects, "ClusterVersion", "version")
     assert cv["spec"] == {"clusterID": "c37c9544-4320-4380-9d8b-0753a4d9ea57"}
     assert cv["status"]["desired"]["version"] == "4.25.0" and len(cv["status"]["history"]) == 1
@@ -136,10 +159,15 @@ def test_nodejoiner_testdata_variant_is_exactly_upstreams_cluster():
     assert infra["spec"] == {"platformSpec": {"type": "BareMetal"}}
     assert infra["status"] == {"apiServerURL": "https://api.ostest.test.metalkube.org:6443"}
     install = _install_config(objects)
-    assert install == {"apiVersion": "v1", "metadata": {"name": "ostest"}, "baseDomain": "test.nodejoiner.org",
-                       "sshKey": "my-sshKey"}
-    stream = json.loads(seeds.find(objects, "ConfigMap", "coreos-bootimages",
-                                   "openshift-machine-config-operator")["data"]["stream"])
+    assert install == {
+        "apiVersion": "v1",
+        "metadata": {"name": "ostest"},
+        "baseDomain": "test.nodejoiner.org",
+        "sshKey": "my-sshKey",
+    }
+    stream = json.loads(
+        seeds.find(objects, "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")["data"]["stream"]
+    )
     assert list(stream["architectures"]) == ["x86_64"]
     node = seeds.find(objects, "Node", "master-0")
     assert node["metadata"]["labels"] == {"node-role.kubernetes.io/master": ""}
@@ -157,12 +185,19 @@ def test_nodejoiner_testdata_variant_is_exactly_upstreams_cluster():
     secret = store.get(kinds.SECRET, "openshift-config", "pull-secret")
     assert "stringData" not in secret and json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
     assert {ns["metadata"]["name"] for ns in store.list(kinds.NAMESPACE)[0]} == {
-        "default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
-        "openshift-machine-config-operator"}
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "openshift-config",
+        "openshift-machine-config-operator",
+    }
 
 
 def _install_config(objects) -> dict:
-    return yaml.safe_load(seeds.find(objects, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"])
+    return yaml.safe_load(
+        seeds.find(objects, "ConfigMap", "cluster-config-v1", "kube-system")["data"]["install-config"]
+    )
 
 
 def test_default_seed_matches_facts():
@@ -189,17 +224,22 @@ def test_default_seed_matches_facts():
     user_data = seeds.find(objects, "Secret", "worker-user-data-managed", "openshift-machine-api")
     pointer = json.loads(user_data["stringData"]["userData"])
     assert pointer["ignition"]["version"] == "3.2.0"
-    assert pointer["ignition"]["config"]["merge"][0]["source"] == \
-        "https://api-int.lab.day2.example.test:22623/config/worker"
+    assert (
+        pointer["ignition"]["config"]["merge"][0]["source"]
+        == "https://api-int.lab.day2.example.test:22623/config/worker"
+    )
     ca_source = pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
     assert base64.b64decode(ca_source.split(",", 1)[1]).startswith(b"-----BEGIN CERTIFICATE-----")
-    stream = json.loads(seeds.find(objects, "ConfigMap", "coreos-bootimages",
-                                   "openshift-machine-config-operator")["data"]["stream"])
+    stream = json.loads(
+        seeds.find(objects, "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")["data"]["stream"]
+    )
     assert set(stream["architectures"]) == {"x86_64", "aarch64", "ppc64le", "s390x"}
     metal = stream["architectures"]["x86_64"]["artifacts"]["metal"]
     assert metal["release"] and len(metal["formats"]["iso"]["disk"]["sha256"]) == 64
     assert set(metal["formats"]["pxe"]) == {"kernel", "initramfs", "rootfs"}
-    installer = json.loads(seeds.find(objects, "ConfigMap", "installer-images", "openshift-config")["data"]["images.json"])
+    installer = json.loads(
+        seeds.find(objects, "ConfigMap", "installer-images", "openshift-config")["data"]["images.json"]
+    )
     assert "@sha256:" in installer["installer"]
     assert seeds.find(objects, "MachineConfig", "99-worker-fips")["spec"]["fips"] is False
     ssh = seeds.find(objects, "MachineConfig", "99-worker-ssh")["spec"]["config"]["passwd"]["users"][0]
@@ -212,7 +252,11 @@ def test_default_seed_matches_facts():
     assert all(n["status"]["nodeInfo"]["architecture"] == "amd64" for n in nodes)
     for operator in (o for o in objects if o["kind"] == "ClusterOperator"):
         conditions = {c["type"]: c["status"] for c in operator["status"]["conditions"]}
-        assert (conditions["Available"], conditions["Degraded"], conditions["Progressing"]) == ("True", "False", "False")
+        assert (conditions["Available"], conditions["Degraded"], conditions["Progressing"]) == (
+            "True",
+            "False",
+            "False",
+        )
     assert seeds.find(objects, "Proxy", "cluster")["status"] == {}
 
 
@@ -231,7 +275,8 @@ def test_variants_match_their_purpose():
     mirrors = seeds.find(disconnected, "ImageDigestMirrorSet", "image-digest-mirror")["spec"]["imageDigestMirrors"]
     assert _install_config(disconnected)["imageDigestSources"] == mirrors
     assert seeds.find(disconnected, "ClusterVersion", "version")["status"]["desired"]["image"].startswith(
-        "mirror.lab.day2.example.test:5000/")
+        "mirror.lab.day2.example.test:5000/"
+    )
     assert ":" in _install_config(seeds.load_seed("ipv6"))["networking"]["machineNetwork"][0]["cidr"]
     assert len(_install_config(seeds.load_seed("dualstack"))["networking"]["machineNetwork"]) == 2
     arm = [o for o in seeds.load_seed("arm64") if o["kind"] == "Node"]
@@ -241,13 +286,15 @@ def test_variants_match_their_purpose():
     degraded = seeds.load_seed("degraded")
     pool = seeds.find(degraded, "MachineConfigPool", "worker")
     assert {c["type"]: c["status"] for c in pool["status"]["conditions"]}["Degraded"] == "True"
-    assert any({c["type"]: c["status"] for c in o["status"]["conditions"]}["Degraded"] == "True"
-               for o in degraded if o["kind"] == "ClusterOperator")
+    assert any(
+        {c["type"]: c["status"] for c in o["status"]["conditions"]}["Degraded"] == "True"
+        for o in degraded
+        if o["kind"] == "ClusterOperator"
+    )
 
 
 def test_pod_hooks_are_called_for_created_and_cascade_deleted_pods():
     from aiohttp.test_utils import TestClient, TestServer
-
     from lab import auth
     from lab.apiserver import build_app
     from lab.context import LabContext
@@ -275,8 +322,12 @@ def test_pod_hooks_are_called_for_created_and_cascade_deleted_pods():
         async with TestClient(TestServer(build_app(ctx))) as client:
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "joiner"}}
             assert (await client.post("/api/v1/namespaces", json=namespace, headers=headers)).status == 201
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                   "spec": {"containers": [{"name": "c", "image": "x"}]}}
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            }
             assert (await client.post("/api/v1/namespaces/joiner/pods", json=pod, headers=headers)).status == 201
             assert (await client.delete("/api/v1/namespaces/joiner", headers=headers)).status == 200
             await asyncio.sleep(0.05)
@@ -300,7 +351,12 @@ def test_table_age_and_rows():
     node = seeds.find(seeds.load_seed("default"), "Node", "master-0")
     node["metadata"]["creationTimestamp"] = ago(minutes=1)
     rendered = tables.table(kinds.NODE, [node], "7", None)
-    assert rendered["kind"] == "Table" and [c["name"] for c in rendered["columnDefinitions"]][:5] == \
-        ["Name", "Status", "Roles", "Age", "Version"]
+    assert rendered["kind"] == "Table" and [c["name"] for c in rendered["columnDefinitions"]][:5] == [
+        "Name",
+        "Status",
+        "Roles",
+        "Age",
+        "Version",
+    ]
     assert rendered["rows"][0]["cells"][:3] == ["master-0", "Ready", "control-plane,master"]
     assert rendered["rows"][0]["object"]["kind"] == "PartialObjectMetadata"

@@ -9,15 +9,17 @@ import uuid
 
 import pytest
 import requests
-
 from conftest import SESSION_EVENT_WINDOW, labctl
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
 def configmap(name: str, labels=None) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default",
-                                                                  "labels": labels or {}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+    }
 
 
 def read_events(response, count: int) -> list:
@@ -33,8 +35,18 @@ def read_events(response, count: int) -> list:
 def test_watch_from_resource_version_sees_changes_in_order(lab, no_faults):
     name = f"watched-{uuid.uuid4().hex[:6]}"
     start_rv = lab.api("GET", CMS).json()["metadata"]["resourceVersion"]
-    stream = lab.api("GET", CMS, params={"watch": "true", "resourceVersion": start_rv, "timeoutSeconds": "10",
-                                         "labelSelector": "watched=yes", "allowWatchBookmarks": "true"}, stream=True)
+    stream = lab.api(
+        "GET",
+        CMS,
+        params={
+            "watch": "true",
+            "resourceVersion": start_rv,
+            "timeoutSeconds": "10",
+            "labelSelector": "watched=yes",
+            "allowWatchBookmarks": "true",
+        },
+        stream=True,
+    )
     assert stream.status_code == 200
     assert stream.headers["Transfer-Encoding"] == "chunked"
     lab.api("POST", CMS, body=configmap("unrelated-" + name))
@@ -64,10 +76,10 @@ def test_too_old_resource_version_gets_410_gone(lab, no_faults):
     created = lab.api("POST", CMS, body=configmap(name)).json()
     old_rv = created["metadata"]["resourceVersion"]
     for index in range(SESSION_EVENT_WINDOW + 5):
-        lab.api("PATCH", f"{CMS}/{name}", body={"data": {"i": str(index)}},
-                content_type="application/merge-patch+json")
-    stream = lab.api("GET", CMS, params={"watch": "true", "resourceVersion": old_rv, "timeoutSeconds": "5"},
-                     stream=True)
+        lab.api("PATCH", f"{CMS}/{name}", body={"data": {"i": str(index)}}, content_type="application/merge-patch+json")
+    stream = lab.api(
+        "GET", CMS, params={"watch": "true", "resourceVersion": old_rv, "timeoutSeconds": "5"}, stream=True
+    )
     assert stream.status_code == 200
     events = [json.loads(line) for line in stream.iter_lines() if line]
     assert len(events) == 1 and events[0]["type"] == "ERROR"
@@ -88,8 +100,12 @@ def test_error_rate_fault_and_clear(lab, no_faults):
 def test_reset_fault_drops_the_connection(lab, no_faults):
     lab.control("POST", "/faults", {"api_reset_rate": 1})
     with pytest.raises(requests.exceptions.ConnectionError):
-        requests.get(lab.api_url + "/api/v1/nodes", verify=lab.ca, timeout=5,
-                     headers={"Authorization": f"Bearer {lab.tokens['admin']}"})
+        requests.get(
+            lab.api_url + "/api/v1/nodes",
+            verify=lab.ca,
+            timeout=5,
+            headers={"Authorization": f"Bearer {lab.tokens['admin']}"},
+        )
     lab.control("DELETE", "/faults")
     assert any(entry["status"] == "reset" for entry in lab.control("GET", "/requests"))
 
@@ -109,8 +125,9 @@ def test_deny_fault_for_non_admin_and_for_everyone(lab, no_faults):
     lab.control("POST", "/faults", {"deny": "all:update:certificatesigningrequests/approval,all:list:nodes"})
     response = lab.api("GET", "/api/v1/nodes")
     assert response.status_code == 403
-    assert response.json()["message"] == ('nodes is forbidden: User "system:admin" cannot list resource "nodes" '
-                                          'in API group "" at the cluster scope')
+    assert response.json()["message"] == (
+        'nodes is forbidden: User "system:admin" cannot list resource "nodes" in API group "" at the cluster scope'
+    )
     assert lab.api("GET", idms, as_user="readonly").status_code == 200
 
 
@@ -141,8 +158,12 @@ def test_dump_has_objects_requests_and_approvals(lab):
 def test_concurrent_watch_and_writes_do_not_lose_events(lab, no_faults):
     start_rv = lab.api("GET", CMS).json()["metadata"]["resourceVersion"]
     names = [f"burst-{uuid.uuid4().hex[:6]}-{i}" for i in range(20)]
-    stream = lab.api("GET", CMS, params={"watch": "true", "resourceVersion": start_rv, "timeoutSeconds": "10",
-                                         "labelSelector": "burst"}, stream=True)
+    stream = lab.api(
+        "GET",
+        CMS,
+        params={"watch": "true", "resourceVersion": start_rv, "timeoutSeconds": "10", "labelSelector": "burst"},
+        stream=True,
+    )
 
     def write():
         for name in names:

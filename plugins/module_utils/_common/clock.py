@@ -1,12 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Time helpers shared by the waiting modules: durations, deadlines, RFC 3339."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import re
@@ -36,9 +31,7 @@ def parse_rfc3339(text):
     """Parse an RFC 3339 timestamp (``Z`` or an offset, optional fraction) into an aware datetime."""
     if not text:
         return None
-    match = re.match(
-        r"^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d:?\d\d)?$", text.strip()
-    )
+    match = re.match(r"^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d:?\d\d)?$", text.strip())
     if not match:
         raise ValueError("%r is not an RFC 3339 timestamp" % (text,))
     day, clock, fraction, offset = match.groups()

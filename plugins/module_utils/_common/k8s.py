@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -11,11 +10,8 @@ Errors are turned into :class:`ApiAccessError` with a message that names the
 resource, the verb and what to do about it.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
+
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
@@ -33,7 +29,7 @@ class ApiAccessError(Day2Error):
     """A request failed; ``status`` is the HTTP status or None when unreachable."""
 
     def __init__(self, message, status=None, target=None):
-        super(ApiAccessError, self).__init__(message)
+        super().__init__(message)
         self.status = status
         self.target = target
 
@@ -57,9 +53,11 @@ class Target:
 
     def rbac_hint(self):
         scope = "a Role in namespace %s" % self.namespace if self.namespace else "a ClusterRole"
-        return (
-            "grant verb %r on resource %r (apiGroup %r) through %s bound to this identity"
-            % (self.verb, self.resource, self.group, scope)
+        return "grant verb %r on resource %r (apiGroup %r) through %s bound to this identity" % (
+            self.verb,
+            self.resource,
+            self.group,
+            scope,
         )
 
 
@@ -143,8 +141,9 @@ class ApiReader:
     def delete(self, target, missing_ok=True):
         """Delete in the background (dependents are garbage-collected); True when something was deleted."""
         try:
-            self.request("DELETE", target, body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                                 "propagationPolicy": "Background"})
+            self.request(
+                "DELETE", target, body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+            )
             return True
         except ApiAccessError as error:
             if error.status == 404 and missing_ok:
@@ -181,8 +180,14 @@ def group_path(group, version, resource, name=None, namespace=None):
 def with_query(target, **query):
     """The same target with query parameters added to its path."""
     pairs = "&".join("%s=%s" % (key, value) for key, value in sorted(query.items()) if value is not None)
-    return Target(target.path + ("?" + pairs if pairs else ""), target.verb, target.resource, target.group,
-                  target.name, target.namespace)
+    return Target(
+        target.path + ("?" + pairs if pairs else ""),
+        target.verb,
+        target.resource,
+        target.group,
+        target.name,
+        target.namespace,
+    )
 
 
 def core_target(resource, name=None, namespace=None, verb=None):
@@ -222,6 +227,7 @@ def connect(module):
             raise
         pool = getattr(error, "pool", None)
         host = module.params.get("host") or (
-            "%s://%s:%s" % (getattr(pool, "scheme", "https"), pool.host, pool.port) if pool else "(from the kubeconfig)")
+            "%s://%s:%s" % (getattr(pool, "scheme", "https"), pool.host, pool.port) if pool else "(from the kubeconfig)"
+        )
         raise describe_api_error(error, Target("/version", "get", "version"), host)
     return client, ApiReader(client.client)

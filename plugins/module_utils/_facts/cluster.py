@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -9,10 +8,6 @@ node-joiner reads, plus a few for health) and passes them in; nothing here talks
 to the API. Secret contents never leave this module: only derived, harmless
 values do. Whether node-joiner can work with the cluster is ``_cluster_support``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import json
@@ -27,6 +22,7 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyYAML
     yaml = None
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     core_target,
     group_target,
@@ -36,7 +32,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.suppor
     split_api_host,
     support_reasons,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -71,12 +66,19 @@ READS = (
 MEANING = {
     "proxy": ("the cluster proxy (Proxy.config.openshift.io cluster)", ""),
     "pull_secret": ("the pull secret (Secret openshift-config/pull-secret)", ""),
-    "network": ("Network.config.openshift.io cluster", "cluster_networks, service_networks and network_type come "
-                "from install-config or stay empty; node-joiner does not read it"),
-    "ingress": ("Ingress.config.openshift.io cluster", "ingress_domain is unknown; node-joiner reads the apps "
-                "domain from it only after 4.21"),
-    "install_config": ("ConfigMap kube-system/cluster-config-v1 (install-config)", "name and base domain come from "
-                       "the API URL alone, machine_networks stays empty"),
+    "network": (
+        "Network.config.openshift.io cluster",
+        "cluster_networks, service_networks and network_type come "
+        "from install-config or stay empty; node-joiner does not read it",
+    ),
+    "ingress": (
+        "Ingress.config.openshift.io cluster",
+        "ingress_domain is unknown; node-joiner reads the apps domain from it only after 4.21",
+    ),
+    "install_config": (
+        "ConfigMap kube-system/cluster-config-v1 (install-config)",
+        "name and base domain come from the API URL alone, machine_networks stays empty",
+    ),
     "bootimages": ("ConfigMap openshift-machine-config-operator/coreos-bootimages", "boot_images is empty"),
     "worker_user_data": ("Secret openshift-machine-api/worker-user-data-managed", "worker_ignition is unknown"),
     "mc_ssh": ("MachineConfig 99-worker-ssh", "ssh_key comes from install-config, or new workers get no SSH key"),
@@ -136,8 +138,10 @@ def parse_install_config(configmap, warnings):
     if problem is None and not isinstance(data, dict):
         problem = "key 'install-config' is not a YAML mapping"
     if problem:
-        warnings.append("ConfigMap kube-system/cluster-config-v1 %s; its values are not used. Restore it from the "
-                        "installation directory's install-config.yaml." % problem)
+        warnings.append(
+            "ConfigMap kube-system/cluster-config-v1 %s; its values are not used. Restore it from the "
+            "installation directory's install-config.yaml." % problem
+        )
         return {}
     return data
 
@@ -154,7 +158,8 @@ def _identity(clusterversion, infrastructure, install_config, warnings):
         warnings.append(
             "install-config (ConfigMap kube-system/cluster-config-v1) names the cluster %s.%s, but the API URL %s "
             "says %s.%s: node-joiner uses the API URL, so do these facts"
-            % (ic_name, ic_domain, api_url, name, base_domain))
+            % (ic_name, ic_domain, api_url, name, base_domain)
+        )
     return {
         "cluster_id": _get(clusterversion, "spec", "clusterID"),
         "name": name,
@@ -171,7 +176,8 @@ def _version(clusterversion):
     desired = _get(clusterversion, "status", "desired", default={})
     history = [
         {"version": h.get("version"), "state": h.get("state"), "image": h.get("image")}
-        for h in _get(clusterversion, "status", "history", default=[]) if isinstance(h, dict)
+        for h in _get(clusterversion, "status", "history", default=[])
+        if isinstance(h, dict)
     ]
     latest = history[0] if history else {}
     return {
@@ -228,17 +234,32 @@ def _mirrors(idms, icsp, install_config, idms_readable):
     if idms_readable:
         for item in _get(idms, "items", default=[]):
             for entry in _get(item, "spec", "imageDigestMirrors", default=[]):
-                mirrors.append({"source": entry.get("source"), "mirrors": list(entry.get("mirrors") or []),
-                                "origin": "ImageDigestMirrorSet/%s" % _get(item, "metadata", "name")})
+                mirrors.append(
+                    {
+                        "source": entry.get("source"),
+                        "mirrors": list(entry.get("mirrors") or []),
+                        "origin": "ImageDigestMirrorSet/%s" % _get(item, "metadata", "name"),
+                    }
+                )
         for item in _get(icsp, "items", default=[]):
             for entry in _get(item, "spec", "repositoryDigestMirrors", default=[]):
-                mirrors.append({"source": entry.get("source"), "mirrors": list(entry.get("mirrors") or []),
-                                "origin": "ImageContentSourcePolicy/%s" % _get(item, "metadata", "name")})
+                mirrors.append(
+                    {
+                        "source": entry.get("source"),
+                        "mirrors": list(entry.get("mirrors") or []),
+                        "origin": "ImageContentSourcePolicy/%s" % _get(item, "metadata", "name"),
+                    }
+                )
         return mirrors
     for key in ("imageDigestSources", "imageContentSources"):
         for entry in install_config.get(key) or []:
-            mirrors.append({"source": entry.get("source"), "mirrors": list(entry.get("mirrors") or []),
-                            "origin": "install-config/%s" % key})
+            mirrors.append(
+                {
+                    "source": entry.get("source"),
+                    "mirrors": list(entry.get("mirrors") or []),
+                    "origin": "install-config/%s" % key,
+                }
+            )
     return mirrors
 
 
@@ -270,8 +291,10 @@ def _boot_images(configmap, warnings):
         if not isinstance(stream, dict):
             raise ValueError("not an object")
     except ValueError:
-        warnings.append("ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON "
-                        "object, boot_images is empty; the machine-config operator maintains it: check its health.")
+        warnings.append(
+            "ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON "
+            "object, boot_images is empty; the machine-config operator maintains it: check its health."
+        )
         return {}
     images = {}
     for arch, data in sorted((stream.get("architectures") or {}).items()):
@@ -282,11 +305,11 @@ def _boot_images(configmap, warnings):
         images[arch] = {
             "release": metal.get("release"),
             "iso": {"location": iso.get("location"), "sha256": iso.get("sha256")},
-            "pxe": dict(
-                (part, {"location": _get(pxe, part, "location"), "sha256": _get(pxe, part, "sha256")})
+            "pxe": {
+                part: {"location": _get(pxe, part, "location"), "sha256": _get(pxe, part, "sha256")}
                 for part in ("kernel", "initramfs", "rootfs")
                 if part in pxe
-            ),
+            },
         }
     return images
 
@@ -298,9 +321,11 @@ def _worker_ignition(secret, warnings):
     try:
         pointer = json.loads(base64.b64decode(encoded))
     except (ValueError, TypeError):
-        warnings.append("Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition "
-                        "JSON document, worker_ignition is unknown; the machine-config operator maintains it: "
-                        "check its health.")
+        warnings.append(
+            "Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition "
+            "JSON document, worker_ignition is unknown; the machine-config operator maintains it: "
+            "check its health."
+        )
         return {"url": None, "has_ca": False}
     merge = _get(pointer, "ignition", "config", "merge", default=[])
     cas = _get(pointer, "ignition", "security", "tls", "certificateAuthorities", default=[])
@@ -321,7 +346,7 @@ def _chrony_configured(mc_chrony):
 def _node_roles(node):
     prefix = "node-role.kubernetes.io/"
     labels = _get(node, "metadata", "labels", default={})
-    return sorted(k[len(prefix):] for k in labels if k.startswith(prefix) and k[len(prefix):])
+    return sorted(k[len(prefix) :] for k in labels if k.startswith(prefix) and k[len(prefix) :])
 
 
 def node_summary(node):
@@ -401,9 +426,11 @@ def build_facts(objects, unreadable=None):
     nodes = sorted((node_summary(n) for n in node_items), key=lambda n: n["name"] or "")
     architecture, master_arches = master_architecture(node_items)
     if len(master_arches) > 1:
-        warnings.append("the master Nodes report several architectures (%s): node-joiner takes %s, the first "
-                        "one's" % (", ".join(master_arches), architecture))
-    readable = dict((key, key not in unreadable) for key, _target, _role in READS)
+        warnings.append(
+            "the master Nodes report several architectures (%s): node-joiner takes %s, the first "
+            "one's" % (", ".join(master_arches), architecture)
+        )
+    readable = {key: key not in unreadable for key, _target, _role in READS}
 
     facts = {}
     facts.update(_identity(clusterversion, infrastructure, install_config, warnings))
@@ -429,13 +456,20 @@ def build_facts(objects, unreadable=None):
     facts["health"] = _health(objects.get("clusteroperators"), objects.get("worker_pool"), nodes, readable)
 
     if facts["rpm_architecture"] and facts["boot_images"] and facts["rpm_architecture"] not in facts["boot_images"]:
-        warnings.append("coreos-bootimages has no RHCOS boot image for the control-plane architecture %s (node-joiner "
-                        "of 4.17 reads the ISO from it; later ones take it from the release)" % facts["rpm_architecture"])
-    if objects.get("worker_user_data") and facts["worker_ignition"]["url"] is None and \
-            _get(objects.get("worker_user_data"), "data", "userData"):
-        warnings.append("the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) "
-                        "has no merge source URL")
-    needed = dict((key, MEANING[key][0]) for key, _target, role in READS if role == NEEDED)
+        warnings.append(
+            "coreos-bootimages has no RHCOS boot image for the control-plane architecture %s (node-joiner "
+            "of 4.17 reads the ISO from it; later ones take it from the release)" % facts["rpm_architecture"]
+        )
+    if (
+        objects.get("worker_user_data")
+        and facts["worker_ignition"]["url"] is None
+        and _get(objects.get("worker_user_data"), "data", "userData")
+    ):
+        warnings.append(
+            "the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) "
+            "has no merge source URL"
+        )
+    needed = {key: MEANING[key][0] for key, _target, role in READS if role == NEEDED}
     reasons = support_reasons(facts, objects, unreadable, needed)
     facts["supported"] = not reasons
     facts["unsupported_reasons"] = reasons

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -21,18 +20,22 @@ Pure functions over the facts ``_cluster_facts`` built. Upstream sources (``repo
   (``ValidateSupportedPlatforms``). The refusal texts below are node-joiner's own wording.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 MIN_VERSION = (4, 17)
 # Infrastructure spec.platformSpec.type -> the installer's platform name, for the platforms node-joiner accepts.
 AGENT_PLATFORMS = {"BareMetal": "baremetal", "VSphere": "vsphere", "None": "none", "External": "external"}
 # Platforms node-joiner converts but then refuses for adding nodes.
-REFUSED_PLATFORMS = {"AWS": "aws", "Azure": "azure", "GCP": "gcp", "OpenStack": "openstack", "oVirt": "ovirt",
-                     "IBMCloud": "ibmcloud", "PowerVS": "powervs", "Nutanix": "nutanix"}
+REFUSED_PLATFORMS = {
+    "AWS": "aws",
+    "Azure": "azure",
+    "GCP": "gcp",
+    "OpenStack": "openstack",
+    "oVirt": "ovirt",
+    "IBMCloud": "ibmcloud",
+    "PowerVS": "powervs",
+    "Nutanix": "nutanix",
+}
 NONE_ONLY_ARCHITECTURES = ("ppc64le", "s390x")
 MASTER_LABEL = "node-role.kubernetes.io/master"
 API_HOST = re.compile(r"^api\.([^.]+)\.(.+)$")
@@ -67,19 +70,26 @@ def master_architecture(node_items):
 def platform_reasons(platform, architecture):
     """node-joiner's refusals of a platform (and of an architecture on it), in its words."""
     if not platform:
-        return ["Infrastructure cluster has no spec.platformSpec.type: node-joiner reads the platform from it "
-                "(unable to convert platform type \"\")"]
+        return [
+            "Infrastructure cluster has no spec.platformSpec.type: node-joiner reads the platform from it "
+            '(unable to convert platform type "")'
+        ]
     name = AGENT_PLATFORMS.get(platform)
     if name is None:
         if platform not in REFUSED_PLATFORMS:
-            return ["platform %s (Infrastructure cluster spec.platformSpec.type): node-joiner cannot add nodes "
-                    "to it (unable to convert platform type %s)" % (platform, platform)]
-        return ["platform %s cannot take nodes from node-joiner: platform: Unsupported value: \"%s\": supported "
-                "values: %s" % (platform, REFUSED_PLATFORMS[platform],
-                                ", ".join('"%s"' % value for value in AGENT_PLATFORMS.values()))]
+            return [
+                "platform %s (Infrastructure cluster spec.platformSpec.type): node-joiner cannot add nodes "
+                "to it (unable to convert platform type %s)" % (platform, platform)
+            ]
+        return [
+            'platform %s cannot take nodes from node-joiner: platform: Unsupported value: "%s": supported '
+            "values: %s"
+            % (platform, REFUSED_PLATFORMS[platform], ", ".join('"%s"' % value for value in AGENT_PLATFORMS.values()))
+        ]
     if architecture in NONE_ONLY_ARCHITECTURES and name != "none":
-        return ["platform: Invalid value: \"%s\": CPU architecture \"%s\" only supports platform \"none\"." % (
-            name, architecture)]
+        return [
+            'platform: Invalid value: "%s": CPU architecture "%s" only supports platform "none".' % (name, architecture)
+        ]
     return []
 
 
@@ -88,21 +98,28 @@ def support_reasons(facts, objects, unreadable, needed):
     reasons = []
     version = parse_version(facts["version"])
     if version is None:
-        reasons.append("cluster version unknown (ClusterVersion status.desired.version and status.history[0]."
-                       "version are empty); node-joiner reads the version from status.history[0]")
+        reasons.append(
+            "cluster version unknown (ClusterVersion status.desired.version and status.history[0]."
+            "version are empty); node-joiner reads the version from status.history[0]"
+        )
     elif version < MIN_VERSION:
         reasons.append(
             "cluster version %s is older than %d.%d, the first release whose node-joiner can add nodes"
-            % (facts["version"], MIN_VERSION[0], MIN_VERSION[1]))
+            % (facts["version"], MIN_VERSION[0], MIN_VERSION[1])
+        )
     if not facts["api_url"]:
         reasons.append("Infrastructure cluster has no status.apiServerURL: node-joiner reads the API host from it")
     elif facts["api_dns_name"] and split_api_host(facts["api_dns_name"])[0] is None:
-        reasons.append("the API host %s (Infrastructure status.apiServerURL) is not api.<cluster name>.<domain>: "
-                       "node-joiner derives the cluster name from it" % facts["api_dns_name"])
+        reasons.append(
+            "the API host %s (Infrastructure status.apiServerURL) is not api.<cluster name>.<domain>: "
+            "node-joiner derives the cluster name from it" % facts["api_dns_name"]
+        )
     reasons.extend(platform_reasons(facts["platform"], facts["architecture"]))
     if facts["architecture"] is None:
-        reasons.append("unable to determine target cluster architecture: no Node labelled %s reports "
-                       "status.nodeInfo.architecture (node-joiner takes it from the first one)" % MASTER_LABEL)
+        reasons.append(
+            "unable to determine target cluster architecture: no Node labelled %s reports "
+            "status.nodeInfo.architecture (node-joiner takes it from the first one)" % MASTER_LABEL
+        )
     for key, what in sorted(needed.items()):
         if key in unreadable:
             reasons.append("cannot read %s: %s" % (what, unreadable[key]))

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The day2_iso module's work: read the cluster, plan (reuse or build), run node-joiner, fetch and check artifacts.
@@ -9,20 +8,32 @@ _node_joiner_run): the ClusterRole rules, the completion signal (report.json fro
 openshift/installer cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
 import os
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
-    SECRET_NAME,
-    SECRET_NAMESPACE,
-    secret_expiry,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
+    format_rfc3339,
+    parse_duration,
+    parse_rfc3339,
+    utcnow,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, group_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import GO_TO_RPM_ARCH
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
+    MIN_VERSION,
+    master_architecture,
+    parse_version,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
+    IsoError,
+    edit_iso_in_place,
+    inspect_iso,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import SECRET_HOST_KEYS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
     file_sha256,
     inputs_digest,
@@ -31,24 +42,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sideca
     sidecar_path,
     write_sidecar,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
-    format_rfc3339,
-    parse_duration,
-    parse_rfc3339,
-    utcnow,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
+    SECRET_NAME,
+    SECRET_NAMESPACE,
+    secret_expiry,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import GO_TO_RPM_ARCH
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
-    MIN_VERSION,
-    master_architecture,
-    parse_version,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import SECRET_HOST_KEYS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError, edit_iso_in_place, inspect_iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, group_target
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
 
 PXE_DIR = "boot-artifacts"
 # node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
@@ -57,7 +55,7 @@ PXE_SINCE = (4, 18)
 
 class Day2IsoError(Day2Error):
     def __init__(self, message, **extra):
-        super(Day2IsoError, self).__init__(message)
+        super().__init__(message)
         self.extra = extra
 
 
@@ -65,21 +63,26 @@ def read_cluster(api):
     """ClusterVersion, Proxy, Infrastructure (platform) and the control plane's architecture: five GETs."""
     cv = api.get(group_target("config.openshift.io", "v1", "clusterversions", "version"))
     if not cv:
-        raise Day2IsoError("ClusterVersion 'version' does not exist: is the kubeconfig pointing at an OpenShift cluster?")
+        raise Day2IsoError(
+            "ClusterVersion 'version' does not exist: is the kubeconfig pointing at an OpenShift cluster?"
+        )
     desired = (cv.get("status") or {}).get("desired") or {}
     version = desired.get("version")
     parsed = parse_version(version)
     if parsed is None or parsed < MIN_VERSION:
         raise Day2IsoError(
             "cluster version %s is older than %d.%d: node-joiner cannot add nodes to it. Upgrade the cluster first."
-            % (version, MIN_VERSION[0], MIN_VERSION[1]))
+            % (version, MIN_VERSION[0], MIN_VERSION[1])
+        )
     proxy = api.get(group_target("config.openshift.io", "v1", "proxies", "cluster"))
     infrastructure = api.get(group_target("config.openshift.io", "v1", "infrastructures", "cluster")) or {}
     # node-joiner takes the architecture of the first master-labelled Node (see _cluster_support)
     arch, _arches = master_architecture((api.get(core_target("nodes")) or {}).get("items"))
     if not arch:
-        raise Day2IsoError("cannot tell the control plane's architecture: no Node labelled "
-                           "node-role.kubernetes.io/master reports status.nodeInfo.architecture")
+        raise Day2IsoError(
+            "cannot tell the control plane's architecture: no Node labelled "
+            "node-role.kubernetes.io/master reports status.nodeInfo.architecture"
+        )
     return {
         "cluster_id": (cv.get("spec") or {}).get("clusterID"),
         "version": version,
@@ -97,8 +100,9 @@ def check_pxe_supported(pxe, cluster):
     if pxe and cluster["version_tuple"] < PXE_SINCE:
         raise Day2IsoError(
             "pxe: true needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no --pxe flag "
-            "(it would stop with \"Error: unknown flag: --pxe\"). Set pxe: false and boot the hosts from the ISO, "
-            "or upgrade the cluster first. Nothing was created." % (PXE_SINCE[0], PXE_SINCE[1], cluster["version"]))
+            '(it would stop with "Error: unknown flag: --pxe"). Set pxe: false and boot the hosts from the ISO, '
+            "or upgrade the cluster first. Nothing was created." % (PXE_SINCE[0], PXE_SINCE[1], cluster["version"])
+        )
 
 
 def check_architecture_pairs(configs, cluster_arch):
@@ -110,9 +114,10 @@ def check_architecture_pairs(configs, cluster_arch):
             continue
         hosts = ", ".join(h["hostname"] for h in configs[arch]["hosts"])
         raise Day2IsoError(
-            "hosts %s: field \"cpu_architecture\" value %r cannot join a %s cluster: only amd64 and arm64 workers "
+            'hosts %s: field "cpu_architecture" value %r cannot join a %s cluster: only amd64 and arm64 workers '
             "may be mixed (with a multi-architecture release payload); s390x and ppc64le only join clusters of the "
-            "same architecture. Fix cpu_architecture." % (hosts, arch, cluster_arch))
+            "same architecture. Fix cpu_architecture." % (hosts, arch, cluster_arch)
+        )
 
 
 class Builder:
@@ -182,7 +187,9 @@ class Builder:
     def find_image(self, run):
         if self.params["node_joiner_image"]:
             return self.params["node_joiner_image"]
-        configmap = self.api.get(core_target("configmaps", nj.INSTALLER_IMAGES_CONFIGMAP, nj.INSTALLER_IMAGES_NAMESPACE))
+        configmap = self.api.get(
+            core_target("configmaps", nj.INSTALLER_IMAGES_CONFIGMAP, nj.INSTALLER_IMAGES_NAMESPACE)
+        )
         image = nj.installer_image_from_configmap(configmap)
         if image:
             return image
@@ -202,10 +209,12 @@ class Builder:
 
     def finish_iso(self, temp_path):
         """Check what the ISO says and add the live kernel arguments, before it is renamed into place."""
-        summary = (inspect_iso(temp_path)["summary"] or {})
+        summary = inspect_iso(temp_path)["summary"] or {}
         if summary.get("cluster_id") != self.cluster["cluster_id"]:
-            raise Day2IsoError("the ISO node-joiner built names cluster %r, not this cluster %r: refusing it"
-                               % (summary.get("cluster_id"), self.cluster["cluster_id"]))
+            raise Day2IsoError(
+                "the ISO node-joiner built names cluster %r, not this cluster %r: refusing it"
+                % (summary.get("cluster_id"), self.cluster["cluster_id"])
+            )
         if self.params["live_kernel_arguments"]:
             edit_iso_in_place(temp_path, append_kargs=self.params["live_kernel_arguments"])
 
@@ -241,8 +250,10 @@ class Builder:
             "cluster_id": summary.get("cluster_id"),
             "cluster_name": summary.get("cluster_name"),
             "api_dns_name": summary.get("api_dns_name"),
-            "hosts": [{"hostname": h.get("hostname"), "mac_addresses": h.get("mac_addresses")}
-                      for h in summary.get("hosts") or []],
+            "hosts": [
+                {"hostname": h.get("hostname"), "mac_addresses": h.get("mac_addresses")}
+                for h in summary.get("hosts") or []
+            ],
             "kernel_arguments": info.get("kargs"),
             "stages": stages,
         }
@@ -257,21 +268,41 @@ class Builder:
             size, sha = run.fetch("%s/%s/%s" % (nj.ASSETS, PXE_DIR, name), path)
             files.append({"name": name, "path": path, "sha256": sha, "size": size})
         token_expiry = initrd_token_expiry([f["path"] for f in files]) or pxe_token_expiry(
-            self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)))
-        record = {"inputs_digest": digest, "files": files, "token_expiry": token_expiry,
-                  "built_at": format_rfc3339(utcnow())}
+            self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE))
+        )
+        record = {
+            "inputs_digest": digest,
+            "files": files,
+            "token_expiry": token_expiry,
+            "built_at": format_rfc3339(utcnow()),
+        }
         sidecar = write_sidecar(directory, record)
-        return {"architecture": arch, "path": directory, "files": [dict((k, f[k]) for k in ("path", "sha256", "size")) for f in files],
-                "reused": False, "reason": "built", "sidecar": sidecar, "inputs_digest": digest,
-                "token_expiry": token_expiry, "stages": stages}
+        return {
+            "architecture": arch,
+            "path": directory,
+            "files": [{k: f[k] for k in ("path", "sha256", "size")} for f in files],
+            "reused": False,
+            "reason": "built",
+            "sidecar": sidecar,
+            "inputs_digest": digest,
+            "token_expiry": token_expiry,
+            "stages": stages,
+        }
 
     def reused_result(self, arch, plan):
         if self.params["pxe"]:
             record = read_sidecar(self.artifact_path(arch)) or {}
-            return {"architecture": arch, "path": self.artifact_path(arch),
-                    "files": [dict((k, f[k]) for k in ("path", "sha256", "size")) for f in record.get("files", [])],
-                    "reused": True, "reason": plan["reason"], "sidecar": sidecar_path(self.artifact_path(arch)),
-                    "inputs_digest": plan["digest"], "token_expiry": record.get("token_expiry"), "stages": []}
+            return {
+                "architecture": arch,
+                "path": self.artifact_path(arch),
+                "files": [{k: f[k] for k in ("path", "sha256", "size")} for f in record.get("files", [])],
+                "reused": True,
+                "reason": plan["reason"],
+                "sidecar": sidecar_path(self.artifact_path(arch)),
+                "inputs_digest": plan["digest"],
+                "token_expiry": record.get("token_expiry"),
+                "stages": [],
+            }
         path = self.artifact_path(arch)
         return self.iso_result(arch, path, sidecar_path(path), plan["digest"], True, plan["reason"], [])
 
@@ -280,8 +311,10 @@ def host_items(module, hosts):
     """Host dicts as the inventory code takes them; their secrets are hidden from every message and result."""
     for host in hosts:
         if not isinstance(host, dict) or not host.get("name"):
-            raise Day2IsoError("hosts: every item needs a 'name' (the host name); got %r" % (
-                sorted(host) if isinstance(host, dict) else host,))
+            raise Day2IsoError(
+                "hosts: every item needs a 'name' (the host name); got %r"
+                % (sorted(host) if isinstance(host, dict) else host,)
+            )
         for key in SECRET_HOST_KEYS:
             if host.get(key):
                 # AnsibleK8SModule wraps AnsibleModule, which owns the no_log values.
@@ -312,10 +345,15 @@ def pxe_token_expiry(secret):
 
 def cleanup_note(run):
     if run.kept:
-        return " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)" % run.ns_name
+        return (
+            " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)"
+            % run.ns_name
+        )
     if run.cleaned_up:
         return " (namespace %s and everything in it were deleted)" % run.ns_name
     if run.cleanup_failures:
         return " (clean-up of namespace %s incomplete, delete what is left by hand: %s)" % (
-            run.ns_name, "; ".join(run.cleanup_failures))
+            run.ns_name,
+            "; ".join(run.cleanup_failures),
+        )
     return ""

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reader and writer for the cpio "newc" format (the one the Linux initramfs loader reads), and for
@@ -9,16 +8,11 @@ NUL-terminated name padded so header+name ends on a 4-byte boundary, then the da
 to 4 bytes. An entry named ``TRAILER!!!`` ends the archive.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
 import collections
 import lzma
 import zlib
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import EmbedAreaError
 
 NEWC_MAGIC = b"070701"
@@ -29,8 +23,19 @@ HEADER_SIZE = 110
 REGULAR_FILE_MODE = 0o100644
 
 _FIELDS = (
-    "ino", "mode", "uid", "gid", "nlink", "mtime", "filesize",
-    "devmajor", "devminor", "rdevmajor", "rdevminor", "namesize", "check",
+    "ino",
+    "mode",
+    "uid",
+    "gid",
+    "nlink",
+    "mtime",
+    "filesize",
+    "devmajor",
+    "devminor",
+    "rdevmajor",
+    "rdevminor",
+    "namesize",
+    "check",
 )
 
 CpioEntry = collections.namedtuple("CpioEntry", ["name", "mode", "data"])
@@ -51,10 +56,19 @@ def _header(fields):
 
 def _entry_bytes(ino, name, mode, data, mtime):
     encoded_name = name.encode("utf-8") + b"\0"
-    head = _header({
-        "ino": ino, "mode": mode, "nlink": 1, "mtime": mtime,
-        "filesize": len(data), "namesize": len(encoded_name),
-    }) + encoded_name
+    head = (
+        _header(
+            {
+                "ino": ino,
+                "mode": mode,
+                "nlink": 1,
+                "mtime": mtime,
+                "filesize": len(data),
+                "namesize": len(encoded_name),
+            }
+        )
+        + encoded_name
+    )
     head += b"\0" * (_align4(len(head)) - len(head))
     return head + data + b"\0" * (_align4(len(data)) - len(data))
 
@@ -80,7 +94,7 @@ def build_archive(files, mtime=0):
 
 
 def _parse_header(buf, pos):
-    raw = bytes(buf[pos:pos + HEADER_SIZE])
+    raw = bytes(buf[pos : pos + HEADER_SIZE])
     if len(raw) < HEADER_SIZE:
         raise CpioError("truncated cpio header at offset %d" % pos)
     magic = raw[:6]
@@ -88,7 +102,7 @@ def _parse_header(buf, pos):
         raise CpioError("bad cpio magic %r at offset %d (expected 070701 newc)" % (magic, pos))
     fields = {}
     for index, name in enumerate(_FIELDS):
-        text = raw[6 + 8 * index:14 + 8 * index]
+        text = raw[6 + 8 * index : 14 + 8 * index]
         try:
             fields[name] = int(text, 16)
         except ValueError:
@@ -116,8 +130,10 @@ def read_archive(buf, pos=0):
         data_start = _align4(name_end)
         data_end = data_start + fields["filesize"]
         if data_end > len(buf):
-            raise CpioError("cpio entry %r at offset %d: %d data bytes expected, archive ends first"
-                            % (name, pos, fields["filesize"]))
+            raise CpioError(
+                "cpio entry %r at offset %d: %d data bytes expected, archive ends first"
+                % (name, pos, fields["filesize"])
+            )
         pos = _align4(data_end)
         if name == TRAILER_NAME:
             return entries, min(pos, len(buf))
@@ -178,7 +194,7 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
                 kinds.append(kind)
             yield from iter_initramfs(payload, allow_compressed=False)
             pos += used
-        elif data[pos:pos + 6] in (NEWC_MAGIC, NEWC_CRC_MAGIC):
+        elif data[pos : pos + 6] in (NEWC_MAGIC, NEWC_CRC_MAGIC):
             if pos % 4:
                 # cpio padding is relative to the start of the stream; the kernel rejects this too.
                 raise EmbedAreaError("cpio archive at offset %d is not 4-byte aligned" % pos)
@@ -193,8 +209,10 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
             for magic, kind in _OTHER_COMPRESSIONS:
                 if data.startswith(magic, pos):
                     raise EmbedAreaError("unsupported %s stream at offset %d (expected xz or gzip)" % (kind, pos))
-            raise EmbedAreaError("unrecognised data %r at offset %d (expected an xz, gzip or cpio newc archive)"
-                                 % (bytes(data[pos:pos + 8]), pos))
+            raise EmbedAreaError(
+                "unrecognised data %r at offset %d (expected an xz, gzip or cpio newc archive)"
+                % (bytes(data[pos : pos + 8]), pos)
+            )
         pos = _skip_nul(data, pos)
 
 

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The errors of the ISO, initrd and Ignition readers: one root, so a caller can catch them all."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The checks of one new-worker host definition, and what they produce for nodes-config.yaml.
@@ -6,16 +5,13 @@
 Every problem is reported through the caller's ``report(field, value, what, fix)``; nothing stops at the first.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import difflib
 import json
 import re
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
+    MAX_INTERFACE_NAME,
     check_address_in_subnet,
     check_dns_server,
     check_gateway,
@@ -28,7 +24,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstat
     mac_problem,
     normalize_mac,
     vlan_interface_name,
-    MAX_INTERFACE_NAME,
 )
 
 # Keys a host may carry. The bmc_* keys belong to the boot role; they are accepted here so one
@@ -56,13 +51,26 @@ HOST_KEYS = (
 )
 # The simple variables that a raw network_config replaces.
 SIMPLE_NETWORK_KEYS = (
-    "ip", "prefix_length", "gateway", "dns_servers", "vlan_id",
-    "ipv6", "ipv6_prefix_length", "ipv6_gateway",
+    "ip",
+    "prefix_length",
+    "gateway",
+    "dns_servers",
+    "vlan_id",
+    "ipv6",
+    "ipv6_prefix_length",
+    "ipv6_gateway",
 )
 DEFAULT_INTERFACE = "eth0"
 
 ROOT_DEVICE_HINT_KEYS = (
-    "deviceName", "hctl", "model", "vendor", "serialNumber", "minSizeGigabytes", "wwn", "rotational",
+    "deviceName",
+    "hctl",
+    "model",
+    "vendor",
+    "serialNumber",
+    "minSizeGigabytes",
+    "wwn",
+    "rotational",
 )
 FORBIDDEN_ROOT_DEVICE_HINTS = {
     "wwnWithExtension": "the agent's disk inventory does not report it, so node-joiner refuses it",
@@ -83,8 +91,14 @@ ARCHITECTURE_ALIASES = {
 SINGLE_ARCHITECTURE_ONLY = ("ppc64le", "s390x")
 
 # Names NetworkManager and the kubelet treat as "no hostname set"; a node must not carry them.
-FORBIDDEN_HOSTNAMES = ("localhost", "localhost.localdomain", "localhost4", "localhost6",
-                       "localhost4.localdomain4", "localhost6.localdomain6")
+FORBIDDEN_HOSTNAMES = (
+    "localhost",
+    "localhost.localdomain",
+    "localhost4",
+    "localhost6",
+    "localhost4.localdomain4",
+    "localhost6.localdomain6",
+)
 MAX_HOSTNAME = 253
 MAX_LABEL = 63
 _LABEL_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
@@ -117,8 +131,10 @@ def hostname_problem(name):
         if len(label) > MAX_LABEL:
             return "has a label longer than %d characters (%s...)" % (MAX_LABEL, label[:20])
         if not _LABEL_PATTERN.match(label):
-            return ("has the label %s, which is not letters, digits and '-' starting and ending with "
-                    "a letter or digit" % json.dumps(label))
+            return (
+                "has the label %s, which is not letters, digits and '-' starting and ending with "
+                "a letter or digit" % json.dumps(label)
+            )
     return None
 
 
@@ -127,14 +143,14 @@ class _CheckedHost:
 
     def __init__(self, hostname, label):
         self.hostname = hostname
-        self.label = label            # how problems name the host, even when hostname is invalid
-        self.index = None             # position in the hosts list
+        self.label = label  # how problems name the host, even when hostname is invalid
+        self.index = None  # position in the hosts list
         self.architecture = None
         self.root_device_hints = None
-        self.interfaces = []          # (name, normalized mac)
-        self.macs = []                # (field, normalized mac), for the uniqueness check
+        self.interfaces = []  # (name, normalized mac)
+        self.macs = []  # (field, normalized mac), for the uniqueness check
         self.network_config = None
-        self.addresses = []           # (field, netaddr.IPAddress) the host will own
+        self.addresses = []  # (field, netaddr.IPAddress) the host will own
 
     def render(self):
         host = {"hostname": self.hostname, "role": "worker"}
@@ -159,8 +175,7 @@ class HostChecker:
         self._check_keys()
         problem = hostname_problem(self.host.get("name"))
         if problem:
-            self.report("name", self.host.get("name"), problem,
-                        "use a lower-case DNS name such as extra-worker-0")
+            self.report("name", self.host.get("name"), problem, "use a lower-case DNS name such as extra-worker-0")
         self.result.architecture = self._architecture()
         self.result.root_device_hints = self._root_device_hints()
         self.result.interfaces = self._interfaces()
@@ -182,15 +197,25 @@ class HostChecker:
             return self.default_architecture
         architecture = normalize_architecture(value)
         if architecture is None:
-            self.report("cpu_architecture", value, "is not a known architecture",
-                        "use one of: %s" % ", ".join(sorted(ARCHITECTURE_ALIASES)))
+            self.report(
+                "cpu_architecture",
+                value,
+                "is not a known architecture",
+                "use one of: %s" % ", ".join(sorted(ARCHITECTURE_ALIASES)),
+            )
             return self.default_architecture
         cluster = self.default_architecture
-        if cluster and architecture != cluster and (
-                architecture in SINGLE_ARCHITECTURE_ONLY or cluster in SINGLE_ARCHITECTURE_ONLY):
-            self.report("cpu_architecture", value,
-                        "cannot join a %s cluster (s390x and ppc64le only join clusters of their own "
-                        "architecture)" % cluster, "use %s hardware for this worker" % cluster)
+        if (
+            cluster
+            and architecture != cluster
+            and (architecture in SINGLE_ARCHITECTURE_ONLY or cluster in SINGLE_ARCHITECTURE_ONLY)
+        ):
+            self.report(
+                "cpu_architecture",
+                value,
+                "cannot join a %s cluster (s390x and ppc64le only join clusters of their own architecture)" % cluster,
+                "use %s hardware for this worker" % cluster,
+            )
         return architecture
 
     # --- root device hints -------------------------------------------------------------------
@@ -200,8 +225,7 @@ class HostChecker:
         if not given(hints):
             return None
         if not isinstance(hints, dict):
-            self.report("root_device_hints", hints, "is not a mapping",
-                        "write e.g. {deviceName: /dev/sda}")
+            self.report("root_device_hints", hints, "is not a mapping", "write e.g. {deviceName: /dev/sda}")
             return None
         for key in sorted(hints, key=str):
             self._check_hint(key, hints[key])
@@ -210,8 +234,12 @@ class HostChecker:
     def _check_hint(self, key, value):
         field = "root_device_hints.%s" % key
         if key in FORBIDDEN_ROOT_DEVICE_HINTS:
-            self.report(field, value, "is not supported: %s" % FORBIDDEN_ROOT_DEVICE_HINTS[key],
-                        "use wwn, serialNumber or deviceName instead")
+            self.report(
+                field,
+                value,
+                "is not supported: %s" % FORBIDDEN_ROOT_DEVICE_HINTS[key],
+                "use wwn, serialNumber or deviceName instead",
+            )
         elif key not in ROOT_DEVICE_HINT_KEYS:
             close = difflib.get_close_matches(str(key), ROOT_DEVICE_HINT_KEYS, n=1)
             fix = ('did you mean "%s"?' % close[0]) if close else "use one of: %s" % ", ".join(ROOT_DEVICE_HINT_KEYS)
@@ -225,8 +253,12 @@ class HostChecker:
         elif not isinstance(value, str) or not value.strip():
             self.report(field, value, "is not a non-empty string", "write the hint as text")
         elif key == "deviceName" and not value.startswith("/dev/"):
-            self.report(field, value, "does not start with /dev/",
-                        "write the device path, e.g. /dev/sda or /dev/disk/by-path/...")
+            self.report(
+                field,
+                value,
+                "does not start with /dev/",
+                "write the device path, e.g. /dev/sda or /dev/disk/by-path/...",
+            )
         elif key == "hctl" and not _HCTL_PATTERN.match(value):
             self.report(field, value, "is not Host:Channel:Target:Lun", "write four numbers like 0:0:0:0")
 
@@ -237,13 +269,21 @@ class HostChecker:
         listed = self.host.get("interfaces")
         mac_address = self.host.get("mac_address")
         if given(listed) and given(mac_address):
-            self.report("mac_address", mac_address, "is set together with interfaces",
-                        "give the MAC either in mac_address or in interfaces, not both")
+            self.report(
+                "mac_address",
+                mac_address,
+                "is set together with interfaces",
+                "give the MAC either in mac_address or in interfaces, not both",
+            )
         if given(listed):
             return self._listed_interfaces(listed)
         if not given(mac_address):
-            self.report("mac_address", mac_address, "is not set",
-                        "set mac_address (or interfaces) so the ISO can recognise this host")
+            self.report(
+                "mac_address",
+                mac_address,
+                "is not set",
+                "set mac_address (or interfaces) so the ISO can recognise this host",
+            )
             return []
         name = self.host.get("interface")
         name = name if given(name) else DEFAULT_INTERFACE
@@ -254,8 +294,12 @@ class HostChecker:
 
     def _listed_interfaces(self, listed):
         if not isinstance(listed, list) or not all(isinstance(item, dict) for item in listed):
-            self.report("interfaces", listed, "is not a list of {name, mac_address}",
-                        "write interfaces: [{name: eth0, mac_address: 00:02:46:e3:9e:7c}]")
+            self.report(
+                "interfaces",
+                listed,
+                "is not a list of {name, mac_address}",
+                "write interfaces: [{name: eth0, mac_address: 00:02:46:e3:9e:7c}]",
+            )
             return []
         result = []
         names = set()
@@ -297,11 +341,16 @@ class HostChecker:
     def _raw_network(self):
         for key in SIMPLE_NETWORK_KEYS:
             if given(self.host.get(key)):
-                self.report(key, self.host.get(key), "is set together with network_config",
-                            "put the setting into network_config or drop network_config")
+                self.report(
+                    key,
+                    self.host.get(key),
+                    "is set together with network_config",
+                    "put the setting into network_config or drop network_config",
+                )
         declared = dict(self.result.interfaces)
         self.result.addresses = check_raw_network_config(
-            self.report, self.host["network_config"], declared, self.allow_loopback)
+            self.report, self.host["network_config"], declared, self.allow_loopback
+        )
         self.result.network_config = copy.deepcopy(self.host["network_config"])
 
     def _simple_network(self):
@@ -310,41 +359,61 @@ class HostChecker:
         if not given(primary):
             primary = names[0] if given(self.host.get("interfaces")) and names else DEFAULT_INTERFACE
         elif names and primary not in names:
-            self.report("interface", primary, "is not one of interfaces (%s)" % ", ".join(names),
-                        "name the interface that carries the addresses")
+            self.report(
+                "interface",
+                primary,
+                "is not one of interfaces (%s)" % ", ".join(names),
+                "name the interface that carries the addresses",
+            )
         vlan_id = None
         if given(self.host.get("vlan_id")):
             vlan_id = check_vlan_id(self.report, "vlan_id", self.host["vlan_id"])
             if vlan_id is not None and len(vlan_interface_name(primary, vlan_id)) > MAX_INTERFACE_NAME:
-                self.report("vlan_id", self.host["vlan_id"],
-                            "makes the VLAN interface name %s longer than %d characters"
-                            % (vlan_interface_name(primary, vlan_id), MAX_INTERFACE_NAME),
-                            "use a shorter base interface name")
+                self.report(
+                    "vlan_id",
+                    self.host["vlan_id"],
+                    "makes the VLAN interface name %s longer than %d characters"
+                    % (vlan_interface_name(primary, vlan_id), MAX_INTERFACE_NAME),
+                    "use a shorter base interface name",
+                )
                 vlan_id = None
         ipv4 = self._family(4, "ip", "prefix_length", "gateway")
         ipv6 = self._family(6, "ipv6", "ipv6_prefix_length", "ipv6_gateway")
         dns_servers = self._dns_servers()
         self.result.network_config = generated_network_config(
-            self.result.interfaces, primary, vlan_id, ipv4, ipv6, dns_servers)
+            self.result.interfaces, primary, vlan_id, ipv4, ipv6, dns_servers
+        )
 
     def _family(self, version, ip_key, prefix_key, gateway_key):
         """Static settings of one IP version as {ip, prefix, gateway}, or None (unset or invalid)."""
-        value, prefix_value, gateway_value = (self.host.get(ip_key), self.host.get(prefix_key),
-                                              self.host.get(gateway_key))
+        value, prefix_value, gateway_value = (
+            self.host.get(ip_key),
+            self.host.get(prefix_key),
+            self.host.get(gateway_key),
+        )
         if not given(value):
             for key, other in ((prefix_key, prefix_value), (gateway_key, gateway_value)):
                 if given(other):
-                    self.report(key, other, "is set but %s is not (the host would use DHCP)" % ip_key,
-                                "set %s too, or remove %s" % (ip_key, key))
+                    self.report(
+                        key,
+                        other,
+                        "is set but %s is not (the host would use DHCP)" % ip_key,
+                        "set %s too, or remove %s" % (ip_key, key),
+                    )
             return None
         if isinstance(value, str) and "/" in value:
-            self.report(ip_key, value, "contains a prefix",
-                        "write the address alone and put the prefix into %s" % prefix_key)
+            self.report(
+                ip_key, value, "contains a prefix", "write the address alone and put the prefix into %s" % prefix_key
+            )
             return None
         address = check_host_address(self.report, ip_key, value, version, self.allow_loopback)
         if not given(prefix_value):
-            self.report(prefix_key, prefix_value, "is not set but %s is" % ip_key,
-                        "set the prefix length of the host's subnet, e.g. %d" % (24 if version == 4 else 64))
+            self.report(
+                prefix_key,
+                prefix_value,
+                "is not set but %s is" % ip_key,
+                "set the prefix length of the host's subnet, e.g. %d" % (24 if version == 4 else 64),
+            )
             return None
         prefix = check_prefix(self.report, prefix_key, prefix_value, version)
         if address is None or prefix is None:
@@ -353,8 +422,9 @@ class HostChecker:
         self.result.addresses.append((ip_key, address))
         gateway = None
         if given(gateway_value):
-            gateway = check_gateway(self.report, gateway_key, gateway_value, address, prefix,
-                                    "%s/%s" % (ip_key, prefix_key))
+            gateway = check_gateway(
+                self.report, gateway_key, gateway_value, address, prefix, "%s/%s" % (ip_key, prefix_key)
+            )
         return {"ip": str(address), "prefix": prefix, "gateway": None if gateway is None else str(gateway)}
 
     def _dns_servers(self):
@@ -367,8 +437,7 @@ class HostChecker:
         elif isinstance(value, list):
             servers = value
         else:
-            self.report("dns_servers", value, "is not a list of IP addresses",
-                        "write dns_servers: [192.168.111.1]")
+            self.report("dns_servers", value, "is not a list of IP addresses", "write dns_servers: [192.168.111.1]")
             return []
         checked = []
         for index, server in enumerate(servers):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the Ignition config of a node-joiner add-nodes image says: cluster, hosts, architecture, version, expiry.
@@ -25,16 +24,11 @@ Never returns a secret: tokens are only decoded for their ``exp`` claim. The fil
   ``metadata.name`` (``openshift-<version>``, pkg/asset/agent/manifests/clusterimageset.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import base64
 import gzip
 import json
 import re
 import zlib
-
 from urllib.parse import unquote_to_bytes
 
 try:
@@ -42,9 +36,9 @@ try:
 except ImportError:  # the regular expression below reads the one field needed
     yaml = None
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
 
 CONFIG_NAME = "config.ign"
 ADD_NODES_ENV_PATH = "/etc/assisted/add-nodes.env"
@@ -58,8 +52,14 @@ HOSTCONFIG_DIR = "/etc/assisted/hostconfig/"
 HOSTNAMES_DIR = "/etc/assisted/hostnames/"
 NETWORK_DIR = "/etc/assisted/network/"
 
-RPM_ARCHITECTURES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-                     "ppc64le": "ppc64le", "s390x": "s390x"}
+RPM_ARCHITECTURES = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+}
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5,19}$")
 _HOSTCONFIG_RE = re.compile("^" + re.escape(HOSTCONFIG_DIR) + r"([^/]+)/(mac_addresses|role)$")
@@ -82,7 +82,9 @@ def parse_ignition(raw):
 def decode_data_url(source, compression=None):
     """Bytes of an Ignition ``data:`` URL (base64 or percent-encoded), gunzipped if compressed."""
     if not isinstance(source, str) or not source.startswith("data:") or "," not in source:
-        raise IgnitionContentError("expected a data: URL, got %r" % (source[:40] if isinstance(source, str) else source))
+        raise IgnitionContentError(
+            "expected a data: URL, got %r" % (source[:40] if isinstance(source, str) else source)
+        )
     header, payload = source[5:].split(",", 1)
     try:
         if header.split(";")[-1] == "base64":
@@ -134,7 +136,7 @@ def parse_env_file(text):
         if not line or line.startswith("#") or "=" not in line:
             continue
         if line.startswith("export "):
-            line = line[len("export "):].strip()
+            line = line[len("export ") :].strip()
         key, value = line.split("=", 1)
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -181,7 +183,7 @@ def hosts_of(files):
         elif match:
             roles[match.group(1)] = file_text(files, path).strip() or None
         elif path.startswith(HOSTNAMES_DIR):
-            hostnames[path[len(HOSTNAMES_DIR):].lower()] = file_text(files, path).strip() or None
+            hostnames[path[len(HOSTNAMES_DIR) :].lower()] = file_text(files, path).strip() or None
         elif _NETWORK_RE.match(path):
             network[int(_NETWORK_RE.match(path).group(1))] = parse_mac_interface_ini(file_text(files, path))
     interface_of = dict(pair for pairs in network.values() for pair in pairs)
@@ -189,11 +191,15 @@ def hosts_of(files):
     def host(dirname, macs):
         named = [hostnames[mac] for mac in macs if hostnames.get(mac)]
         hostname = named[0] if named else (None if dirname is None or _UNNAMED_HOST_RE.match(dirname) else dirname)
-        return {"hostname": hostname, "mac_addresses": macs, "role": roles.get(dirname),
-                "interfaces": [{"mac_address": mac, "name": interface_of[mac]} for mac in macs if mac in interface_of]}
+        return {
+            "hostname": hostname,
+            "mac_addresses": macs,
+            "role": roles.get(dirname),
+            "interfaces": [{"mac_address": mac, "name": interface_of[mac]} for mac in macs if mac in interface_of],
+        }
 
     hosts = [host(name, macs) for name, macs in sorted(hostconfig.items())]
-    claimed = set(mac for item in hosts for mac in item["mac_addresses"])
+    claimed = {mac for item in hosts for mac in item["mac_addresses"]}
     for index in sorted(network):
         macs = [mac for mac, _name in network[index]]
         if macs and not claimed.intersection(macs):
@@ -247,10 +253,12 @@ def version_of(files):
     document = _yaml_document(file_text(files, CLUSTER_IMAGE_SET_PATH)) or {}
     name = (document.get("metadata") or {}).get("name")
     if not version and isinstance(name, str) and name.startswith("openshift-"):
-        version = name[len("openshift-"):]
+        version = name[len("openshift-") :]
     release = (document.get("spec") or {}).get("releaseImage")
-    return (version if isinstance(version, str) and version else None,
-            release if isinstance(release, str) and release else None)
+    return (
+        version if isinstance(version, str) and version else None,
+        release if isinstance(release, str) and release else None,
+    )
 
 
 def token_expiry_of(files, env):

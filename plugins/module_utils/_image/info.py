@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which hosts a node image is for, and whether it still works: the logic of the iso_info module.
@@ -8,10 +7,6 @@ Reads a node ISO (``node.<arch>.iso``), the base RHCOS live ISO it was made from
 openshift/installer pkg/asset/agent/image/agentpxefiles.go@84c3bbc9d011c5339af99235decb0f31bea501a7. Never
 returns a secret (the embedded config holds the pull secret and the agent tokens).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import re
@@ -30,14 +25,20 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio i
     XZ_MAGIC,
     find_appended_archive,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
+    IgnitionContentError,
+    IsoLayoutError,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
     CONFIG_NAME,
     parse_ignition,
     summarize_add_nodes_ignition,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import inspect_iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import FIRST_DESCRIPTOR_SECTOR, SECTOR_SIZE
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError, IsoLayoutError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import (
+    FIRST_DESCRIPTOR_SECTOR,
+    SECTOR_SIZE,
+)
 
 LAYOUT_NODE_ISO = "node-iso"
 LAYOUT_BASE_ISO = "base-iso"
@@ -62,9 +63,11 @@ def _kind(path):
         return "iso"
     if head.startswith(GZIP_MAGIC) or head.startswith(XZ_MAGIC) or head.startswith(NEWC_MAGIC):
         return "initrd"
-    raise IsoLayoutError("%s is neither an ISO 9660 image (no \"CD001\" volume descriptor at byte %d) nor an initrd "
-                         "(no gzip, xz or cpio data at its start: %r); expected %s"
-                         % (path, FIRST_DESCRIPTOR_SECTOR * SECTOR_SIZE + 1, head, EXPECTED))
+    raise IsoLayoutError(
+        '%s is neither an ISO 9660 image (no "CD001" volume descriptor at byte %d) nor an initrd '
+        "(no gzip, xz or cpio data at its start: %r); expected %s"
+        % (path, FIRST_DESCRIPTOR_SECTOR * SECTOR_SIZE + 1, head, EXPECTED)
+    )
 
 
 def read_pxe_initrd(path):
@@ -76,9 +79,10 @@ def read_pxe_initrd(path):
         tail = handle.read()
     found = find_appended_archive(tail, CONFIG_NAME)
     if found is None:
-        raise IsoLayoutError("%s: no Ignition archive (gzip or xz cpio holding %s) appended at the end of this initrd; "
-                             "expected a PXE initrd made by node-joiner --pxe (node.<arch>-initrd.img)"
-                             % (path, CONFIG_NAME))
+        raise IsoLayoutError(
+            "%s: no Ignition archive (gzip or xz cpio holding %s) appended at the end of this initrd; "
+            "expected a PXE initrd made by node-joiner --pxe (node.<arch>-initrd.img)" % (path, CONFIG_NAME)
+        )
     files, kinds, _offset = found
     try:
         return parse_ignition(files[CONFIG_NAME].data), kinds
@@ -96,9 +100,15 @@ def _validity(expiry_text, now, min_validity):
 
 
 def _hosts(summary):
-    return [{"hostname": host["hostname"], "mac_addresses": list(host["mac_addresses"]), "role": host.get("role"),
-             "interfaces": [dict(item) for item in host.get("interfaces") or []]}
-            for host in summary.get("hosts") or []]
+    return [
+        {
+            "hostname": host["hostname"],
+            "mac_addresses": list(host["mac_addresses"]),
+            "role": host.get("role"),
+            "interfaces": [dict(item) for item in host.get("interfaces") or []],
+        }
+        for host in summary.get("hosts") or []
+    ]
 
 
 def _message(result, min_validity):
@@ -113,7 +123,11 @@ def _message(result, min_validity):
         return head + "; its token expired at %s: build a new image" % result["token_expiry"]
     state = "works" if result["valid"] else "does NOT work"
     return head + "; its token expires at %s (in %.1f hours): it %s for at least %s" % (
-        result["token_expiry"], result["valid_for"], state, _duration(min_validity))
+        result["token_expiry"],
+        result["valid_for"],
+        state,
+        _duration(min_validity),
+    )
 
 
 def _duration(seconds):
@@ -131,8 +145,12 @@ def describe_image(path, now, min_validity=0):
     boot_arch = None
     if kind == "iso":
         info = inspect_iso(path)
-        result.update(kernel_arguments=info["kargs"], volume_id=info["volume_id"], iso_files=info["iso_files"],
-                      compression=info["embed_area"]["compression"] or None)
+        result.update(
+            kernel_arguments=info["kargs"],
+            volume_id=info["volume_id"],
+            iso_files=info["iso_files"],
+            compression=info["embed_area"]["compression"] or None,
+        )
         ignition = info["ignition"]
         boot_arch = info["boot_architecture"]
     else:
@@ -142,17 +160,29 @@ def describe_image(path, now, min_validity=0):
         boot_arch = match.group(1) if match else None
     summary = summarize_add_nodes_ignition(ignition) if ignition is not None else None
     if summary is not None and not summary["add_nodes"]:
-        raise IsoLayoutError("%s holds an Ignition config without /etc/assisted/add-nodes.env: not an add-nodes image "
-                             "from node-joiner (a day-1 agent ISO or a custom config?); expected %s" % (path, EXPECTED))
+        raise IsoLayoutError(
+            "%s holds an Ignition config without /etc/assisted/add-nodes.env: not an add-nodes image "
+            "from node-joiner (a day-1 agent ISO or a custom config?); expected %s" % (path, EXPECTED)
+        )
     summary = summary or {}
-    result["layout"] = LAYOUT_BASE_ISO if ignition is None else (LAYOUT_NODE_ISO if kind == "iso" else LAYOUT_PXE_INITRD)
-    for key in ("cluster_id", "cluster_name", "api_dns_name", "token_expiry", "token_expiry_source",
-                "openshift_version", "release_image"):
+    result["layout"] = (
+        LAYOUT_BASE_ISO if ignition is None else (LAYOUT_NODE_ISO if kind == "iso" else LAYOUT_PXE_INITRD)
+    )
+    for key in (
+        "cluster_id",
+        "cluster_name",
+        "api_dns_name",
+        "token_expiry",
+        "token_expiry_source",
+        "openshift_version",
+        "release_image",
+    ):
         result[key] = summary.get(key)
     result["hosts"] = _hosts(summary)
     result["architecture"] = summary.get("architecture") or boot_arch
     result["architecture_source"] = summary.get("architecture_source") or (
-        None if boot_arch is None else ("boot layout" if kind == "iso" else "file name"))
+        None if boot_arch is None else ("boot layout" if kind == "iso" else "file name")
+    )
     result["valid"], result["valid_for"] = _validity(result["token_expiry"], now, min_validity)
     result["min_validity"] = round(min_validity / 3600.0, 2)
     result["checked_at"] = format_rfc3339(now)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read and edit the Ignition embed area and kernel-argument areas of a CoreOS live ISO.
@@ -10,10 +9,6 @@ Torito records stay byte-identical. Where the areas are: _iso_layout (node-joine
 
 Errors are :class:`IsoError` subclasses whose messages name the file and what was expected.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import collections
 import errno
@@ -27,17 +22,17 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio i
     build_archive,
     unpack_initramfs,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
-    CONFIG_NAME,
-    parse_ignition,
-    summarize_add_nodes_ignition,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     CapacityError,
     EmbedAreaError,
     IgnitionContentError,
     IsoError,
     IsoLayoutError,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
+    CONFIG_NAME,
+    parse_ignition,
+    summarize_add_nodes_ignition,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso_layout import (
     KARGS_NAMES,
@@ -54,6 +49,7 @@ EditResult = collections.namedtuple("EditResult", ["changed", "edits"])
 
 
 # --- embed area payload ------------------------------------------------------------------------
+
 
 def unpack_embed_area(data, kinds=None):
     """Return ``{name: CpioEntry}`` of the files in an embed area, or None if it is all zero.
@@ -79,8 +75,9 @@ def pack_embed_area(files, capacity):
     # The kernel's XZ decoder supports CRC32 but not CRC64, Python's default check.
     payload = lzma.compress(build_archive(files), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32)
     if len(payload) > capacity:
-        raise CapacityError("compressed Ignition archive is %d bytes, the embed area holds only %d"
-                            % (len(payload), capacity))
+        raise CapacityError(
+            "compressed Ignition archive is %d bytes, the embed area holds only %d" % (len(payload), capacity)
+        )
     return payload + b"\0" * (capacity - len(payload))
 
 
@@ -100,16 +97,19 @@ def pack_ignition(ignition, capacity):
 
 # --- reading an ISO ---------------------------------------------------------------------------
 
+
 def read_config_from(fp, layout, name, kinds=None):
     """Raw ``config.ign`` bytes of the embed area of ``layout``, or None when the area holds none."""
-    area = read_exact(fp, layout.embed_area.offset, layout.embed_area.length,
-                      "%s: embed area %s" % (name, layout.embed_file))
+    area = read_exact(
+        fp, layout.embed_area.offset, layout.embed_area.length, "%s: embed area %s" % (name, layout.embed_file)
+    )
     try:
         return extract_config(area, kinds)
     except EmbedAreaError as exc:
-        raise EmbedAreaError("%s: embed area %s (offset %d, %d bytes): %s"
-                             % (name, layout.embed_file, layout.embed_area.offset,
-                                layout.embed_area.length, exc))
+        raise EmbedAreaError(
+            "%s: embed area %s (offset %d, %d bytes): %s"
+            % (name, layout.embed_file, layout.embed_area.offset, layout.embed_area.length, exc)
+        )
 
 
 def read_embedded_config(iso_path):
@@ -160,8 +160,12 @@ def inspect_iso(iso_path):
         "summary": summary,
         "kargs": kargs,
         "kargs_default": layout.kargs.default if layout.kargs else None,
-        "embed_area": {"file": layout.embed_file, "offset": layout.embed_area.offset,
-                       "length": layout.embed_area.length, "compression": kinds},
+        "embed_area": {
+            "file": layout.embed_file,
+            "offset": layout.embed_area.offset,
+            "length": layout.embed_area.length,
+            "compression": kinds,
+        },
         "iso_files": {"igninfo": layout.igninfo_path, "kargs": layout.kargs.stored_path if layout.kargs else None},
         "volume_id": layout.volume_id,
         "boot_architecture": layout.architecture,
@@ -169,6 +173,7 @@ def inspect_iso(iso_path):
 
 
 # --- editing an ISO ---------------------------------------------------------------------------
+
 
 def plan_edit(fp, ignition=None, kargs=None, append_kargs=None, name="ISO"):
     """Compute the byte patches for an edit of the ISO open as ``fp``; write nothing.
@@ -206,9 +211,10 @@ def plan_edit(fp, ignition=None, kargs=None, append_kargs=None, name="ISO"):
 
 
 def _edit_result(patches):
-    return EditResult(any(p.changed for p in patches),
-                      [{"what": p.what, "offset": p.offset, "length": len(p.data), "changed": p.changed}
-                       for p in patches])
+    return EditResult(
+        any(p.changed for p in patches),
+        [{"what": p.what, "offset": p.offset, "length": len(p.data), "changed": p.changed} for p in patches],
+    )
 
 
 def _pwrite_all(fd, data, offset):
@@ -227,8 +233,10 @@ def apply_patches(fd, patches):
 
 # errno values meaning "this copy method does not work here", as opposed to a real I/O error.
 _COPY_UNSUPPORTED = frozenset(
-    getattr(errno, name) for name in ("ENOSYS", "EXDEV", "EINVAL", "EOPNOTSUPP", "ENOTSUP", "EBADF")
-    if hasattr(errno, name))
+    getattr(errno, name)
+    for name in ("ENOSYS", "EXDEV", "EINVAL", "EOPNOTSUPP", "ENOTSUP", "EBADF")
+    if hasattr(errno, name)
+)
 
 
 def _copy_chunk_copy_file_range(src, dst, offset, count):
@@ -294,8 +302,7 @@ def write_edited_iso(source, destination, ignition=None, kargs=None, append_karg
     with open(source, "rb") as src:
         patches = plan_edit(src, ignition, kargs, append_kargs, name=source)
         size = os.fstat(src.fileno()).st_size
-        fd, temp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(destination), suffix=".tmp",
-                                         dir=directory)
+        fd, temp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(destination), suffix=".tmp", dir=directory)
         try:
             try:
                 os.fchmod(fd, mode)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A small, tolerant, read-only ISO 9660 reader: where a file's bytes are, found by any of its names.
@@ -18,10 +17,6 @@ A path component is matched, in this order, by:
   how coreos-installer looks up ``COREOS/IGNINFO.JSO`` and ``COREOS/KARGS.JSO`` -- coreos/coreos-installer
   src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279 and src/iso9660.rs@bee4500186302e3773afe969ecabb441f2d77279.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import collections
 import re
@@ -91,8 +86,9 @@ class IsoImage:
         self.fp.seek(offset)
         data = self.fp.read(length)
         if len(data) != length:
-            raise IsoLayoutError("%s: %s: %d bytes expected at offset %d, the image ends first"
-                                 % (self.label, what, length, offset))
+            raise IsoLayoutError(
+                "%s: %s: %d bytes expected at offset %d, the image ends first" % (self.label, what, length, offset)
+            )
         return data
 
     def _read_descriptors(self):
@@ -103,8 +99,9 @@ class IsoImage:
             data = self.fp.read(SECTOR_SIZE)
             if len(data) < SECTOR_SIZE or data[1:6] != b"CD001":
                 if index == 0:
-                    raise IsoLayoutError("%s: not an ISO 9660 image (no volume descriptor \"CD001\" at byte %d)"
-                                         % (self.label, offset))
+                    raise IsoLayoutError(
+                        '%s: not an ISO 9660 image (no volume descriptor "CD001" at byte %d)' % (self.label, offset)
+                    )
                 break
             kind = bytearray(data[:1])[0]
             if kind == 255:
@@ -135,7 +132,7 @@ class IsoImage:
         if length < 34:
             return None
         name_length = bytearray(first[32:33])[0]
-        area = first[33 + name_length + (1 - name_length % 2):length]
+        area = first[33 + name_length + (1 - name_length % 2) : length]
         if area[:2] == b"SP" and len(area) >= 7 and area[4:6] == b"\xbe\xef":
             self.has_rock_ridge = True
             return bytearray(area[6:7])[0]
@@ -156,17 +153,19 @@ class IsoImage:
         records = []
         pos = 0
         while pos < len(data):
-            length = bytearray(data[pos:pos + 1])[0]
+            length = bytearray(data[pos : pos + 1])[0]
             if length == 0:  # records never cross a sector: the rest of this one is padding
                 pos = (pos // self.block_size + 1) * self.block_size
                 continue
             if length < 34 or pos + length > len(data):
-                raise IsoLayoutError("%s: corrupt directory record at byte %d of the directory at block %d"
-                                     % (self.label, pos, directory.extent))
-            record = data[pos:pos + length]
+                raise IsoLayoutError(
+                    "%s: corrupt directory record at byte %d of the directory at block %d"
+                    % (self.label, pos, directory.extent)
+                )
+            record = data[pos : pos + length]
             pos += length
             name_length = bytearray(record[32:33])[0]
-            identifier = record[33:33 + name_length]
+            identifier = record[33 : 33 + name_length]
             if identifier in (b"\0", b"\1"):
                 continue
             is_dir = bool(bytearray(record[25:26])[0] & 0x02)
@@ -190,16 +189,21 @@ class IsoImage:
             current = areas.pop(0)
             pos = 0
             while pos + 4 <= len(current):
-                signature, length = current[pos:pos + 2], bytearray(current[pos + 2:pos + 3])[0]
+                signature, length = current[pos : pos + 2], bytearray(current[pos + 2 : pos + 3])[0]
                 if length < 4 or pos + length > len(current) or signature == b"ST":
                     break
-                entry = current[pos:pos + length]
+                entry = current[pos : pos + length]
                 if signature == b"NM" and length >= 5 and not bytearray(entry[4:5])[0] & 0x06:
                     parts.append(entry[5:])
                 elif signature == b"CE" and length >= 28 and hops < MAX_CONTINUATIONS:
                     hops += 1
-                    areas.append(self.read(_le32(entry, 4) * self.block_size + _le32(entry, 12),
-                                           _le32(entry, 20), "Rock Ridge continuation area"))
+                    areas.append(
+                        self.read(
+                            _le32(entry, 4) * self.block_size + _le32(entry, 12),
+                            _le32(entry, 20),
+                            "Rock Ridge continuation area",
+                        )
+                    )
                 pos += length
         return b"".join(parts).decode("utf-8", "replace") if parts else None
 
@@ -229,7 +233,9 @@ class IsoImage:
             for joliet, root in self._roots:
                 current, names = root, []
                 for component in components:
-                    current = self._match(self.listdir(current, joliet), component, by_primary) if current.is_dir else None
+                    current = (
+                        self._match(self.listdir(current, joliet), component, by_primary) if current.is_dir else None
+                    )
                     if current is None:
                         break
                     names.append(current.primary if by_primary else current.name)

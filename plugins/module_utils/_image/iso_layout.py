@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a CoreOS live ISO keeps its Ignition embed area and kernel-argument areas.
@@ -17,21 +16,17 @@ Every name is looked up in both spellings (see _iso9660), as coreos-installer fi
 ``COREOS/KARGS.JSO`` -- coreos/coreos-installer src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import collections
 import json
 import os
 import struct
 import zlib
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage, Region
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     IsoLayoutError,
     KargsMismatchError,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage, Region
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.kargs import (
     DEFAULT_KARGS_END,
     DEFAULT_KARGS_PAD,
@@ -46,8 +41,9 @@ KARGS_NAMES = "coreos/kargs.json (kargs.jso in a node-joiner ISO)"
 
 KargsRegion = collections.namedtuple("KargsRegion", ["path", "offset", "length", "pad", "end"])
 KargsLayout = collections.namedtuple("KargsLayout", ["default", "size", "regions", "stored_path"])
-IsoLayout = collections.namedtuple("IsoLayout", ["embed_file", "embed_area", "kargs", "igninfo_path",
-                                                 "volume_id", "architecture"])
+IsoLayout = collections.namedtuple(
+    "IsoLayout", ["embed_file", "embed_area", "kargs", "igninfo_path", "volume_id", "architecture"]
+)
 
 # What marks the boot layout of each architecture in an RHCOS live ISO -- coreos/coreos-assembler
 # src/cmd-buildextend-live@0152fcab918f3ab72e19ad3abeff622f9bf026fc: s390x boots images/cdboot.img with
@@ -79,20 +75,24 @@ def _embed_area(image):
     info, stored = _read_json(image, IGNINFO_PATH, IGNINFO_NAMES)
     name = image.label
     if info is None:
-        raise IsoLayoutError("%s: %s not found; not a CoreOS live ISO with an Ignition embed area" % (name, IGNINFO_NAMES))
+        raise IsoLayoutError(
+            "%s: %s not found; not a CoreOS live ISO with an Ignition embed area" % (name, IGNINFO_NAMES)
+        )
     embed_file = info.get("file")
     offset = info.get("offset") or 0
     if not isinstance(embed_file, str) or not embed_file:
-        raise IsoLayoutError("%s: %s: \"file\" must be a non-empty string" % (name, stored))
+        raise IsoLayoutError('%s: %s: "file" must be a non-empty string' % (name, stored))
     if not _is_int(offset) or offset < 0:
-        raise IsoLayoutError("%s: %s: \"offset\" must be a non-negative integer" % (name, stored))
+        raise IsoLayoutError('%s: %s: "offset" must be a non-negative integer' % (name, stored))
     region = image.file_region(embed_file)
     if region is None:
         raise IsoLayoutError("%s: embed area file %s named by %s not found" % (name, embed_file, stored))
     length = info.get("length") or region.length - offset
     if not _is_int(length) or length <= 0 or offset + length > region.length:
-        raise IsoLayoutError("%s: %s: area offset %r length %r does not fit in %s (%d bytes)"
-                             % (name, stored, offset, length, embed_file, region.length))
+        raise IsoLayoutError(
+            "%s: %s: area offset %r length %r does not fit in %s (%d bytes)"
+            % (name, stored, offset, length, embed_file, region.length)
+        )
     return embed_file, Region(region.offset + offset, length), stored
 
 
@@ -100,7 +100,7 @@ def _single_char(value, default, field, name, stored):
     if value is None:
         return default
     if not isinstance(value, str) or len(value) != 1:
-        raise IsoLayoutError("%s: %s: \"%s\" must be a single character, got %r" % (name, stored, field, value))
+        raise IsoLayoutError('%s: %s: "%s" must be a single character, got %r' % (name, stored, field, value))
     return value
 
 
@@ -111,31 +111,43 @@ def _kargs_layout(image):
         return None
     default, size, files = info.get("default"), info.get("size"), info.get("files")
     if not isinstance(default, str):
-        raise IsoLayoutError("%s: %s: \"default\" must be a string" % (name, stored))
+        raise IsoLayoutError('%s: %s: "default" must be a string' % (name, stored))
     if not _is_int(size) or not 0 < size <= KARGS_MAX_SIZE:
-        raise IsoLayoutError("%s: %s: \"size\" must be an integer from 1 to %d, got %r"
-                             % (name, stored, KARGS_MAX_SIZE, size))
+        raise IsoLayoutError(
+            '%s: %s: "size" must be an integer from 1 to %d, got %r' % (name, stored, KARGS_MAX_SIZE, size)
+        )
     if len(default.encode("utf-8")) > size:
-        raise IsoLayoutError("%s: %s: default kargs (%d bytes) larger than the area (%d bytes)"
-                             % (name, stored, len(default.encode("utf-8")), size))
+        raise IsoLayoutError(
+            "%s: %s: default kargs (%d bytes) larger than the area (%d bytes)"
+            % (name, stored, len(default.encode("utf-8")), size)
+        )
     if not isinstance(files, list) or not files:
-        raise IsoLayoutError("%s: %s: \"files\" must be a non-empty list" % (name, stored))
+        raise IsoLayoutError('%s: %s: "files" must be a non-empty list' % (name, stored))
     regions = []
     for entry in files:
         path = entry.get("path") if isinstance(entry, dict) else None
         offset = entry.get("offset") if isinstance(entry, dict) else None
         if not isinstance(path, str) or not _is_int(offset) or offset < 0:
-            raise IsoLayoutError("%s: %s: each file needs a \"path\" and a non-negative \"offset\", got %r"
-                                 % (name, stored, entry))
+            raise IsoLayoutError(
+                '%s: %s: each file needs a "path" and a non-negative "offset", got %r' % (name, stored, entry)
+            )
         region = image.file_region(path)
         if region is None:
             raise IsoLayoutError("%s: kargs file %s named by %s not found" % (name, path, stored))
         if offset + size > region.length:
-            raise IsoLayoutError("%s: %s: kargs area at offset %d (%d bytes) runs past the end of %s (%d bytes)"
-                                 % (name, stored, offset, size, path, region.length))
-        regions.append(KargsRegion(path, region.offset + offset, size,
-                                   _single_char(entry.get("pad"), DEFAULT_KARGS_PAD, "pad", name, stored),
-                                   _single_char(entry.get("end"), DEFAULT_KARGS_END, "end", name, stored)))
+            raise IsoLayoutError(
+                "%s: %s: kargs area at offset %d (%d bytes) runs past the end of %s (%d bytes)"
+                % (name, stored, offset, size, path, region.length)
+            )
+        regions.append(
+            KargsRegion(
+                path,
+                region.offset + offset,
+                size,
+                _single_char(entry.get("pad"), DEFAULT_KARGS_PAD, "pad", name, stored),
+                _single_char(entry.get("end"), DEFAULT_KARGS_END, "end", name, stored),
+            )
+        )
     return KargsLayout(default, size, tuple(regions), stored)
 
 
@@ -150,13 +162,13 @@ def _kernel_architecture(image):
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
         except zlib.error:
             return None
-    if head[0x38:0x3c] == b"ARMd":
+    if head[0x38:0x3C] == b"ARMd":
         return "aarch64"
     if head[:4] == b"\x7fELF" and len(head) >= 20:
         return ELF_MACHINES.get(struct.unpack_from("<H" if head[5:6] == b"\x01" else ">H", head, 18)[0])
     if head[:2] == b"MZ" and len(head) >= 0x40:
-        pe = struct.unpack_from("<I", head, 0x3c)[0]
-        if 0 < pe and pe + 6 <= len(head) and head[pe:pe + 4] == b"PE\0\0":
+        pe = struct.unpack_from("<I", head, 0x3C)[0]
+        if pe > 0 and pe + 6 <= len(head) and head[pe : pe + 4] == b"PE\0\0":
             return PE_MACHINES.get(struct.unpack_from("<H", head, pe + 4)[0])
     return None
 
@@ -167,7 +179,9 @@ def boot_architecture(image):
         return "s390x"
     if image.exists("isolinux/isolinux.bin"):
         return "x86_64"
-    if image.exists("ppc/bootinfo.txt") or (image.exists("boot/grub/grub.cfg") and not image.exists("images/efiboot.img")):
+    if image.exists("ppc/bootinfo.txt") or (
+        image.exists("boot/grub/grub.cfg") and not image.exists("images/efiboot.img")
+    ):
         return "ppc64le"
     return _kernel_architecture(image)
 
@@ -185,8 +199,10 @@ def read_layout(fp, name="ISO"):
     regions = [(area, embed_file)] + [(r, r.path) for r in (kargs.regions if kargs else ())]
     for region, path in regions:
         if region.offset + region.length > image_size:
-            raise IsoLayoutError("%s: area of %s ends at byte %d, past the end of the image (%d bytes)"
-                                 % (name, path, region.offset + region.length, image_size))
+            raise IsoLayoutError(
+                "%s: area of %s ends at byte %d, past the end of the image (%d bytes)"
+                % (name, path, region.offset + region.length, image_size)
+            )
     _check_no_overlap(regions, name)
     return IsoLayout(embed_file, area, kargs, igninfo_path, image.volume_id, boot_architecture(image))
 
@@ -220,6 +236,7 @@ def current_kargs(fp, layout, name="ISO"):
     first_path, first = found[0]
     for path, kargs in found[1:]:
         if kargs != first:
-            raise KargsMismatchError("%s: kargs areas disagree: %s has %r but %s has %r"
-                                     % (name, first_path, first, path, kargs))
+            raise KargsMismatchError(
+                "%s: kargs areas disagree: %s has %r but %s has %r" % (name, first_path, first, path, kargs)
+            )
     return first

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The kernel-argument areas of a CoreOS live ISO: one region holds ``kargs + end + pad * n``.
@@ -7,10 +6,6 @@
 writes them the same way -- coreos/coreos-installer src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279
 (``KargEmbedInfo``).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import CapacityError, IsoLayoutError
 
@@ -34,8 +29,9 @@ def format_kargs_region(kargs, size, pad=DEFAULT_KARGS_PAD, end=DEFAULT_KARGS_EN
     text = kargs.strip().encode("utf-8")
     end_bytes, pad_bytes = end.encode("utf-8"), pad.encode("utf-8")
     if len(text) + len(end_bytes) > size:
-        raise CapacityError("kernel arguments are %d bytes, the kargs area holds at most %d"
-                            % (len(text), size - len(end_bytes)))
+        raise CapacityError(
+            "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), size - len(end_bytes))
+        )
     fill = size - len(text) - len(end_bytes)
     if fill % len(pad_bytes):
         raise IsoLayoutError("kargs pad character %r does not evenly fill the area" % pad)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nmstate for day-2 hosts: generated from simple variables, and checks of addresses and raw nmstate.
@@ -8,10 +7,6 @@ mistake is otherwise found only after the ISO build (or on the booted host). Eve
 through a ``report(field, value, what, fix)`` callable bound to one host, so that all the problems of
 an inventory are collected in one run instead of failing on the first.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 import traceback
@@ -38,6 +33,7 @@ _MAC_PATTERN = re.compile(r"^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(?:\1[0-9a-fA-F]{
 
 
 # --- scalar parsing ---------------------------------------------------------------------------
+
 
 def parse_int(value):
     """Return value as an int, accepting decimal strings (``-e`` extra vars are strings); else None."""
@@ -112,12 +108,17 @@ def _reserved_reason(address, allow_loopback):
 
 # --- address checks -------------------------------------------------------------------------
 
+
 def check_host_address(report, field, value, version, allow_loopback):
     """Check an address a host will own; return the IPAddress or None after reporting."""
     address = parse_ip(value, version)
     if address is None:
-        report(field, value, "is not an IPv%d address" % version,
-               "write a plain address such as %s" % EXAMPLE_ADDRESS[version])
+        report(
+            field,
+            value,
+            "is not an IPv%d address" % version,
+            "write a plain address such as %s" % EXAMPLE_ADDRESS[version],
+        )
         return None
     reason = _reserved_reason(address, allow_loopback)
     if reason:
@@ -130,8 +131,9 @@ def check_prefix(report, field, value, version):
     """Check a prefix length; return it as an int or None after reporting."""
     prefix = parse_int(value)
     if prefix is None or not 1 <= prefix <= MAX_PREFIX[version]:
-        report(field, value, "is not an IPv%d prefix length" % version,
-               "use an integer from 1 to %d" % MAX_PREFIX[version])
+        report(
+            field, value, "is not an IPv%d prefix length" % version, "use an integer from 1 to %d" % MAX_PREFIX[version]
+        )
         return None
     return prefix
 
@@ -147,11 +149,9 @@ def check_address_in_subnet(report, field, value, address, prefix):
     if prefix >= MAX_PREFIX[address.version] - 1:
         return
     if address == subnet.network:
-        report(field, value, "is the network address of %s" % subnet.cidr,
-               "use a host address inside the subnet")
+        report(field, value, "is the network address of %s" % subnet.cidr, "use a host address inside the subnet")
     elif address.version == 4 and address == subnet.broadcast:
-        report(field, value, "is the broadcast address of %s" % subnet.cidr,
-               "use a host address inside the subnet")
+        report(field, value, "is the broadcast address of %s" % subnet.cidr, "use a host address inside the subnet")
 
 
 def check_gateway(report, field, value, address, prefix, subnet_fields):
@@ -159,8 +159,12 @@ def check_gateway(report, field, value, address, prefix, subnet_fields):
     version = address.version
     gateway = parse_ip(value, version)
     if gateway is None:
-        report(field, value, "is not an IPv%d address" % version,
-               "write a plain address such as %s" % EXAMPLE_ADDRESS[version])
+        report(
+            field,
+            value,
+            "is not an IPv%d address" % version,
+            "write a plain address such as %s" % EXAMPLE_ADDRESS[version],
+        )
         return None
     if gateway.value == 0 or gateway.is_multicast():
         report(field, value, "is not a unicast address", "set the address of the router")
@@ -173,8 +177,7 @@ def check_gateway(report, field, value, address, prefix, subnet_fields):
         return gateway
     subnet = subnet_of(address, prefix)
     if gateway not in subnet:
-        report(field, value, "is not inside %s (%s)" % (subnet.cidr, subnet_fields),
-               "set a gateway in that subnet")
+        report(field, value, "is not inside %s (%s)" % (subnet.cidr, subnet_fields), "set a gateway in that subnet")
         return None
     check_address_in_subnet(report, field, value, gateway, prefix)
     return gateway
@@ -197,6 +200,7 @@ def check_vlan_id(report, field, value):
 
 
 # --- generation from simple variables -------------------------------------------------------
+
 
 def vlan_interface_name(base, vlan_id):
     return "%s.%d" % (base, vlan_id)
@@ -259,18 +263,21 @@ def generated_network_config(interfaces, primary, vlan_id, ipv4, ipv6, dns_serve
     routes = []
     for version, family in ((4, ipv4), (6, ipv6)):
         if family is not None and family.get("gateway"):
-            routes.append({
-                "destination": DEFAULT_ROUTE[version],
-                "next-hop-address": family["gateway"],
-                "next-hop-interface": address_interface,
-                "table-id": MAIN_ROUTE_TABLE,
-            })
+            routes.append(
+                {
+                    "destination": DEFAULT_ROUTE[version],
+                    "next-hop-address": family["gateway"],
+                    "next-hop-interface": address_interface,
+                    "table-id": MAIN_ROUTE_TABLE,
+                }
+            )
     if routes:
         config["routes"] = {"config": routes}
     return config
 
 
 # --- checks of raw nmstate ------------------------------------------------------------------
+
 
 def _is_mapping_list(value):
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
@@ -288,8 +295,12 @@ def check_raw_network_config(report, config, declared, allow_loopback):
         return []
     nm_interfaces = config.get("interfaces")
     if not _is_mapping_list(nm_interfaces) or not nm_interfaces:
-        report(field + ".interfaces", nm_interfaces, "is not a non-empty list of interfaces",
-               "list the host's interfaces in nmstate form (name, type, state)")
+        report(
+            field + ".interfaces",
+            nm_interfaces,
+            "is not a non-empty list of interfaces",
+            "list the host's interfaces in nmstate form (name, type, state)",
+        )
         return []
 
     names = set()
@@ -306,8 +317,12 @@ def check_raw_network_config(report, config, declared, allow_loopback):
         addresses.extend(_check_raw_addresses(report, entry_field, entry, allow_loopback))
 
     for name in sorted(set(declared) - names):
-        report("interfaces", name, "is not an interface of network_config",
-               "add it to network_config.interfaces or remove it from interfaces")
+        report(
+            "interfaces",
+            name,
+            "is not an interface of network_config",
+            "add it to network_config.interfaces or remove it from interfaces",
+        )
     _check_raw_dns(report, field, config)
     _check_raw_routes(report, field, config, names)
     return addresses
@@ -318,15 +333,26 @@ def _check_raw_interface_mac(report, entry_field, entry, declared):
         return
     mac = normalize_mac(entry["mac-address"])
     if mac is None:
-        report(entry_field + ".mac-address", entry["mac-address"], "is not a MAC address",
-               "write it as six hex octets like 00:02:46:e3:9e:7c")
+        report(
+            entry_field + ".mac-address",
+            entry["mac-address"],
+            "is not a MAC address",
+            "write it as six hex octets like 00:02:46:e3:9e:7c",
+        )
     elif entry["name"] not in declared:
-        report(entry_field + ".name", entry["name"], "is not listed in interfaces",
-               "add {name: %s, mac_address: %s} to interfaces" % (entry["name"], mac))
+        report(
+            entry_field + ".name",
+            entry["name"],
+            "is not listed in interfaces",
+            "add {name: %s, mac_address: %s} to interfaces" % (entry["name"], mac),
+        )
     elif declared[entry["name"]] != mac:
-        report(entry_field + ".mac-address", entry["mac-address"],
-               "differs from the MAC %s given for %s in interfaces" % (declared[entry["name"]], entry["name"]),
-               "make the two MACs the same")
+        report(
+            entry_field + ".mac-address",
+            entry["mac-address"],
+            "differs from the MAC %s given for %s in interfaces" % (declared[entry["name"]], entry["name"]),
+            "make the two MACs the same",
+        )
 
 
 def _check_raw_addresses(report, entry_field, entry, allow_loopback):
@@ -341,8 +367,12 @@ def _check_raw_addresses(report, entry_field, entry, allow_loopback):
             continue
         address_list = family.get("address", [])
         if not _is_mapping_list(address_list):
-            report(family_field + ".address", address_list, "is not a list of {ip, prefix-length}",
-                   "write address: [{ip: %s, prefix-length: N}]" % EXAMPLE_ADDRESS[version])
+            report(
+                family_field + ".address",
+                address_list,
+                "is not a list of {ip, prefix-length}",
+                "write address: [{ip: %s, prefix-length: N}]" % EXAMPLE_ADDRESS[version],
+            )
             continue
         for index, item in enumerate(address_list):
             item_field = "%s.address[%d]" % (family_field, index)
@@ -360,8 +390,12 @@ def _check_raw_dns(report, field, config):
         return
     servers = resolver.get("config", {}).get("server", []) if isinstance(resolver, dict) else None
     if not isinstance(servers, list):
-        report(field + ".dns-resolver", resolver, "is not {config: {server: [...]}}",
-               "list DNS servers under dns-resolver.config.server")
+        report(
+            field + ".dns-resolver",
+            resolver,
+            "is not {config: {server: [...]}}",
+            "list DNS servers under dns-resolver.config.server",
+        )
         return
     for index, server in enumerate(servers):
         check_dns_server(report, "%s.dns-resolver.config.server[%d]" % (field, index), server)
@@ -373,23 +407,29 @@ def _check_raw_routes(report, field, config, interface_names):
         return
     route_list = routes.get("config", []) if isinstance(routes, dict) else None
     if not _is_mapping_list(route_list):
-        report(field + ".routes", routes, "is not {config: [...]}",
-               "list routes under routes.config")
+        report(field + ".routes", routes, "is not {config: [...]}", "list routes under routes.config")
         return
     for index, route in enumerate(route_list):
         route_field = "%s.routes.config[%d]" % (field, index)
         destination = route.get("destination")
         if not _is_cidr(destination):
-            report(route_field + ".destination", destination, "is not a network in CIDR form",
-                   "write e.g. 0.0.0.0/0 or ::/0")
+            report(
+                route_field + ".destination",
+                destination,
+                "is not a network in CIDR form",
+                "write e.g. 0.0.0.0/0 or ::/0",
+            )
         next_hop = route.get("next-hop-address")
         if next_hop is not None and parse_any_ip(next_hop) is None:
-            report(route_field + ".next-hop-address", next_hop, "is not an IP address",
-                   "set the address of the router")
+            report(route_field + ".next-hop-address", next_hop, "is not an IP address", "set the address of the router")
         interface = route.get("next-hop-interface")
         if interface is not None and interface not in interface_names:
-            report(route_field + ".next-hop-interface", interface, "is not an interface of network_config",
-                   "use one of: %s" % ", ".join(sorted(interface_names)))
+            report(
+                route_field + ".next-hop-interface",
+                interface,
+                "is not an interface of network_config",
+                "use one of: %s" % ", ".join(sorted(interface_names)),
+            )
 
 
 def _is_cidr(value):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -9,14 +8,10 @@ documents and pod logs. The module drives the API; this file only knows the shap
 that ``oc adm node-image create`` uses (openshift/oc pkg/cli/admin/nodeimage, cited below).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
 import json
 import re
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "openshift_agent.day2"
@@ -53,12 +48,22 @@ _COMMON_RULES = [
 def cluster_role_rules(cluster_minor):
     """The ClusterRole rules oc grants node-joiner on a cluster of release ``cluster_minor`` (e.g. (4, 18))."""
     if tuple(cluster_minor) >= ICSP_RULE_FIXED_IN:
-        head = [{"apiGroups": ["config.openshift.io"], "resources": list(_CONFIG_RESOURCES), "verbs": ["get", "list"]},
-                {"apiGroups": ["operator.openshift.io"], "resources": ["imagecontentsourcepolicies"],
-                 "verbs": ["get", "list"]}]
+        head = [
+            {"apiGroups": ["config.openshift.io"], "resources": list(_CONFIG_RESOURCES), "verbs": ["get", "list"]},
+            {
+                "apiGroups": ["operator.openshift.io"],
+                "resources": ["imagecontentsourcepolicies"],
+                "verbs": ["get", "list"],
+            },
+        ]
     else:
-        head = [{"apiGroups": ["config.openshift.io"], "resources": _CONFIG_RESOURCES + ["imagecontentpolicies"],
-                 "verbs": ["get", "list"]}]
+        head = [
+            {
+                "apiGroups": ["config.openshift.io"],
+                "resources": [*_CONFIG_RESOURCES, "imagecontentpolicies"],
+                "verbs": ["get", "list"],
+            }
+        ]
     return head + [dict(rule) for rule in _COMMON_RULES]
 
 
@@ -81,12 +86,14 @@ def namespace_manifest(run_id):
 
 def owned_by_namespace(namespace):
     """Owner reference that makes cluster-scoped objects go with the namespace."""
-    return [{
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "name": namespace["metadata"]["name"],
-        "uid": namespace["metadata"]["uid"],
-    }]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "name": namespace["metadata"]["name"],
+            "uid": namespace["metadata"]["uid"],
+        }
+    ]
 
 
 def service_account_manifest(namespace, run_id):
@@ -152,9 +159,11 @@ def proxy_env(proxy):
 def node_joiner_command(pxe):
     flag = " --pxe" if pxe else ""
     # sleep keeps the container alive so the artifacts can be copied out.
-    return (
-        "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600"
-        % (ASSETS, ASSETS, flag, ASSETS)
+    return "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600" % (
+        ASSETS,
+        ASSETS,
+        flag,
+        ASSETS,
     )
 
 
@@ -288,8 +297,7 @@ def ended_without_exit_code(line):
     hint = ""
     if "unknown flag" in line:
         hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
-    return ("node-joiner stopped without writing %s/exit_code; its log says: %s.%s"
-            % (ASSETS, line, hint))
+    return "node-joiner stopped without writing %s/exit_code; its log says: %s.%s" % (ASSETS, line, hint)
 
 
 def summarize_stages(report):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """New-worker inventory → node-joiner ``nodes-config.yaml``, one per CPU architecture.
@@ -9,16 +8,12 @@ The rendering is canonical (fixed key order, hosts sorted by hostname) so that i
 changes when the content does: that is what makes rebuilding the ISO idempotent.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
 import hashlib
 import json
 import re
 import traceback
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
     import yaml
@@ -51,10 +46,32 @@ NODES_CONFIG_KEY_ORDER = ("cpuArchitecture", "sshKey", "bootArtifactsBaseURL", "
 HOST_KEY_ORDER = ("hostname", "role", "rootDeviceHints", "interfaces", "networkConfig")
 # nmstate reads best with the identifying keys first; any other key follows alphabetically.
 NMSTATE_KEY_ORDER = (
-    "name", "macAddress", "type", "state", "mac-address", "vlan", "base-iface", "id",
-    "ipv4", "ipv6", "enabled", "dhcp", "autoconf", "address", "ip", "prefix-length",
-    "dns-resolver", "routes", "config", "server", "search",
-    "destination", "next-hop-address", "next-hop-interface", "metric", "table-id",
+    "name",
+    "macAddress",
+    "type",
+    "state",
+    "mac-address",
+    "vlan",
+    "base-iface",
+    "id",
+    "ipv4",
+    "ipv6",
+    "enabled",
+    "dhcp",
+    "autoconf",
+    "address",
+    "ip",
+    "prefix-length",
+    "dns-resolver",
+    "routes",
+    "config",
+    "server",
+    "search",
+    "destination",
+    "next-hop-address",
+    "next-hop-interface",
+    "metric",
+    "table-id",
 )
 _KEY_RANK = {}
 for _order in (NODES_CONFIG_KEY_ORDER, HOST_KEY_ORDER, NMSTATE_KEY_ORDER):
@@ -82,7 +99,7 @@ class InventoryError(Day2Error):
         self.problems = list(problems)
         lines = ["%d problem(s) in the new-worker inventory:" % len(self.problems)]
         lines.extend("- " + problem["message"] for problem in self.problems)
-        super(InventoryError, self).__init__("\n".join(lines))
+        super().__init__("\n".join(lines))
 
 
 class _Problems:
@@ -93,12 +110,14 @@ class _Problems:
 
     def add(self, host, field, value, what, fix):
         shown = "(hidden)" if field in SECRET_HOST_KEYS else _show(value)
-        self.items.append({
-            "host": host,
-            "field": field,
-            "value": "(hidden)" if field in SECRET_HOST_KEYS else value,
-            "message": 'host %s: field "%s" value %s %s; %s' % (host, field, shown, what, fix),
-        })
+        self.items.append(
+            {
+                "host": host,
+                "field": field,
+                "value": "(hidden)" if field in SECRET_HOST_KEYS else value,
+                "message": 'host %s: field "%s" value %s %s; %s' % (host, field, shown, what, fix),
+            }
+        )
 
     def for_host(self, host):
         return lambda field, value, what, fix: self.add(host, field, value, what, fix)
@@ -120,11 +139,15 @@ def _check_platform(host, checked_host, platform, problems):
         return
     value = host.get("cpu_architecture") if given(host.get("cpu_architecture")) else None
     inherited = "" if value is not None else " (the control plane's, as cpu_architecture is not set)"
-    problems.add(checked_host.label, "cpu_architecture", value,
-                 "cannot join this %s cluster: CPU architecture \"%s\"%s only supports platform \"none\""
-                 % (platform, architecture, inherited),
-                 "use x86_64 or aarch64 hardware for this worker; %s workers only join clusters installed with "
-                 "platform none" % architecture)
+    problems.add(
+        checked_host.label,
+        "cpu_architecture",
+        value,
+        'cannot join this %s cluster: CPU architecture "%s"%s only supports platform "none"'
+        % (platform, architecture, inherited),
+        "use x86_64 or aarch64 hardware for this worker; %s workers only join clusters installed with "
+        "platform none" % architecture,
+    )
 
 
 def _check_hosts(hosts, default_architecture, allow_loopback, platform=None):
@@ -132,18 +155,33 @@ def _check_hosts(hosts, default_architecture, allow_loopback, platform=None):
     problems = _Problems()
     cluster_architecture = normalize_architecture(default_architecture)
     if cluster_architecture is None:
-        problems.add("(cluster)", "default_architecture", default_architecture, "is not a known architecture",
-                     "pass the control plane's architecture, one of: %s" % ", ".join(sorted(ARCHITECTURE_ALIASES)))
+        problems.add(
+            "(cluster)",
+            "default_architecture",
+            default_architecture,
+            "is not a known architecture",
+            "pass the control plane's architecture, one of: %s" % ", ".join(sorted(ARCHITECTURE_ALIASES)),
+        )
     if not isinstance(hosts, list) or not hosts:
-        problems.add("(inventory)", "hosts", hosts, "is not a non-empty list of hosts",
-                     "put at least one host into the new-workers group")
+        problems.add(
+            "(inventory)",
+            "hosts",
+            hosts,
+            "is not a non-empty list of hosts",
+            "put at least one host into the new-workers group",
+        )
         return [], problems.items
 
     checked = []
     for index, host in enumerate(hosts):
         if not isinstance(host, dict):
-            problems.add("#%d" % index, "(host)", host, "is not a mapping of host variables",
-                         "give each host as a mapping with at least name and mac_address")
+            problems.add(
+                "#%d" % index,
+                "(host)",
+                host,
+                "is not a mapping of host variables",
+                "give each host as a mapping with at least name and mac_address",
+            )
             continue
         name = host.get("name")
         label = name if isinstance(name, str) and name else "#%d" % index
@@ -162,9 +200,13 @@ def _check_unique(checked, problems):
         for field, kind, value in _identities(host):
             owner_index, owner_label = owners.setdefault((kind, value), (host.index, host.label))
             if owner_index != host.index:
-                problems.add(host.label, field, value,
-                             "is already used by host %s (hosts[%d])" % (owner_label, owner_index),
-                             "give every host its own %s" % kind)
+                problems.add(
+                    host.label,
+                    field,
+                    value,
+                    "is already used by host %s (hosts[%d])" % (owner_label, owner_index),
+                    "give every host its own %s" % kind,
+                )
         _check_unique_within(host, problems)
 
 
@@ -180,8 +222,9 @@ def _check_unique_within(host, problems):
     seen = set()
     for field, kind, value in _identities(host):
         if (kind, value) in seen:
-            problems.add(host.label, field, value, "appears twice in this host",
-                         "give each interface its own %s" % kind)
+            problems.add(
+                host.label, field, value, "appears twice in this host", "give each interface its own %s" % kind
+            )
         seen.add((kind, value))
 
 
@@ -190,8 +233,9 @@ def inventory_problems(hosts, default_architecture, allow_loopback=False, platfo
     return _check_hosts(hosts, default_architecture, allow_loopback, platform)[1]
 
 
-def build_nodes_configs(hosts, default_architecture, ssh_key=None, boot_artifacts_base_url=None,
-                        allow_loopback=False, platform=None):
+def build_nodes_configs(
+    hosts, default_architecture, ssh_key=None, boot_artifacts_base_url=None, allow_loopback=False, platform=None
+):
     """Return {rpm architecture: nodes-config dict} for the hosts, or raise InventoryError.
 
     default_architecture is the control plane's (Go or RPM name); hosts without cpu_architecture
@@ -201,9 +245,15 @@ def build_nodes_configs(hosts, default_architecture, ssh_key=None, boot_artifact
     checked, problems = _check_hosts(hosts, default_architecture, allow_loopback, platform)
     extra = _Problems()
     if given(boot_artifacts_base_url) and not (
-            isinstance(boot_artifacts_base_url, str) and re.match(r"^https?://[^\s/]+", boot_artifacts_base_url)):
-        extra.add("(parameters)", "boot_artifacts_base_url", boot_artifacts_base_url,
-                  "is not an http(s) URL", "give the URL the PXE artifacts will be served from")
+        isinstance(boot_artifacts_base_url, str) and re.match(r"^https?://[^\s/]+", boot_artifacts_base_url)
+    ):
+        extra.add(
+            "(parameters)",
+            "boot_artifacts_base_url",
+            boot_artifacts_base_url,
+            "is not an http(s) URL",
+            "give the URL the PXE artifacts will be served from",
+        )
     if given(ssh_key) and not isinstance(ssh_key, str):
         extra.add("(parameters)", "ssh_key", ssh_key, "is not a string", "give one public key line")
     if problems or extra.items:
@@ -248,9 +298,13 @@ def addresses_outside_machine_networks(hosts, machine_networks):
             same_version = [net for net in networks if net.version == ip.version]
             if not any(ip in net for net in same_version):
                 shown = ", ".join(str(net.cidr) for net in same_version) or "none of IPv%d" % ip.version
-                problems.add(host.get("name"), field, address,
-                             "is outside the cluster's machine networks (%s)" % shown,
-                             "use an address in a machine network, or route to it and accept the risk")
+                problems.add(
+                    host.get("name"),
+                    field,
+                    address,
+                    "is outside the cluster's machine networks (%s)" % shown,
+                    "use an address in a machine network, or route to it and accept the risk",
+                )
     return problems.items
 
 
@@ -263,11 +317,12 @@ def _parse_network(cidr):
 
 # --- canonical rendering ------------------------------------------------------------------------
 
+
 def _canonical(value):
     """Copy of value with every mapping's keys in the canonical order (plain dicts keep it)."""
     if isinstance(value, dict):
         keys = sorted(value, key=lambda key: (_KEY_RANK.get(key, len(_KEY_RANK)), str(key)))
-        return dict((key, _canonical(value[key])) for key in keys)
+        return {key: _canonical(value[key]) for key in keys}
     if isinstance(value, (list, tuple)):
         return [_canonical(item) for item in value]
     return value
@@ -281,6 +336,7 @@ def _canonical_dumper():
     could otherwise take an all-digit MAC for a base-60 number. Built on first use because
     PyYAML may be missing when this file is imported."""
     if not _DUMPER:
+
         class CanonicalDumper(yaml.SafeDumper):
             pass
 
@@ -295,8 +351,14 @@ def _canonical_dumper():
 
 def render_nodes_config(nodes_config):
     """The YAML text of a nodes-config dict; equal content always gives equal text."""
-    return yaml.dump(_canonical(nodes_config), Dumper=_canonical_dumper(), default_flow_style=False,
-                     sort_keys=False, allow_unicode=True, width=1 << 16)
+    return yaml.dump(
+        _canonical(nodes_config),
+        Dumper=_canonical_dumper(),
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1 << 16,
+    )
 
 
 def nodes_config_digest(nodes_config):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -9,15 +8,12 @@ binary) and reads its frames one at a time, so a 1 GiB ``cat`` goes straight
 to a file instead of piling up in memory.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import json
 import select
 import ssl
 import time
+
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
@@ -48,7 +44,11 @@ class ExecResult:
 def exec_url(configuration, namespace, pod, container, command):
     query = "&".join(["command=%s" % quote(part, safe="") for part in command])
     path = "/api/v1/namespaces/%s/pods/%s/exec?%s&container=%s&stdin=false&stdout=true&stderr=true&tty=false" % (
-        namespace, pod, query, quote(container, safe=""))
+        namespace,
+        pod,
+        query,
+        quote(container, safe=""),
+    )
     return ws_client.get_websocket_url(configuration.host.rstrip("/") + path)
 
 
@@ -121,8 +121,13 @@ def run_streaming(configuration, namespace, pod, container, command, sink, timeo
         raise ExecError("the kubernetes Python library (kubernetes.stream) is required")
     described = "exec %s in pod %s/%s" % (" ".join(command), namespace, pod)
     try:
-        client = ws_client.WSClient(configuration, exec_url(configuration, namespace, pod, container, command),
-                                    _headers(configuration), capture_all=False, binary=True)
+        client = ws_client.WSClient(
+            configuration,
+            exec_url(configuration, namespace, pod, container, command),
+            _headers(configuration),
+            capture_all=False,
+            binary=True,
+        )
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError("cannot open exec into pod %s/%s: %s" % (namespace, pod, _handshake_problem(error)))
     ws = client.sock
@@ -190,5 +195,8 @@ def copy_file(configuration, namespace, pod, container, path, fileobj, timeout=1
 
     code, err = run_streaming(configuration, namespace, pod, container, ["cat", path], sink, timeout=timeout)
     if code != 0:
-        raise ExecError("cat %s in pod %s/%s failed (exit %s): %s" % (path, namespace, pod, code, err.decode("utf-8", "replace").strip()))
+        raise ExecError(
+            "cat %s in pod %s/%s failed (exit %s): %s"
+            % (path, namespace, pod, code, err.decode("utf-8", "replace").strip())
+        )
     return written[0], digest.hexdigest()

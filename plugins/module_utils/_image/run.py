@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -8,29 +7,30 @@ The run creates a namespace (and the objects of _node_joiner) and always
 deletes it again, on failure too, unless the caller keeps it for debugging.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
 import errno
 import os
 import re
 import sys
 import tempfile
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     core_target,
     group_target,
     with_query,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec as _pod_exec
 
-IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
+IMAGE_PULL_REASONS = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+)
 LOG_TAIL_LINES = 40
 _SHA256_LINE = re.compile(r"^([0-9a-f]{64})\s")
 
@@ -39,7 +39,7 @@ class RunError(Day2Error):
     """A run failed; carries what is known so far for the module's result."""
 
     def __init__(self, message, stages=None, log_tail=None):
-        super(RunError, self).__init__(message)
+        super().__init__(message)
         self.stages = stages or []
         self.log_tail = log_tail
 
@@ -47,8 +47,19 @@ class RunError(Day2Error):
 class NodeJoinerRun:
     """One namespace, one or more pods, their artifacts; use as a context manager."""
 
-    def __init__(self, api, configuration, run_id, proxy=None, wait_sleep=5, pod_start_timeout=900,
-                 build_timeout=1800, keep_on_failure=False, sleeper=None, cluster_minor=(4, 21)):
+    def __init__(
+        self,
+        api,
+        configuration,
+        run_id,
+        proxy=None,
+        wait_sleep=5,
+        pod_start_timeout=900,
+        build_timeout=1800,
+        keep_on_failure=False,
+        sleeper=None,
+        cluster_minor=(4, 21),
+    ):
         self.api = api
         self.cluster_minor = tuple(cluster_minor)
         self.configuration = configuration
@@ -78,12 +89,18 @@ class NodeJoinerRun:
 
     def _create_rbac(self):
         name = self.ns_name
-        self.api.create(core_target("serviceaccounts", namespace=name, verb="create"),
-                        nj.service_account_manifest(self.namespace, self.run_id))
-        self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
-                        nj.cluster_role_manifest(self.namespace, self.run_id, self.cluster_minor))
-        self.api.create(group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
-                        nj.cluster_role_binding_manifest(self.namespace, self.run_id))
+        self.api.create(
+            core_target("serviceaccounts", namespace=name, verb="create"),
+            nj.service_account_manifest(self.namespace, self.run_id),
+        )
+        self.api.create(
+            group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
+            nj.cluster_role_manifest(self.namespace, self.run_id, self.cluster_minor),
+        )
+        self.api.create(
+            group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
+            nj.cluster_role_binding_manifest(self.namespace, self.run_id),
+        )
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None and self.keep_on_failure:
@@ -139,8 +156,9 @@ class NodeJoinerRun:
             if phase in until_phases:
                 return phase
             if phase == "Failed":
-                raise RunError("pod %s/%s failed before it started its work" % (self.ns_name, pod),
-                               log_tail=self.pod_log_tail(pod))
+                raise RunError(
+                    "pod %s/%s failed before it started its work" % (self.ns_name, pod), log_tail=self.pod_log_tail(pod)
+                )
             for status in ((obj or {}).get("status") or {}).get("containerStatuses") or []:
                 waiting = (status.get("state") or {}).get("waiting") or {}
                 if waiting.get("reason"):
@@ -151,11 +169,25 @@ class NodeJoinerRun:
                         "image pull failure: pod %s/%s could not pull %s for %ss (%s: %s). Check that the image "
                         "exists, that the cluster pull secret covers its registry, and for a disconnected cluster "
                         "that it is mirrored (ImageDigestMirrorSet); or pass node_joiner_image."
-                        % (self.ns_name, pod, image, self.pod_start_timeout, last_waiting.get("reason"),
-                           last_waiting.get("message", "")))
-                raise RunError("pod %s/%s did not start within %ss (phase %s%s)" % (
-                    self.ns_name, pod, self.pod_start_timeout, phase,
-                    ", %s" % last_waiting.get("reason") if last_waiting else ""))
+                        % (
+                            self.ns_name,
+                            pod,
+                            image,
+                            self.pod_start_timeout,
+                            last_waiting.get("reason"),
+                            last_waiting.get("message", ""),
+                        )
+                    )
+                raise RunError(
+                    "pod %s/%s did not start within %ss (phase %s%s)"
+                    % (
+                        self.ns_name,
+                        pod,
+                        self.pod_start_timeout,
+                        phase,
+                        ", %s" % last_waiting.get("reason") if last_waiting else "",
+                    )
+                )
             self._sleep(deadline, self.wait_sleep)
 
     def exec(self, pod, container, command, timeout=120):
@@ -168,24 +200,32 @@ class NodeJoinerRun:
 
     def image_from_release(self, release_image):
         """Run the release image once and read its image-references (no registry access needed here)."""
-        self.api.create(core_target("pods", namespace=self.ns_name, verb="create"),
-                        nj.release_pod_manifest(self.namespace, self.run_id, release_image))
+        self.api.create(
+            core_target("pods", namespace=self.ns_name, verb="create"),
+            nj.release_pod_manifest(self.namespace, self.run_id, release_image),
+        )
         deadline = Deadline(self.pod_start_timeout)
         self.wait_started(nj.RELEASE_POD, release_image, until_phases=("Succeeded",))
         text = self.pod_log_tail(nj.RELEASE_POD, lines=100000)
         try:
             return nj.node_joiner_image_from_references(text)
         except nj.ReportError as error:
-            raise RunError("cannot find the node-joiner image in release %s: %s (after %.0fs)"
-                           % (release_image, error, deadline.elapsed()))
+            raise RunError(
+                "cannot find the node-joiner image in release %s: %s (after %.0fs)"
+                % (release_image, error, deadline.elapsed())
+            )
 
     # --- the build -------------------------------------------------------------------------
 
     def start_build(self, image, nodes_config_yaml, pxe):
-        self.api.create(core_target("configmaps", namespace=self.ns_name, verb="create"),
-                        nj.config_map_manifest(self.namespace, self.run_id, nodes_config_yaml))
-        self.api.create(core_target("pods", namespace=self.ns_name, verb="create"),
-                        nj.node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy))
+        self.api.create(
+            core_target("configmaps", namespace=self.ns_name, verb="create"),
+            nj.config_map_manifest(self.namespace, self.run_id, nodes_config_yaml),
+        )
+        self.api.create(
+            core_target("pods", namespace=self.ns_name, verb="create"),
+            nj.node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy),
+        )
         self.wait_started(nj.POD, image, until_phases=("Running",))
 
     def _exit_code(self):
@@ -225,25 +265,35 @@ class NodeJoinerRun:
             pod = self.api.get(core_target("pods", nj.POD, self.ns_name))
             phase = ((pod or {}).get("status") or {}).get("phase")
             if phase in ("Failed", "Succeeded"):
-                raise RunError("the node-joiner pod ended (%s) without a result" % phase,
-                               stages=nj.summarize_stages(report), log_tail=self.pod_log_tail(nj.POD))
+                raise RunError(
+                    "the node-joiner pod ended (%s) without a result" % phase,
+                    stages=nj.summarize_stages(report),
+                    log_tail=self.pod_log_tail(nj.POD),
+                )
             if deadline.expired():
-                raise RunError("node-joiner did not finish within build_timeout (%ss)" % self.build_timeout,
-                               stages=nj.summarize_stages(report), log_tail=self.pod_log_tail(nj.POD))
+                raise RunError(
+                    "node-joiner did not finish within build_timeout (%ss)" % self.build_timeout,
+                    stages=nj.summarize_stages(report),
+                    log_tail=self.pod_log_tail(nj.POD),
+                )
             self._sleep(deadline, self.wait_sleep)
 
     def remote_sha256(self, path):
         result = self.exec(nj.POD, nj.POD, ["sha256sum", path])
         match = _SHA256_LINE.match(result.stdout.decode("utf-8", "replace"))
         if result.returncode != 0 or not match:
-            raise RunError("cannot checksum %s in the node-joiner pod: %s" % (
-                path, result.stderr.decode("utf-8", "replace").strip() or "no sha256sum output"))
+            raise RunError(
+                "cannot checksum %s in the node-joiner pod: %s"
+                % (path, result.stderr.decode("utf-8", "replace").strip() or "no sha256sum output")
+            )
         return match.group(1)
 
     def list_dir(self, path):
         result = self.exec(nj.POD, nj.POD, ["ls", path])
         if result.returncode != 0:
-            raise RunError("cannot list %s in the node-joiner pod: %s" % (path, result.stderr.decode("utf-8", "replace").strip()))
+            raise RunError(
+                "cannot list %s in the node-joiner pod: %s" % (path, result.stderr.decode("utf-8", "replace").strip())
+            )
         return sorted(line.strip() for line in result.stdout.decode("utf-8", "replace").splitlines() if line.strip())
 
     def fetch(self, remote_path, dest_path, finish=None, attempts=2):
@@ -261,13 +311,18 @@ class NodeJoinerRun:
             try:
                 os.fchmod(fd, 0o600)  # the artifacts carry the pull secret and the agent token
                 with os.fdopen(fd, "wb") as out:
-                    size, digest = _pod_exec.copy_file(self.configuration, self.ns_name, nj.POD, nj.POD, remote_path,
-                                                       out, timeout=self.build_timeout)
+                    size, digest = _pod_exec.copy_file(
+                        self.configuration, self.ns_name, nj.POD, nj.POD, remote_path, out, timeout=self.build_timeout
+                    )
                     out.flush()
                     os.fsync(out.fileno())
                 if digest != expected:
                     problem = "checksum mismatch for %s: the pod says %s, %d bytes received hash to %s" % (
-                        remote_path, expected, size, digest)
+                        remote_path,
+                        expected,
+                        size,
+                        digest,
+                    )
                     raise _Retry()
                 if finish:
                     finish(temp_path)
@@ -281,8 +336,10 @@ class NodeJoinerRun:
             except OSError as error:
                 _remove(temp_path)
                 if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                    raise RunError("no space left to write %s in %s (%s); free space there or choose another dest. "
-                                   "Nothing partial was left." % (os.path.basename(dest_path), directory, error.strerror))
+                    raise RunError(
+                        "no space left to write %s in %s (%s); free space there or choose another dest. "
+                        "Nothing partial was left." % (os.path.basename(dest_path), directory, error.strerror)
+                    )
                 raise
             except BaseException:
                 _remove(temp_path)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -8,10 +7,6 @@ A JSON sidecar next to each ISO records the digest of every input, the ISO's
 sha256 and the token expiry read from the ISO itself. A re-run with the same
 inputs, an intact ISO and a token valid long enough reuses it.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import hashlib
 import json
@@ -56,7 +51,9 @@ def write_sidecar(artifact_path, record):
     """Write the sidecar atomically (temp file in the same directory, then rename)."""
     path = sidecar_path(artifact_path)
     record = dict(record, version=SIDECAR_VERSION)
-    fd, temp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    fd, temp = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path) or "."
+    )
     try:
         with os.fdopen(fd, "w") as handle:
             json.dump(record, handle, indent=2, sort_keys=True)
@@ -94,7 +91,11 @@ def reuse_decision(artifact_paths, digest, now, min_validity_seconds, token_expi
     left = (expiry - now).total_seconds()
     if left < min_validity_seconds:
         return False, "the agent token in %s expires at %s, %s from now, less than min_token_validity (%s)" % (
-            first, expiry.isoformat(), _human(left), _human(min_validity_seconds))
+            first,
+            expiry.isoformat(),
+            _human(left),
+            _human(min_validity_seconds),
+        )
     return True, "inputs unchanged, %s intact, token valid until %s" % (first, expiry.isoformat())
 
 

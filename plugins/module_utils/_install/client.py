@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -20,10 +19,6 @@ Only the standard library is used (http.client, ssl), so the module needs no ext
 part. Decisions live in ``_agent_progress``.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import http.client
 import json
 import socket
@@ -34,12 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, urlencode
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline, utcnow
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
-    AgentToken,
-    is_refusal,
-    other_header,
-    refusal_advice,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.progress import (
     KUBELET_HANDSHAKE,
     KUBELET_INTERNAL_ERROR,
@@ -50,7 +40,12 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.prog
     round_verdict,
     timeout_message,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
+    AgentToken,
+    is_refusal,
+    other_header,
+    refusal_advice,
+)
 
 API_PREFIX = "/api/assisted-install/v2"
 MAX_WORKERS = 32
@@ -60,7 +55,7 @@ class AgentRequestError(Day2Error):
     """A request to an agent failed. ``kind`` is one of the Observation kinds."""
 
     def __init__(self, kind, detail, status=None):
-        super(AgentRequestError, self).__init__(detail)
+        super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.status = status
@@ -167,10 +162,15 @@ class AgentClient:
 
     def _refusal(self, path, attempts):
         """The refusal in every header tried, the token (never its value) and what to do."""
-        tried = "; ".join("in %s: HTTP %d on GET %s: %s" % (header, status, path, text or "(no message)")
-                          for header, status, text in attempts)
-        return "%s. Token: %s. %s" % (tried, self.auth.token.describe(),
-                                      refusal_advice(self.auth.token, [text for _h, _s, text in attempts]))
+        tried = "; ".join(
+            "in %s: HTTP %d on GET %s: %s" % (header, status, path, text or "(no message)")
+            for header, status, text in attempts
+        )
+        return "%s. Token: %s. %s" % (
+            tried,
+            self.auth.token.describe(),
+            refusal_advice(self.auth.token, [text for _h, _s, text in attempts]),
+        )
 
     def list_clusters(self):
         return self.get("/clusters", {"with_hosts": "true"})
@@ -196,9 +196,8 @@ def kubelet_state(address, port, timeout):
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     try:
-        with socket.create_connection((address, port), timeout=timeout) as raw:
-            with context.wrap_socket(raw):
-                return KUBELET_HANDSHAKE
+        with socket.create_connection((address, port), timeout=timeout) as raw, context.wrap_socket(raw):
+            return KUBELET_HANDSHAKE
     except ssl.SSLError as error:
         return KUBELET_INTERNAL_ERROR if getattr(error, "reason", None) == "TLSV1_ALERT_INTERNAL_ERROR" else None
     except OSError:
@@ -244,8 +243,9 @@ class HostPoller:
                     return Observation(error.kind, error.detail)
                 # The events only add the newest message; the host state is already known.
         recovered, self.client.recovered = self.client.recovered, None
-        return Observation("answered", cluster=cluster, host=host, event=event, header=self.client.header,
-                           recovered=recovered)
+        return Observation(
+            "answered", cluster=cluster, host=host, event=event, header=self.client.header, recovered=recovered
+        )
 
     def _cluster_and_host(self):
         """``(cluster, host, budget_spent)``; budget_spent when two requests were needed."""
@@ -267,17 +267,29 @@ class HostPoller:
 class AgentWatch:
     """Polls every host concurrently, one round every ``wait_sleep`` seconds, until a verdict."""
 
-    def __init__(self, hosts, token, agent_port=8090, kubelet_port=10250, request_timeout=5, first_header=None,
-                 clock=time.monotonic, sleeper=time.sleep, now=utcnow):
-        self.progress = [
-            HostProgress(h["name"], h["address"], agent_port, h.get("mac_address")) for h in hosts
-        ]
+    def __init__(
+        self,
+        hosts,
+        token,
+        agent_port=8090,
+        kubelet_port=10250,
+        request_timeout=5,
+        first_header=None,
+        clock=time.monotonic,
+        sleeper=time.sleep,
+        now=utcnow,
+    ):
+        self.progress = [HostProgress(h["name"], h["address"], agent_port, h.get("mac_address")) for h in hosts]
         self.auth = AuthChoice(token, first_header)
-        self._pollers = dict(
-            (h["name"], HostPoller(AgentClient(h["address"], agent_port, self.auth, request_timeout),
-                                   h["name"], h.get("mac_address"), kubelet_port))
+        self._pollers = {
+            h["name"]: HostPoller(
+                AgentClient(h["address"], agent_port, self.auth, request_timeout),
+                h["name"],
+                h.get("mac_address"),
+                kubelet_port,
+            )
             for h in hosts
-        )
+        }
         self._clock = clock
         self._sleep = sleeper
         self._now = now
@@ -319,7 +331,7 @@ class AgentWatch:
 
     def result(self, until):
         return {
-            "hosts": dict((p.name, p.result(until)) for p in self.progress),
+            "hosts": {p.name: p.result(until) for p in self.progress},
             "duration": round(self._clock() - self.started, 1) if self.started is not None else 0.0,
             "polls": self.polls,
             "requests": self.requests,

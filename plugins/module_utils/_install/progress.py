@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -14,10 +13,6 @@ string ``{category: [{id, status, message}]}``), ``cluster.status``,
 ``event.message``, ``event.event_time``. Which stage and status reaches which ``until`` is in
 ``_agent_states``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 
@@ -40,7 +35,7 @@ KUBELET_INTERNAL_ERROR = "internal_error"
 _KUBELET_TEXT = {
     KUBELET_HANDSHAKE: "the kubelet answers TLS",
     KUBELET_INTERNAL_ERROR: "the kubelet aborts TLS with alert internal_error (its serving certificate is not "
-                            "approved yet)",
+    "approved yet)",
 }
 
 BOOT_ORDER_ADVICE = (
@@ -66,8 +61,9 @@ class Observation:
     (``handshake``, ``internal_error``) or ``None`` (not probed, or no kubelet).
     """
 
-    def __init__(self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None,
-                 recovered=None):
+    def __init__(
+        self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None, recovered=None
+    ):
         self.kind = kind
         self.recovered = recovered
         self.detail = detail
@@ -206,9 +202,16 @@ class HostProgress:
                 note = self.last_event
                 if seen.recovered:
                     self.auth_refused = seen.recovered
-                    self._record("the agent refused the token in %s (HTTP %s: %s); it accepted it in %s" % (
-                        seen.recovered["header"], seen.recovered["status"], seen.recovered["message"],
-                        self.auth_header), now)
+                    self._record(
+                        "the agent refused the token in %s (HTTP %s: %s); it accepted it in %s"
+                        % (
+                            seen.recovered["header"],
+                            seen.recovered["status"],
+                            seen.recovered["message"],
+                            self.auth_header,
+                        ),
+                        now,
+                    )
         self._record(note, now)
 
     def _observe_unreachable(self, seen, now):
@@ -252,10 +255,10 @@ class HostProgress:
 
     def _track_validations(self, failing, now):
         # A validation keeps the time it was first seen failing until it passes again.
-        self.failing = dict(
-            (vid, {"message": message, "since": self.failing.get(vid, {}).get("since") or now})
+        self.failing = {
+            vid: {"message": message, "since": self.failing.get(vid, {}).get("since") or now}
             for vid, message in failing.items()
-        )
+        }
 
     def _record(self, note, now):
         key = (self.status, self.stage, self.percentage, note)
@@ -290,17 +293,35 @@ class HostProgress:
         where = "host %s (%s)" % (self.name, self.address)
         if self.rejected:
             return "%s: the agent at %s:%s refused the token: %s." % (
-                where, self.address, self.agent_port, self.rejected)
+                where,
+                self.address,
+                self.agent_port,
+                self.rejected,
+            )
         if self.status == PENDING_USER_ACTION:
             return "%s is in status %s%s: %s. %s." % (
-                where, self.status, self._stage_text(), self.status_info or "", BOOT_ORDER_ADVICE)
+                where,
+                self.status,
+                self._stage_text(),
+                self.status_info or "",
+                BOOT_ORDER_ADVICE,
+            )
         if self.status in FAILED_STATUSES or self.stage == FAILED_STAGE:
             return "%s failed: status %s%s: %s%s" % (
-                where, self.status, self._stage_text(), self.status_info or "(no status_info)", self._event_text())
+                where,
+                self.status,
+                self._stage_text(),
+                self.status_info or "(no status_info)",
+                self._event_text(),
+            )
         if self.cluster_status in FAILED_CLUSTER_STATUSES:
             advice = " %s." % BOOT_ORDER_ADVICE if self.cluster_status == PENDING_USER_ACTION else ""
             return "%s: the agent's cluster is in status %s: %s.%s" % (
-                where, self.cluster_status, self.cluster_status_info or "(no status_info)", advice)
+                where,
+                self.cluster_status,
+                self.cluster_status_info or "(no status_info)",
+                advice,
+            )
         if self.level < INSTALLING and not self.reached(until):
             return self._validation_failure(where, grace_seconds, now)
         return None
@@ -315,11 +336,20 @@ class HostProgress:
             return None
         since, vid, message = min(expired)
         others = len(self.failing) - 1
-        return "%s: validation %s has been failing since %s (longer than validation_grace %d s): %s%s " \
-            "(host status %s: %s)" % (
-                where, vid, format_rfc3339(since), grace_seconds, message,
+        return (
+            "%s: validation %s has been failing since %s (longer than validation_grace %d s): %s%s "
+            "(host status %s: %s)"
+            % (
+                where,
+                vid,
+                format_rfc3339(since),
+                grace_seconds,
+                message,
                 "; %d more failing validation(s) in the result" % others if others else "",
-                self.status, self.status_info or "")
+                self.status,
+                self.status_info or "",
+            )
+        )
 
     def _stage_text(self):
         if not self.stage:
@@ -344,8 +374,9 @@ class HostProgress:
         if self.failing:
             parts.append("failing validations: %s" % ", ".join(sorted(self.failing)))
         if self.unreachable_since is not None:
-            parts.append("agent not answering since %s (%s)" % (
-                format_rfc3339(self.unreachable_since), self.unreachable_reason))
+            parts.append(
+                "agent not answering since %s (%s)" % (format_rfc3339(self.unreachable_since), self.unreachable_reason)
+            )
         elif self.agent_error:
             parts.append("agent error: %s" % self.agent_error)
         if self.last_event:
@@ -396,4 +427,9 @@ def round_verdict(progress, polled, until, grace_seconds, now):
 def timeout_message(progress, until, seconds):
     late = [p for p in progress if not p.reached(until)]
     return "timed out after %d s waiting for %d of %d host(s) to reach %s: %s" % (
-        seconds, len(late), len(progress), until, " | ".join(p.describe() for p in late))
+        seconds,
+        len(late),
+        len(progress),
+        until,
+        " | ".join(p.describe() for p in late),
+    )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -22,51 +21,100 @@ A stage or status this table does not know (a later release) is shown as the age
 counts as ``discovered`` (the agent knows its host), an unknown stage adds nothing.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 # The values of agent_wait's option ``until``, in the order a host passes them; a level is an index + 1.
 TARGETS = ("discovered", "validated", "installing", "rebooted")
 DISCOVERED, VALIDATED, INSTALLING, REBOOTED = 1, 2, 3, 4
 
 HOST_STAGES = (
-    "Starting installation", "Waiting for control plane", "Waiting for bootkube", "Waiting for controller",
-    "Installing", "Writing image to disk", "Copying registry data to disk", "Rebooting", "Waiting for ignition",
-    "Configuring", "Joined", "Done", "Failed",
+    "Starting installation",
+    "Waiting for control plane",
+    "Waiting for bootkube",
+    "Waiting for controller",
+    "Installing",
+    "Writing image to disk",
+    "Copying registry data to disk",
+    "Rebooting",
+    "Waiting for ignition",
+    "Configuring",
+    "Joined",
+    "Done",
+    "Failed",
 )
 # The stages 4.17-4.20 know: all but the one 4.21 added.
 HOST_STAGES_4_17 = tuple(stage for stage in HOST_STAGES if stage != "Copying registry data to disk")
-DAY2_WORKER_STAGES = ("Starting installation", "Installing", "Writing image to disk", "Waiting for control plane",
-                      "Rebooting")
+DAY2_WORKER_STAGES = (
+    "Starting installation",
+    "Installing",
+    "Writing image to disk",
+    "Waiting for control plane",
+    "Rebooting",
+)
 FAILED_STAGE = "Failed"
 
 # Stages before the disk is booted: the installation runs. "Waiting for control plane" comes after the disk
 # is written for a day-2 worker, before the reboot.
-_INSTALLING_STAGES = ("Starting installation", "Waiting for control plane", "Waiting for bootkube",
-                      "Waiting for controller", "Installing", "Writing image to disk", "Copying registry data to disk")
+_INSTALLING_STAGES = (
+    "Starting installation",
+    "Waiting for control plane",
+    "Waiting for bootkube",
+    "Waiting for controller",
+    "Installing",
+    "Writing image to disk",
+    "Copying registry data to disk",
+)
 # Stages once the disk is written and the host boots from it (or has).
 _REBOOTED_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done")
-STAGE_LEVEL = dict([(stage, INSTALLING) for stage in _INSTALLING_STAGES]
-                   + [(stage, REBOOTED) for stage in _REBOOTED_STAGES])
+STAGE_LEVEL = dict(
+    [(stage, INSTALLING) for stage in _INSTALLING_STAGES] + [(stage, REBOOTED) for stage in _REBOOTED_STAGES]
+)
 
 HOST_STATUSES = (
-    "discovering", "known", "disconnected", "insufficient", "disabled", "preparing-for-installation",
-    "preparing-failed", "preparing-successful", "pending-for-input", "installing", "installing-in-progress",
-    "installing-pending-user-action", "resetting-pending-user-action", "installed", "error", "resetting",
-    "added-to-existing-cluster", "cancelled", "binding", "unbinding", "unbinding-pending-user-action",
-    "known-unbound", "disconnected-unbound", "insufficient-unbound", "disabled-unbound", "discovering-unbound",
-    "reclaiming", "reclaiming-rebooting",
+    "discovering",
+    "known",
+    "disconnected",
+    "insufficient",
+    "disabled",
+    "preparing-for-installation",
+    "preparing-failed",
+    "preparing-successful",
+    "pending-for-input",
+    "installing",
+    "installing-in-progress",
+    "installing-pending-user-action",
+    "resetting-pending-user-action",
+    "installed",
+    "error",
+    "resetting",
+    "added-to-existing-cluster",
+    "cancelled",
+    "binding",
+    "unbinding",
+    "unbinding-pending-user-action",
+    "known-unbound",
+    "disconnected-unbound",
+    "insufficient-unbound",
+    "disabled-unbound",
+    "discovering-unbound",
+    "reclaiming",
+    "reclaiming-rebooting",
 )
 # ``preparing-failed`` is reached from ``known`` and goes back to it; ``installing-pending-user-action`` is an
 # installation waiting for the boot order to be fixed (a fail-fast state of its own).
 _STATUS_LEVELS = (
     (VALIDATED, ("known", "preparing-failed")),
-    (INSTALLING, ("preparing-for-installation", "preparing-successful", "installing", "installing-in-progress",
-                  "installing-pending-user-action")),
+    (
+        INSTALLING,
+        (
+            "preparing-for-installation",
+            "preparing-successful",
+            "installing",
+            "installing-in-progress",
+            "installing-pending-user-action",
+        ),
+    ),
     (REBOOTED, ("installed", "added-to-existing-cluster")),
 )
-STATUS_LEVEL = dict((status, DISCOVERED) for status in HOST_STATUSES)
+STATUS_LEVEL = {status: DISCOVERED for status in HOST_STATUSES}
 for _level, _statuses in _STATUS_LEVELS:
     STATUS_LEVEL.update((status, _level) for status in _statuses)
 

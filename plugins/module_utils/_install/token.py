@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -23,21 +22,17 @@ verify them); the watcher persona is preferred. ``choose`` also reads the cluste
 through a reader the caller connected.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import base64
 import binascii
 import datetime
 import json
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     core_target,
     group_target,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 SECRET_NAMESPACE = "openshift-config"
 SECRET_NAME = "agent-auth-token"
@@ -163,8 +158,9 @@ MISSING_CLAIM = "token missing authClaim"
 def is_refusal(status, message):
     """Whether an agent's HTTP status and error message mean it refused the token in that header."""
     text = message or ""
-    return status in (401, 403) or (status == 500 and MALFORMED_CLAIM in text) or (
-        status == 400 and MISSING_CLAIM in text)
+    return (
+        status in (401, 403) or (status == 500 and MALFORMED_CLAIM in text) or (status == 400 and MISSING_CLAIM in text)
+    )
 
 
 def refusal_advice(token, messages):
@@ -174,20 +170,30 @@ def refusal_advice(token, messages):
     if "expired" in text:
         causes.append("the token has expired (tokens live 48 h from the ISO build)")
     if "authclaim" in text and "unauthorized" in text and token.persona != WATCHER_PERSONA:
-        causes.append("a token of persona %s cannot follow the install: the agent wants the watcher token" % (
-            token.persona or "(none)"))
+        causes.append(
+            "a token of persona %s cannot follow the install: the agent wants the watcher token"
+            % (token.persona or "(none)")
+        )
     if MALFORMED_CLAIM in text:
         causes.append("a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later")
     if "claims are incorrectly formatted" in text:
         causes.append("a 4.18+ token (no infra_env_id claim) reached an agent of 4.17")
     if "verification error" in text or "segments" in text or "signing method" in text:
-        causes.append("the token was not signed by the key of the ISO the host runs (the ISO comes from "
-                      "another build or another cluster)")
-    return "%sRebuild the ISO with day2_iso (force: true) and boot it again when the token expired or the ISO " \
-        "comes from another build; or pass token: the watcher token of the ISO the host runs (key %s of Secret " \
-        "%s/%s, 4.18 and later; agentAuthToken on 4.17) as it was when that ISO was built" % (
-            "Likely cause: %s. " % "; ".join(causes) if causes else "", "watcherAuthToken",
-            SECRET_NAMESPACE, SECRET_NAME)
+        causes.append(
+            "the token was not signed by the key of the ISO the host runs (the ISO comes from "
+            "another build or another cluster)"
+        )
+    return (
+        "%sRebuild the ISO with day2_iso (force: true) and boot it again when the token expired or the ISO "
+        "comes from another build; or pass token: the watcher token of the ISO the host runs (key %s of Secret "
+        "%s/%s, 4.18 and later; agentAuthToken on 4.17) as it was when that ISO was built"
+        % (
+            "Likely cause: %s. " % "; ".join(causes) if causes else "",
+            "watcherAuthToken",
+            SECRET_NAMESPACE,
+            SECRET_NAME,
+        )
+    )
 
 
 def decode_claims(token):
@@ -224,20 +230,24 @@ def watch_token(secret):
     if secret is None:
         raise AgentTokenError(
             "Secret %s/%s does not exist. node-joiner creates it when it builds the ISO: build the ISO first "
-            "(day2_iso), or pass the token" % (SECRET_NAMESPACE, SECRET_NAME))
+            "(day2_iso), or pass the token" % (SECRET_NAMESPACE, SECRET_NAME)
+        )
     tokens = secret_tokens(secret)
-    for wanted in (lambda t: t.persona == WATCHER_PERSONA,
-                   lambda t: t.persona is None and "infra_env_id" in t.claims,
-                   lambda t: t.persona == USER_PERSONA,
-                   lambda t: True):
+    for wanted in (
+        lambda t: t.persona == WATCHER_PERSONA,
+        lambda t: t.persona is None and "infra_env_id" in t.claims,
+        lambda t: t.persona == USER_PERSONA,
+        lambda t: True,
+    ):
         for token in tokens:
             if wanted(token):
                 return token
     keys = sorted((secret.get("data") or {}).keys())
     raise AgentTokenError(
         "Secret %s/%s holds no readable *AuthToken key (keys: %s). Build the ISO again (day2_iso with force: true), "
-        "which makes node-joiner write a new token, or pass the token" % (
-            SECRET_NAMESPACE, SECRET_NAME, ", ".join(keys) or "none"))
+        "which makes node-joiner write a new token, or pass the token"
+        % (SECRET_NAMESPACE, SECRET_NAME, ", ".join(keys) or "none")
+    )
 
 
 def secret_expiry(secret):

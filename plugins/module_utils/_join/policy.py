@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -16,9 +15,6 @@ signer together), so that each can be reasoned about, tested and disabled on its
 own (tests/mutation/csr_policy_mutations.py does exactly that).
 """
 
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
-
 import base64
 import binascii
 import datetime
@@ -30,6 +26,7 @@ try:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
     from cryptography.x509.oid import NameOID
+
     HAS_CRYPTOGRAPHY = True
     CRYPTOGRAPHY_IMPORT_ERROR = None
 except ImportError:
@@ -37,33 +34,35 @@ except ImportError:
     CRYPTOGRAPHY_IMPORT_ERROR = traceback.format_exc()
 
 
-CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet'
-SERVING_SIGNER = 'kubernetes.io/kubelet-serving'
+CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 KUBELET_SIGNERS = (CLIENT_SIGNER, SERVING_SIGNER)
 
-BOOTSTRAP_USERNAME = 'system:serviceaccount:openshift-machine-config-operator:node-bootstrapper'
-BOOTSTRAP_GROUPS = frozenset([
-    'system:serviceaccounts:openshift-machine-config-operator',
-    'system:serviceaccounts',
-    'system:authenticated',
-])
-NODE_USER_PREFIX = 'system:node:'
-NODES_GROUP = 'system:nodes'
-SERVING_REQUIRED_GROUPS = frozenset([NODES_GROUP, 'system:authenticated'])
+BOOTSTRAP_USERNAME = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+BOOTSTRAP_GROUPS = frozenset(
+    [
+        "system:serviceaccounts:openshift-machine-config-operator",
+        "system:serviceaccounts",
+        "system:authenticated",
+    ]
+)
+NODE_USER_PREFIX = "system:node:"
+NODES_GROUP = "system:nodes"
+SERVING_REQUIRED_GROUPS = frozenset([NODES_GROUP, "system:authenticated"])
 
 CLIENT_USAGES = (
-    frozenset(['digital signature', 'client auth']),
-    frozenset(['digital signature', 'key encipherment', 'client auth']),
+    frozenset(["digital signature", "client auth"]),
+    frozenset(["digital signature", "key encipherment", "client auth"]),
 )
 SERVING_USAGES = (
-    frozenset(['digital signature', 'server auth']),
-    frozenset(['digital signature', 'key encipherment', 'server auth']),
+    frozenset(["digital signature", "server auth"]),
+    frozenset(["digital signature", "key encipherment", "server auth"]),
 )
 
 # The kubelet makes every key it asks a certificate for (bootstrap client key and
 # serving keys) as ECDSA on P-256. Accepting anything else only widens what a
 # holder of the bootstrap credential could present; see docs/csr-approval.md.
-ACCEPTED_KEY_TYPES = frozenset(['ECDSA P-256'])
+ACCEPTED_KEY_TYPES = frozenset(["ECDSA P-256"])
 
 # The API server stamps creationTimestamp with its clock, not_before comes from the
 # controller's clock: tolerate this much disagreement between the two.
@@ -76,14 +75,14 @@ FLOOD_WINDOW = datetime.timedelta(hours=1)
 FLOOD_MINIMUM = 10
 FLOOD_PER_NODE = 4
 
-APPROVE = 'approve'
-SKIP = 'skip'
+APPROVE = "approve"
+SKIP = "skip"
 
-PENDING = 'pending'
-APPROVED = 'approved'
-DENIED_OR_FAILED = 'denied/failed'
+PENDING = "pending"
+APPROVED = "approved"
+DENIED_OR_FAILED = "denied/failed"
 
-REPLACE_HINT = 'playbooks/replace_worker.yml'
+REPLACE_HINT = "playbooks/replace_worker.yml"
 
 
 class Finding:
@@ -94,7 +93,7 @@ class Finding:
         self.message = message
 
     def __repr__(self):
-        return 'Finding(%r, %r)' % (self.reason, self.message)
+        return "Finding(%r, %r)" % (self.reason, self.message)
 
 
 class ExpectedNode:
@@ -108,7 +107,7 @@ class ExpectedNode:
 
     def __init__(self, name, addresses=(), dns_names=(), not_before=None):
         self.name = name
-        self.addresses = frozenset(ipaddress.ip_address(u'%s' % a) for a in addresses)
+        self.addresses = frozenset(ipaddress.ip_address("%s" % a) for a in addresses)
         self.dns_names = frozenset(_dns_key(n) for n in dns_names)
         self.not_before = _as_utc(not_before) if not_before is not None else None
 
@@ -117,8 +116,7 @@ class ExpectedNode:
         """Accept an ExpectedNode or a dict with the same keys."""
         if isinstance(value, cls):
             return value
-        return cls(value['name'], value.get('addresses') or (), value.get('dns_names') or (),
-                   value.get('not_before'))
+        return cls(value["name"], value.get("addresses") or (), value.get("dns_names") or (), value.get("not_before"))
 
 
 class ParsedCSR:
@@ -157,7 +155,7 @@ class ParsedCSR:
         cn = self.common_names[0]
         if not cn.startswith(NODE_USER_PREFIX) or len(cn) == len(NODE_USER_PREFIX):
             return None
-        return cn[len(NODE_USER_PREFIX):]
+        return cn[len(NODE_USER_PREFIX) :]
 
     @property
     def looks_like_node_csr(self):
@@ -165,14 +163,13 @@ class ParsedCSR:
 
     @property
     def all_sans(self):
-        return (self.dns_sans + [str(ip) for ip in self.ip_sans] + self.email_sans
-                + self.uri_sans + self.other_sans)
+        return self.dns_sans + [str(ip) for ip in self.ip_sans] + self.email_sans + self.uri_sans + self.other_sans
 
 
 class Decision:
     """What to do with one CSR and why."""
 
-    FIELDS = ('name', 'node', 'signer', 'action', 'reason', 'message', 'created')
+    FIELDS = ("name", "node", "signer", "action", "reason", "message", "created")
 
     def __init__(self, name, node, signer, action, reason, message, created):
         self.name = name
@@ -184,10 +181,10 @@ class Decision:
         self.created = created
 
     def to_dict(self):
-        return dict((field, getattr(self, field)) for field in self.FIELDS)
+        return {field: getattr(self, field) for field in self.FIELDS}
 
     def __repr__(self):
-        return 'Decision(%s)' % ', '.join('%s=%r' % (f, getattr(self, f)) for f in self.FIELDS)
+        return "Decision(%s)" % ", ".join("%s=%r" % (f, getattr(self, f)) for f in self.FIELDS)
 
 
 class FloodVerdict:
@@ -195,7 +192,7 @@ class FloodVerdict:
 
     def __init__(self, flood, count, threshold, message):
         self.flood = flood
-        self.reason = 'flood' if flood else 'ok'
+        self.reason = "flood" if flood else "ok"
         self.count = count
         self.threshold = threshold
         self.message = message
@@ -230,16 +227,16 @@ def _as_utc(value):
     if isinstance(value, datetime.datetime):
         moment = value
     else:
-        text = u'%s' % value
-        if text.endswith('Z') or text.endswith('z'):
-            text = text[:-1] + '+00:00'
+        text = "%s" % value
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
         # Python 3.9 fromisoformat accepts only 3 or 6 fraction digits: drop fractions.
-        if '.' in text:
-            head, tail = text.split('.', 1)
-            zone = ''
-            for sign in ('+', '-'):
+        if "." in text:
+            head, tail = text.split(".", 1)
+            zone = ""
+            for sign in ("+", "-"):
                 if sign in tail:
-                    zone = tail[tail.index(sign):]
+                    zone = tail[tail.index(sign) :]
             text = head + zone
         moment = datetime.datetime.fromisoformat(text)
     if moment.tzinfo is None:
@@ -249,17 +246,17 @@ def _as_utc(value):
 
 def _dns_key(name):
     """DNS names compare case-insensitively and without a trailing dot."""
-    return name.lower().rstrip('.')
+    return name.lower().rstrip(".")
 
 
 def _condition_state(conditions):
     state = PENDING
     for condition in conditions or []:
-        if not isinstance(condition, dict) or condition.get('status', 'True') != 'True':
+        if not isinstance(condition, dict) or condition.get("status", "True") != "True":
             continue
-        if condition.get('type') in ('Denied', 'Failed'):
+        if condition.get("type") in ("Denied", "Failed"):
             return DENIED_OR_FAILED
-        if condition.get('type') == 'Approved':
+        if condition.get("type") == "Approved":
             state = APPROVED
     return state
 
@@ -273,16 +270,16 @@ def _string_list(value):
 def _describe_key(public_key):
     """A short name such as 'ECDSA P-256' or 'RSA 2048' for messages and ACCEPTED_KEY_TYPES."""
     if isinstance(public_key, ec.EllipticCurvePublicKey):
-        curves = {'secp256r1': 'P-256', 'secp384r1': 'P-384', 'secp521r1': 'P-521'}
-        return 'ECDSA %s' % curves.get(public_key.curve.name, public_key.curve.name)
+        curves = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
+        return "ECDSA %s" % curves.get(public_key.curve.name, public_key.curve.name)
     if isinstance(public_key, rsa.RSAPublicKey):
-        return 'RSA %d' % public_key.key_size
+        return "RSA %d" % public_key.key_size
     if isinstance(public_key, dsa.DSAPublicKey):
-        return 'DSA %d' % public_key.key_size
+        return "DSA %d" % public_key.key_size
     if isinstance(public_key, ed25519.Ed25519PublicKey):
-        return 'Ed25519'
+        return "Ed25519"
     if isinstance(public_key, ed448.Ed448PublicKey):
-        return 'Ed448'
+        return "Ed448"
     return type(public_key).__name__
 
 
@@ -317,21 +314,21 @@ def _read_sans(parsed, request):
 def _read_request(parsed, request_b64):
     """Fill the request fields from spec.request; return a Finding on failure."""
     if not HAS_CRYPTOGRAPHY:
-        return Finding('bad-request', 'the Python library cryptography is missing, CSRs cannot be checked')
+        return Finding("bad-request", "the Python library cryptography is missing, CSRs cannot be checked")
     if not isinstance(request_b64, (str, bytes)) or not request_b64:
-        return Finding('bad-request', 'spec.request is missing or not a string')
+        return Finding("bad-request", "spec.request is missing or not a string")
     try:
         pem = base64.b64decode(request_b64, validate=True)
     except (binascii.Error, ValueError):
-        return Finding('bad-request', 'spec.request is not valid base64')
-    if b'-----BEGIN CERTIFICATE REQUEST-----' not in pem:
-        return Finding('bad-request', 'spec.request does not hold a PEM CERTIFICATE REQUEST block')
+        return Finding("bad-request", "spec.request is not valid base64")
+    if b"-----BEGIN CERTIFICATE REQUEST-----" not in pem:
+        return Finding("bad-request", "spec.request does not hold a PEM CERTIFICATE REQUEST block")
     try:
         request = x509.load_pem_x509_csr(pem)
         _read_subject(parsed, request)
         _read_sans(parsed, request)
     except Exception as exc:  # cryptography raises several types for malformed DER
-        return Finding('bad-request', 'spec.request is not a readable PKCS#10 request: %s' % exc)
+        return Finding("bad-request", "spec.request is not a readable PKCS#10 request: %s" % exc)
     try:
         parsed.signature_valid = bool(request.is_signature_valid)
     except Exception:  # an unsupported signature algorithm cannot be verified
@@ -340,9 +337,10 @@ def _read_request(parsed, request_b64):
         public_key = request.public_key()
         parsed.key_type = _describe_key(public_key)
         parsed.public_key_der = public_key.public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
     except Exception as exc:  # unknown key algorithms or curves
-        parsed.key_type = 'unsupported (%s)' % exc
+        parsed.key_type = "unsupported (%s)" % exc
     return None
 
 
@@ -354,25 +352,25 @@ def parse_csr(obj):
     """
     parsed = ParsedCSR()
     if not isinstance(obj, dict):
-        parsed.error = Finding('bad-object', 'not a CertificateSigningRequest object')
+        parsed.error = Finding("bad-object", "not a CertificateSigningRequest object")
         return parsed
-    metadata = obj.get('metadata') if isinstance(obj.get('metadata'), dict) else {}
-    spec = obj.get('spec') if isinstance(obj.get('spec'), dict) else {}
-    status = obj.get('status') if isinstance(obj.get('status'), dict) else {}
-    name = metadata.get('name')
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    name = metadata.get("name")
     parsed.name = name if isinstance(name, str) and name else None
-    parsed.signer = spec.get('signerName') if isinstance(spec.get('signerName'), str) else None
-    parsed.username = spec.get('username') if isinstance(spec.get('username'), str) else None
-    parsed.groups = _string_list(spec.get('groups'))
-    parsed.usages = _string_list(spec.get('usages'))
-    parsed.state = _condition_state(status.get('conditions'))
+    parsed.signer = spec.get("signerName") if isinstance(spec.get("signerName"), str) else None
+    parsed.username = spec.get("username") if isinstance(spec.get("username"), str) else None
+    parsed.groups = _string_list(spec.get("groups"))
+    parsed.usages = _string_list(spec.get("usages"))
+    parsed.state = _condition_state(status.get("conditions"))
     try:
-        parsed.created = _as_utc(metadata['creationTimestamp'])
+        parsed.created = _as_utc(metadata["creationTimestamp"])
     except (KeyError, TypeError, ValueError):
         parsed.created = None
-    parsed.error = _read_request(parsed, spec.get('request'))
+    parsed.error = _read_request(parsed, spec.get("request"))
     if parsed.error is None and (parsed.name is None or parsed.created is None):
-        parsed.error = Finding('bad-object', 'metadata.name or metadata.creationTimestamp is missing')
+        parsed.error = Finding("bad-object", "metadata.name or metadata.creationTimestamp is missing")
     return parsed
 
 
@@ -383,17 +381,18 @@ def parse_csr(obj):
 def check_state(csr, ctx):
     """Only pending CSRs are candidates."""
     if csr.state == APPROVED:
-        return Finding('already-approved', 'already approved; nothing to do')
+        return Finding("already-approved", "already approved; nothing to do")
     if csr.state == DENIED_OR_FAILED:
-        return Finding('denied/failed', 'has a Denied or Failed condition; it will never be approved')
+        return Finding("denied/failed", "has a Denied or Failed condition; it will never be approved")
     return None
 
 
 def check_signer(csr, ctx):
     """A node-looking CSR for a signer other than the two kubelet signers."""
     if csr.signer not in KUBELET_SIGNERS:
-        return Finding('unexpected-signer', 'expected signer %s or %s, found %r'
-                       % (CLIENT_SIGNER, SERVING_SIGNER, csr.signer))
+        return Finding(
+            "unexpected-signer", "expected signer %s or %s, found %r" % (CLIENT_SIGNER, SERVING_SIGNER, csr.signer)
+        )
     return None
 
 
@@ -405,43 +404,55 @@ def check_readable(csr, ctx):
 def check_age(csr, ctx):
     """Pending CSRs are garbage collected after 24 h; an older one is not genuine."""
     if csr.created is None or ctx.now - csr.created > MAX_PENDING_AGE:
-        return Finding('too-old', 'expected a CSR created within %s before %s, found creationTimestamp %s'
-                       % (MAX_PENDING_AGE, _iso(ctx.now), _iso(csr.created)))
+        return Finding(
+            "too-old",
+            "expected a CSR created within %s before %s, found creationTimestamp %s"
+            % (MAX_PENDING_AGE, _iso(ctx.now), _iso(csr.created)),
+        )
     return None
 
 
 def check_signature(csr, ctx):
     """The request is signed by the key it carries (proof of possession)."""
     if not csr.signature_valid:
-        return Finding('bad-signature', 'the request signature does not verify with its own public key')
+        return Finding("bad-signature", "the request signature does not verify with its own public key")
     return None
 
 
 def check_key_type(csr, ctx):
     """Only the key type the kubelet generates."""
     if csr.key_type not in ACCEPTED_KEY_TYPES:
-        return Finding('key-type', 'expected a %s key (what the kubelet generates), found %s'
-                       % (' or '.join(sorted(ACCEPTED_KEY_TYPES)), csr.key_type))
+        return Finding(
+            "key-type",
+            "expected a %s key (what the kubelet generates), found %s"
+            % (" or ".join(sorted(ACCEPTED_KEY_TYPES)), csr.key_type),
+        )
     return None
 
 
 def check_subject(csr, ctx):
     """Subject is exactly one CN system:node:<host> plus O; nothing else."""
     if csr.host is None:
-        return Finding('bad-subject', 'expected exactly one subject CN %s<host>, found %r'
-                       % (NODE_USER_PREFIX, csr.common_names))
+        return Finding(
+            "bad-subject", "expected exactly one subject CN %s<host>, found %r" % (NODE_USER_PREFIX, csr.common_names)
+        )
     if csr.other_subject_attributes:
-        return Finding('bad-subject', 'expected a subject of only CN and O, found also %s'
-                       % ', '.join(csr.other_subject_attributes))
+        return Finding(
+            "bad-subject",
+            "expected a subject of only CN and O, found also %s" % ", ".join(csr.other_subject_attributes),
+        )
     return None
 
 
 def check_expected_node(csr, ctx):
     """The CN names a host of the inventory."""
     if csr.host not in ctx.expected:
-        extra = ' (an existing Node)' if csr.host in ctx.existing_node_names else ''
-        return Finding('unknown-node', 'expected a CN naming one of the new hosts %s, found %s%s%s'
-                       % (sorted(ctx.expected), NODE_USER_PREFIX, csr.host, extra))
+        extra = " (an existing Node)" if csr.host in ctx.existing_node_names else ""
+        return Finding(
+            "unknown-node",
+            "expected a CN naming one of the new hosts %s, found %s%s%s"
+            % (sorted(ctx.expected), NODE_USER_PREFIX, csr.host, extra),
+        )
     return None
 
 
@@ -451,106 +462,128 @@ def check_not_before(csr, ctx):
     if node is None or node.not_before is None:
         return None
     if csr.created is None or csr.created < node.not_before - ctx.clock_skew:
-        return Finding('before-not-before', 'expected a CSR created after %s (not_before of %s, minus %ss '
-                       'clock skew), found %s' % (_iso(node.not_before), csr.host,
-                                                  int(ctx.clock_skew.total_seconds()), _iso(csr.created)))
+        return Finding(
+            "before-not-before",
+            "expected a CSR created after %s (not_before of %s, minus %ss "
+            "clock skew), found %s"
+            % (_iso(node.not_before), csr.host, int(ctx.clock_skew.total_seconds()), _iso(csr.created)),
+        )
     return None
 
 
 def check_node_absent(csr, ctx):
     """A client certificate for an existing Node name would hand over that node's identity."""
     if csr.host in ctx.existing_node_names:
-        return Finding('node-exists', 'a Node named %s already exists; a new client certificate for it would '
-                       'hand its identity to whoever filed this CSR. To re-add this host, remove the old Node '
-                       'with %s' % (csr.host, REPLACE_HINT))
+        return Finding(
+            "node-exists",
+            "a Node named %s already exists; a new client certificate for it would "
+            "hand its identity to whoever filed this CSR. To re-add this host, remove the old Node "
+            "with %s" % (csr.host, REPLACE_HINT),
+        )
     return None
 
 
 def check_bootstrap_username(csr, ctx):
     """The client CSR was filed with the node-bootstrapper credential."""
     if csr.username != BOOTSTRAP_USERNAME:
-        return Finding('bad-username', 'expected spec.username %s, found %r' % (BOOTSTRAP_USERNAME, csr.username))
+        return Finding("bad-username", "expected spec.username %s, found %r" % (BOOTSTRAP_USERNAME, csr.username))
     return None
 
 
 def check_bootstrap_groups(csr, ctx):
     """Exactly the node-bootstrapper's groups."""
     if set(csr.groups) != BOOTSTRAP_GROUPS:
-        return Finding('bad-groups', 'expected spec.groups exactly %s, found %s'
-                       % (sorted(BOOTSTRAP_GROUPS), sorted(csr.groups)))
+        return Finding(
+            "bad-groups", "expected spec.groups exactly %s, found %s" % (sorted(BOOTSTRAP_GROUPS), sorted(csr.groups))
+        )
     return None
 
 
 def check_client_organization(csr, ctx):
     """O exactly [system:nodes]: any other O becomes a group of the node user."""
     if csr.organizations != [NODES_GROUP]:
-        return Finding('bad-organization', 'expected subject O exactly [%s], found %s'
-                       % (NODES_GROUP, csr.organizations))
+        return Finding(
+            "bad-organization", "expected subject O exactly [%s], found %s" % (NODES_GROUP, csr.organizations)
+        )
     return None
 
 
 def check_client_no_sans(csr, ctx):
     """A kubelet client certificate carries no subject alternative names."""
     if csr.all_sans:
-        return Finding('client-has-sans', 'expected no subject alternative names, found %s' % csr.all_sans)
+        return Finding("client-has-sans", "expected no subject alternative names, found %s" % csr.all_sans)
     return None
 
 
 def check_client_usages(csr, ctx):
     if frozenset(csr.usages) not in CLIENT_USAGES:
-        return Finding('bad-usages', 'expected usages %s, found %s'
-                       % (' or '.join(str(sorted(u)) for u in CLIENT_USAGES), sorted(csr.usages)))
+        return Finding(
+            "bad-usages",
+            "expected usages %s, found %s" % (" or ".join(str(sorted(u)) for u in CLIENT_USAGES), sorted(csr.usages)),
+        )
     return None
 
 
 def check_username_matches_cn(csr, ctx):
     """A serving CSR is filed by the node itself, with its own client certificate."""
-    if csr.username != '%s%s' % (NODE_USER_PREFIX, csr.host):
-        return Finding('username-cn-mismatch', 'expected spec.username %s%s (the subject CN), found %r'
-                       % (NODE_USER_PREFIX, csr.host, csr.username))
+    if csr.username != "%s%s" % (NODE_USER_PREFIX, csr.host):
+        return Finding(
+            "username-cn-mismatch",
+            "expected spec.username %s%s (the subject CN), found %r" % (NODE_USER_PREFIX, csr.host, csr.username),
+        )
     return None
 
 
 def check_node_groups(csr, ctx):
     missing = SERVING_REQUIRED_GROUPS - set(csr.groups)
     if missing:
-        return Finding('bad-groups', 'expected spec.groups to include %s, found %s (missing %s)'
-                       % (sorted(SERVING_REQUIRED_GROUPS), sorted(csr.groups), sorted(missing)))
+        return Finding(
+            "bad-groups",
+            "expected spec.groups to include %s, found %s (missing %s)"
+            % (sorted(SERVING_REQUIRED_GROUPS), sorted(csr.groups), sorted(missing)),
+        )
     return None
 
 
 def check_serving_organization(csr, ctx):
     if NODES_GROUP not in csr.organizations:
-        return Finding('bad-organization', 'expected subject O to contain %s, found %s'
-                       % (NODES_GROUP, csr.organizations))
+        return Finding(
+            "bad-organization", "expected subject O to contain %s, found %s" % (NODES_GROUP, csr.organizations)
+        )
     return None
 
 
 def check_serving_usages(csr, ctx):
     if frozenset(csr.usages) not in SERVING_USAGES:
-        return Finding('bad-usages', 'expected usages %s, found %s'
-                       % (' or '.join(str(sorted(u)) for u in SERVING_USAGES), sorted(csr.usages)))
+        return Finding(
+            "bad-usages",
+            "expected usages %s, found %s" % (" or ".join(str(sorted(u)) for u in SERVING_USAGES), sorted(csr.usages)),
+        )
     return None
 
 
 def check_serving_has_san(csr, ctx):
     """A serving certificate without a name or address serves nothing."""
     if not csr.all_sans:
-        return Finding('no-sans', 'expected at least one DNS or IP subject alternative name of %s, found none'
-                       % csr.host)
+        return Finding(
+            "no-sans", "expected at least one DNS or IP subject alternative name of %s, found none" % csr.host
+        )
     return None
 
 
 def check_serving_sans_expected(csr, ctx):
     """Every SAN is an address or name of this host: a foreign one would let it impersonate another."""
-    node = ctx.expected.get(csr.host) or ExpectedNode(csr.host or '')
+    node = ctx.expected.get(csr.host) or ExpectedNode(csr.host or "")
     allowed_dns = node.dns_names | frozenset([_dns_key(node.name)])
     foreign = [name for name in csr.dns_sans if _dns_key(name) not in allowed_dns]
     foreign += [str(ip) for ip in csr.ip_sans if ip not in node.addresses]
     foreign += csr.email_sans + csr.uri_sans + csr.other_sans
     if foreign:
-        return Finding('san-not-expected', 'expected DNS names %s and IP addresses %s only, found also %s'
-                       % (sorted(allowed_dns), sorted(str(a) for a in node.addresses), foreign))
+        return Finding(
+            "san-not-expected",
+            "expected DNS names %s and IP addresses %s only, found also %s"
+            % (sorted(allowed_dns), sorted(str(a) for a in node.addresses), foreign),
+        )
     return None
 
 
@@ -591,24 +624,29 @@ def rule_single_client_key(group):
     """All genuine client CSRs of one node carry the kubelet's one bootstrap key."""
     if group.signer != CLIENT_SIGNER:
         return {}
-    keys = set(csr.public_key_der for csr in group.candidates + group.settled)
+    keys = {csr.public_key_der for csr in group.candidates + group.settled}
     if len(keys) < 2:
         return {}
     names = sorted(csr.name for csr in group.candidates + group.settled)
-    finding = Finding('possible-spoofing', 'expected every client CSR of %s to carry the same public key, found '
-                      '%d different keys in %s: someone else may hold the bootstrap credential; approve none, '
-                      'investigate, delete the rogue CSRs' % (group.node, len(keys), ', '.join(names)))
-    return dict((csr.name, finding) for csr in group.candidates)
+    finding = Finding(
+        "possible-spoofing",
+        "expected every client CSR of %s to carry the same public key, found "
+        "%d different keys in %s: someone else may hold the bootstrap credential; approve none, "
+        "investigate, delete the rogue CSRs" % (group.node, len(keys), ", ".join(names)),
+    )
+    return {csr.name: finding for csr in group.candidates}
 
 
 def rule_one_approval_per_run(group):
     """A node gets one certificate per signer in a run."""
     if not group.settled:
         return {}
-    names = ', '.join(sorted(csr.name for csr in group.settled))
-    finding = Finding('node-already-approved', 'expected no second approval for %s, found %s already approved '
-                      'for this signer' % (group.node, names))
-    return dict((csr.name, finding) for csr in group.candidates)
+    names = ", ".join(sorted(csr.name for csr in group.settled))
+    finding = Finding(
+        "node-already-approved",
+        "expected no second approval for %s, found %s already approved for this signer" % (group.node, names),
+    )
+    return {csr.name: finding for csr in group.candidates}
 
 
 def rule_newest_wins(group):
@@ -616,8 +654,8 @@ def rule_newest_wins(group):
     if len(group.candidates) < 2:
         return {}
     newest = max(group.candidates, key=lambda csr: (csr.created, csr.name))
-    finding = Finding('superseded', 'a newer CSR of %s for this signer exists: %s' % (group.node, newest.name))
-    return dict((csr.name, finding) for csr in group.candidates if csr is not newest)
+    finding = Finding("superseded", "a newer CSR of %s for this signer exists: %s" % (group.node, newest.name))
+    return {csr.name: finding for csr in group.candidates if csr is not newest}
 
 
 GROUP_RULES = [
@@ -645,23 +683,36 @@ def flood_guard(csrs, expected_names, now):
     parsed_csrs = [csr if isinstance(csr, ParsedCSR) else parse_csr(csr) for csr in csrs]
     expected_names = frozenset(expected_names)
     window_start = _as_utc(now) - FLOOD_WINDOW
-    count = sum(1 for csr in parsed_csrs
-                if csr.state == PENDING and csr.host in expected_names
-                and csr.created is not None and csr.created >= window_start)
+    count = sum(
+        1
+        for csr in parsed_csrs
+        if csr.state == PENDING
+        and csr.host in expected_names
+        and csr.created is not None
+        and csr.created >= window_start
+    )
     threshold = flood_threshold(len(expected_names))
     if count > threshold:
-        return FloodVerdict(True, count, threshold, 'expected at most %d pending CSRs for the %d new hosts within %s, '
-                            'found %d: approving nothing until someone looks' % (
-                                threshold, len(expected_names), FLOOD_WINDOW, count))
-    return FloodVerdict(False, count, threshold, '%d pending CSRs for the new hosts within %s (limit %d)'
-                        % (count, FLOOD_WINDOW, threshold))
+        return FloodVerdict(
+            True,
+            count,
+            threshold,
+            "expected at most %d pending CSRs for the %d new hosts within %s, "
+            "found %d: approving nothing until someone looks" % (threshold, len(expected_names), FLOOD_WINDOW, count),
+        )
+    return FloodVerdict(
+        False,
+        count,
+        threshold,
+        "%d pending CSRs for the new hosts within %s (limit %d)" % (count, FLOOD_WINDOW, threshold),
+    )
 
 
 # ---------------------------------------------------------------- decide
 
 
 def _iso(moment):
-    return moment.strftime('%Y-%m-%dT%H:%M:%SZ') if moment is not None else None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else None
 
 
 def _is_ours(csr):
@@ -691,8 +742,8 @@ def _settled_in_run(csr, ctx):
 
 
 def _approval_message(csr):
-    kind = 'client' if csr.signer == CLIENT_SIGNER else 'serving'
-    return '%s CSR of new host %s: every check passed' % (kind, csr.host)
+    kind = "client" if csr.signer == CLIENT_SIGNER else "serving"
+    return "%s CSR of new host %s: every check passed" % (kind, csr.host)
 
 
 def decide(csrs, expected_nodes, existing_node_names, now, clock_skew=DEFAULT_CLOCK_SKEW):
@@ -704,7 +755,7 @@ def decide(csrs, expected_nodes, existing_node_names, now, clock_skew=DEFAULT_CL
     Returns one Decision per CSR that concerns kubelets, in input order.
     """
     now = _as_utc(now)
-    expected = dict((node.name, node) for node in (ExpectedNode.from_value(n) for n in expected_nodes))
+    expected = {node.name: node for node in (ExpectedNode.from_value(n) for n in expected_nodes)}
     ctx = Context(expected, frozenset(existing_node_names), now, clock_skew)
     parsed = [csr for csr in (parse_csr(obj) for obj in csrs) if _is_ours(csr)]
 
@@ -733,9 +784,9 @@ def decide(csrs, expected_nodes, existing_node_names, now, clock_skew=DEFAULT_CL
     for csr in parsed:
         finding = findings.get(id(csr))
         if finding is None and verdict.flood:
-            finding = Finding('flood', verdict.message)
+            finding = Finding("flood", verdict.message)
         if finding is None:
-            action, reason, message = APPROVE, 'valid', _approval_message(csr)
+            action, reason, message = APPROVE, "valid", _approval_message(csr)
         else:
             action, reason, message = SKIP, finding.reason, finding.message
         decisions.append(Decision(csr.name, csr.host, csr.signer, action, reason, message, _iso(csr.created)))

@@ -51,16 +51,16 @@ def host_config_files(hosts):
         directory = "%s/%s" % (HOSTCONFIG_DIR, name)
         interfaces = host.get("interfaces") or []
         if interfaces:
-            files.append((directory + "/mac_addresses",
-                          "".join(str(i["macAddress"]).lower() + "\n" for i in interfaces), 0o644))
+            files.append(
+                (directory + "/mac_addresses", "".join(str(i["macAddress"]).lower() + "\n" for i in interfaces), 0o644)
+            )
         hints = host.get("rootDeviceHints") or {}
         if hints:
             files.append((directory + "/root-device-hints.yaml", _yaml(hints), 0o644))
         if host.get("role"):
             files.append((directory + "/role", host["role"], 0o644))
         if host.get("hostname") and interfaces:
-            files.append(("%s/%s" % (HOSTNAMES_DIR, str(interfaces[0]["macAddress"]).lower()),
-                          host["hostname"], 0o600))
+            files.append(("%s/%s" % (HOSTNAMES_DIR, str(interfaces[0]["macAddress"]).lower()), host["hostname"], 0o600))
     return files
 
 
@@ -69,7 +69,7 @@ def network_files(hosts):
     configs = []
     for host in hosts:
         if host.get("networkConfig"):
-            mac_map = sorted(((i["name"], str(i["macAddress"])) for i in host.get("interfaces") or []))
+            mac_map = sorted((i["name"], str(i["macAddress"])) for i in host.get("interfaces") or [])
             configs.append((_yaml(host["networkConfig"]), mac_map, host["networkConfig"]))
     files = []
     for number, (_text, mac_map, network) in enumerate(sorted(configs, key=lambda c: c[0])):
@@ -93,41 +93,78 @@ def infraenv(info):
         "nmStateConfigLabelSelector": {"matchLabels": {INFRAENV_LABEL: info["name"]}},
         "pullSecretRef": {"name": pull_secret_name(info)},
         "sshAuthorizedKey": (info.get("ssh_key") or "").strip("|\n\t"),
-        "proxy": {k: v for k, v in (("httpProxy", (info.get("proxy") or {}).get("httpProxy")),
-                                    ("httpsProxy", (info.get("proxy") or {}).get("httpsProxy")),
-                                    ("noProxy", (info.get("proxy") or {}).get("noProxy"))) if v},
+        "proxy": {
+            k: v
+            for k, v in (
+                ("httpProxy", (info.get("proxy") or {}).get("httpProxy")),
+                ("httpsProxy", (info.get("proxy") or {}).get("httpsProxy")),
+                ("noProxy", (info.get("proxy") or {}).get("noProxy")),
+            )
+            if v
+        },
     }
     if info.get("user_ca_bundle"):
         spec["additionalTrustBundle"] = info["user_ca_bundle"]
-    return {"apiVersion": AGENT_API, "kind": "InfraEnv",
-            "metadata": {"creationTimestamp": None, "name": info["name"], "namespace": NAMESPACE},
-            "spec": spec,
-            "status": {"agentLabelSelector": {}, "bootArtifacts": {"initrd": "", "ipxeScript": "", "kernel": "",
-                                                                   "rootfs": ""}, "debugInfo": {"eventsURL": ""}}}
+    return {
+        "apiVersion": AGENT_API,
+        "kind": "InfraEnv",
+        "metadata": {"creationTimestamp": None, "name": info["name"], "namespace": NAMESPACE},
+        "spec": spec,
+        "status": {
+            "agentLabelSelector": {},
+            "bootArtifacts": {"initrd": "", "ipxeScript": "", "kernel": "", "rootfs": ""},
+            "debugInfo": {"eventsURL": ""},
+        },
+    }
 
 
 def manifest_files(info, hosts):
     """``[(path, content, 0600)]`` of ``/etc/assisted/manifests``, sorted by name."""
-    image_set = {"apiVersion": "hive.openshift.io/v1", "kind": "ClusterImageSet",
-                 "metadata": {"creationTimestamp": None, "name": "openshift-%s" % info["version"],
-                              "namespace": NAMESPACE},
-                 "spec": {"releaseImage": info["release_image"]}, "status": {}}
-    secret = {"apiVersion": "v1", "kind": "Secret",
-              "metadata": {"creationTimestamp": None, "name": pull_secret_name(info), "namespace": NAMESPACE},
-              "stringData": {".dockerconfigjson": info["pull_secret_json"]}}
-    manifests = {"agent-cluster-install.yaml": "", "cluster-deployment.yaml": "",
-                 "cluster-image-set.yaml": _yaml(image_set), "infraenv.yaml": _yaml(infraenv(info)),
-                 "pull-secret.yaml": _yaml(secret)}
+    image_set = {
+        "apiVersion": "hive.openshift.io/v1",
+        "kind": "ClusterImageSet",
+        "metadata": {"creationTimestamp": None, "name": "openshift-%s" % info["version"], "namespace": NAMESPACE},
+        "spec": {"releaseImage": info["release_image"]},
+        "status": {},
+    }
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"creationTimestamp": None, "name": pull_secret_name(info), "namespace": NAMESPACE},
+        "stringData": {".dockerconfigjson": info["pull_secret_json"]},
+    }
+    manifests = {
+        "agent-cluster-install.yaml": "",
+        "cluster-deployment.yaml": "",
+        "cluster-image-set.yaml": _yaml(image_set),
+        "infraenv.yaml": _yaml(infraenv(info)),
+        "pull-secret.yaml": _yaml(secret),
+    }
     nmstate = []
     for index, host in enumerate(hosts):
         if host.get("networkConfig"):
-            nmstate.append(_yaml({
-                "apiVersion": AGENT_API, "kind": "NMStateConfig",
-                "metadata": {"creationTimestamp": None, "labels": {INFRAENV_LABEL: info["name"]},
-                             "name": "%s-%d" % (info["name"], index), "namespace": NAMESPACE},
-                "spec": {"config": host["networkConfig"],
-                         "interfaces": [{"macAddress": str(i["macAddress"]), "name": i["name"]}
-                                        for i in host.get("interfaces") or []]}}) + "---\n")
+            nmstate.append(
+                _yaml(
+                    {
+                        "apiVersion": AGENT_API,
+                        "kind": "NMStateConfig",
+                        "metadata": {
+                            "creationTimestamp": None,
+                            "labels": {INFRAENV_LABEL: info["name"]},
+                            "name": "%s-%d" % (info["name"], index),
+                            "namespace": NAMESPACE,
+                        },
+                        "spec": {
+                            "config": host["networkConfig"],
+                            "interfaces": [
+                                {"macAddress": str(i["macAddress"]), "name": i["name"]}
+                                for i in host.get("interfaces") or []
+                            ],
+                        },
+                    }
+                )
+                + "---\n"
+            )
     if nmstate:
         manifests["nmstateconfig.yaml"] = "".join(nmstate)
     return [("%s/%s" % (MANIFEST_DIR, name), manifests[name], 0o600) for name in sorted(manifests)]

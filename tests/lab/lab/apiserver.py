@@ -17,8 +17,19 @@ from aiohttp import web
 
 from . import admission, kinds, tables
 from .auth import ANONYMOUS_PATHS, Attributes, allowed
-from .discovery import CTX, NO_RESOURCE as _NO_RESOURCE, _serves, core_versions, error_response, group_info
-from .discovery import group_list, json_response, openapi_v2, resource_list, version
+from .discovery import (
+    CTX,
+    _serves,
+    core_versions,
+    error_response,
+    group_info,
+    group_list,
+    json_response,
+    openapi_v2,
+    resource_list,
+    version,
+)
+from .discovery import NO_RESOURCE as _NO_RESOURCE
 from .errors import ApiError, bad_request, forbidden, status_body
 from .patch import APPLY, apply_patch
 from .store import now_rfc3339
@@ -58,8 +69,10 @@ async def log_middleware(request: web.Request, handler):
 async def auth_middleware(request: web.Request, handler):
     ctx = request.app[CTX]
     try:
-        identity = ctx.auth.identify(request.headers.get("Authorization"),
-                                     request.transport.get_extra_info("peercert") if request.transport else None)
+        identity = ctx.auth.identify(
+            request.headers.get("Authorization"),
+            request.transport.get_extra_info("peercert") if request.transport else None,
+        )
     except ApiError as error:
         return error_response(error)
     if identity is None and request.path not in ANONYMOUS_PATHS:
@@ -167,8 +180,10 @@ def _check_body(target: Target, body) -> dict:
         raise bad_request("the body of the request must be an object")
     kind = target.kind
     if body.get("apiVersion") not in (None, kind.api_version) or body.get("kind") not in (None, kind.kind):
-        raise bad_request(f"the API version in the data ({body.get('apiVersion')}) does not match the expected "
-                          f"API version ({kind.api_version})")
+        raise bad_request(
+            f"the API version in the data ({body.get('apiVersion')}) does not match the expected "
+            f"API version ({kind.api_version})"
+        )
     meta = body.setdefault("metadata", {})
     if kind.namespaced:
         if meta.get("namespace") not in (None, "", target.namespace):
@@ -209,12 +224,17 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
             _authorize(request, target, verb, target.name)
             obj = ctx.store.get(target.kind, target.namespace, target.name)
             if tables.wants_table(request.headers.get("Accept", "")):
-                return json_response(tables.table(target.kind, [obj], obj["metadata"]["resourceVersion"],
-                                                  request.query.get("includeObject")))
+                return json_response(
+                    tables.table(
+                        target.kind, [obj], obj["metadata"]["resourceVersion"], request.query.get("includeObject")
+                    )
+                )
             return json_response(obj)
         if verb == "create":
             if target.name:
-                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                raise ApiError(
+                    405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+                )
             body = _check_body(target, await _read_body(request))
             _authorize(request, target, verb, body["metadata"].get("name"))
             return await _create(request, ctx, target, body)
@@ -237,12 +257,19 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
 
 
 def _list(request: web.Request, ctx, target: Target) -> web.Response:
-    items, rv = ctx.store.list(target.kind, target.namespace, request.query.get("labelSelector"),
-                               request.query.get("fieldSelector"))
+    items, rv = ctx.store.list(
+        target.kind, target.namespace, request.query.get("labelSelector"), request.query.get("fieldSelector")
+    )
     if tables.wants_table(request.headers.get("Accept", "")):
         return json_response(tables.table(target.kind, items, str(rv), request.query.get("includeObject")))
-    return json_response({"kind": f"{target.kind.kind}List", "apiVersion": target.kind.api_version,
-                          "metadata": {"resourceVersion": str(rv)}, "items": items})
+    return json_response(
+        {
+            "kind": f"{target.kind.kind}List",
+            "apiVersion": target.kind.api_version,
+            "metadata": {"resourceVersion": str(rv)},
+            "items": items,
+        }
+    )
 
 
 async def _create(request: web.Request, ctx, target: Target, body: dict) -> web.Response:
@@ -258,8 +285,14 @@ def _store_update(request, ctx, target: Target, current: dict, new: dict, code: 
     obj = admission.prepare_update(target.kind, current, new, target.subresource)
     updated = ctx.store.update(target.kind, obj)
     if target.subresource == "approval":
-        ctx.approvals.append({"csr": target.name, "user": request["identity"].name, "time": now_rfc3339(),
-                              "conditions": updated.get("status", {}).get("conditions", [])})
+        ctx.approvals.append(
+            {
+                "csr": target.name,
+                "user": request["identity"].name,
+                "time": now_rfc3339(),
+                "conditions": updated.get("status", {}).get("conditions", []),
+            }
+        )
     return json_response(updated, code)
 
 
@@ -284,20 +317,32 @@ def _delete(ctx, target: Target) -> web.Response:
         if target.kind is kinds.NAMESPACE:
             removed["status"] = {"phase": "Terminating"}
         return json_response(removed)
-    details = {"name": target.name, "group": target.kind.group, "kind": target.kind.plural,
-               "uid": removed["metadata"]["uid"]}
-    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                          "details": details})
+    details = {
+        "name": target.name,
+        "group": target.kind.group,
+        "kind": target.kind.plural,
+        "uid": removed["metadata"]["uid"],
+    }
+    return json_response(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+    )
 
 
 def _delete_collection(request: web.Request, ctx, target: Target) -> web.Response:
-    items, _rv = ctx.store.list(target.kind, target.namespace, request.query.get("labelSelector"),
-                                request.query.get("fieldSelector"))
+    items, _rv = ctx.store.list(
+        target.kind, target.namespace, request.query.get("labelSelector"), request.query.get("fieldSelector")
+    )
     for obj in items:
         meta = obj["metadata"]
         ctx.store.delete(target.kind, meta.get("namespace"), meta["name"])
-    return json_response({"kind": f"{target.kind.kind}List", "apiVersion": target.kind.api_version,
-                          "metadata": {"resourceVersion": str(ctx.store.resource_version)}, "items": items})
+    return json_response(
+        {
+            "kind": f"{target.kind.kind}List",
+            "apiVersion": target.kind.api_version,
+            "metadata": {"resourceVersion": str(ctx.store.resource_version)},
+            "items": items,
+        }
+    )
 
 
 async def _pod_hook(request: web.Request, ctx, target: Target) -> web.StreamResponse:
@@ -319,8 +364,13 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     response.enable_chunked_encoding()
     try:
-        watch = ctx.store.watch(target.kind, target.namespace, query.get("labelSelector"),
-                                query.get("fieldSelector"), query.get("resourceVersion"))
+        watch = ctx.store.watch(
+            target.kind,
+            target.namespace,
+            query.get("labelSelector"),
+            query.get("fieldSelector"),
+            query.get("resourceVersion"),
+        )
     except ApiError as error:
         if error.code != 410:
             raise
@@ -348,8 +398,12 @@ async def _watch(request: web.Request, ctx, target: Target) -> web.StreamRespons
                 if as_table:
                     # kubectl get -w: each event carries a one-row Table (the real server does the same).
                     obj = event["object"]
-                    event = {"type": event["type"], "object": tables.table(
-                        target.kind, [obj], obj["metadata"]["resourceVersion"], query.get("includeObject"))}
+                    event = {
+                        "type": event["type"],
+                        "object": tables.table(
+                            target.kind, [obj], obj["metadata"]["resourceVersion"], query.get("includeObject")
+                        ),
+                    }
                 await response.write((json.dumps(event) + "\n").encode())
         if not request.transport.is_closing():
             await response.write_eof()
@@ -377,8 +431,9 @@ def _tell_pods_about_deletions(ctx):
 
 
 def build_app(ctx) -> web.Application:
-    app = web.Application(middlewares=[log_middleware, auth_middleware, fault_middleware],
-                          client_max_size=64 * 1024 * 1024)
+    app = web.Application(
+        middlewares=[log_middleware, auth_middleware, fault_middleware], client_max_size=64 * 1024 * 1024
+    )
     app[CTX] = ctx
     ctx.store.add_listener(_tell_pods_about_deletions(ctx))
     app.router.add_get("/version", version)

@@ -70,7 +70,7 @@ def identity_from_peercert(peercert: dict) -> Identity:
                 common_name = value
             elif attribute == "organizationName":
                 organizations.append(value)
-    return Identity(common_name, tuple(organizations) + (AUTHENTICATED,))
+    return Identity(common_name, (*tuple(organizations), AUTHENTICATED))
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def _node_rule(identity: Identity, attrs: Attributes):
     """The part of the Node authorizer + system:node role a kubelet needs to join."""
     if not identity.name.startswith("system:node:") or "system:nodes" not in identity.groups:
         return None
-    node_name = identity.name[len("system:node:"):]
+    node_name = identity.name[len("system:node:") :]
     if attrs.resource == "certificatesigningrequests":
         return attrs.verb in ("create", "get", "list", "watch")
     if attrs.resource == "nodes" and attrs.verb in ("get", "list", "watch"):

@@ -76,16 +76,22 @@ def resolve(profile, secret, now, infra_env_id=None):
     data = (secret or {}).get("data") or {}
     # The key whose exp decides: the agent token on 4.17, the watcher token from 4.18.
     decisive = "agentAuthToken" if profile.token_claim == "infra_env_id" else "watcherAuthToken"
-    if secret is not None and decisive not in data and profile.token_claim != "infra_env_id" \
-            and data.get("agentAuthToken"):
+    if (
+        secret is not None
+        and decisive not in data
+        and profile.token_claim != "infra_env_id"
+        and data.get("agentAuthToken")
+    ):
         # A 4.18+ run finding a Secret a 4.17 node-joiner wrote (no watcherAuthToken): the lab regenerates all
         # three tokens, as if it had expired, so user and watcher tokens share one key with the agent token.
         secret_usable = False
     else:
         secret_usable = secret is not None
         if secret_usable and not _decode(data, decisive):
-            raise TokenSecretError("auth token secret %s/%s does not contain the key %s or is empty"
-                                   % (SECRET_NAMESPACE, SECRET_NAME, decisive))
+            raise TokenSecretError(
+                "auth token secret %s/%s does not contain the key %s or is empty"
+                % (SECRET_NAMESPACE, SECRET_NAME, decisive)
+            )
     if secret_usable:
         exp = jwt.unverified_claims(_decode(data, decisive))["exp"]
         if now < exp - TOKEN_REUSE_MARGIN:
@@ -99,8 +105,13 @@ def resolve(profile, secret, now, infra_env_id=None):
         written["data"] = dict(written.get("data") or {}, **encoded)
         annotations = dict((written.get("metadata") or {}).get("annotations") or {}, updatedAt=rfc3339(now))
     else:
-        written = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                   "metadata": {"name": SECRET_NAME, "namespace": SECRET_NAMESPACE}, "data": encoded}
+        written = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": SECRET_NAME, "namespace": SECRET_NAMESPACE},
+            "data": encoded,
+        }
         annotations = {"updatedAt": ""}
     if "expiresAt" in profile.secret_annotations:
         annotations["expiresAt"] = rfc3339(exp)
@@ -110,5 +121,12 @@ def resolve(profile, secret, now, infra_env_id=None):
 
 def _auth(profile, tokens, public_b64, exp, reused):
     agent = tokens.get("agentAuthToken", "")
-    return {"agent": agent, "user": tokens.get("userAuthToken", ""), "watcher": tokens.get("watcherAuthToken", ""),
-            "expiry": rfc3339(exp), "exp": exp, "public_key_b64": public_b64, "reused": reused}
+    return {
+        "agent": agent,
+        "user": tokens.get("userAuthToken", ""),
+        "watcher": tokens.get("watcherAuthToken", ""),
+        "expiry": rfc3339(exp),
+        "exp": exp,
+        "public_key_b64": public_b64,
+        "reused": reused,
+    }

@@ -33,22 +33,47 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hosts", type=int, default=3, help="number of new hosts in the inventory (default 3)")
     parser.add_argument("--variant", default="default", choices=seeds.variants(), help="seeded cluster variant")
     parser.add_argument("--api-port", type=int, default=0, help="API server port (default: a free port)")
-    parser.add_argument("--event-window", type=int, default=2000,
-                        help="watch events retained; older resourceVersions get 410 Gone")
-    parser.add_argument("--install-seconds", type=float, default=8.0,
-                        help="how long a booted host takes from discovering to its reboot (default 8)")
-    parser.add_argument("--agent-port", type=int, default=8090,
-                        help="agent API port on every host address (default 8090; 0: a free port, in lab.json)")
-    parser.add_argument("--kubelet-port", type=int, default=10250,
-                        help="kubelet TLS port of every host after its reboot (default 10250; 0: a free port)")
-    parser.add_argument("--redfish", action="store_true",
-                        help="also start sushy-emulator as every host's BMC; hosts boot from its virtual media")
-    parser.add_argument("--csr-refile-seconds", type=float, default=3600.0,
-                        help="a kubelet files its CSR again when it is not answered within this time (default 3600)")
-    parser.add_argument("--iso-size", type=int, default=8 * 1024 * 1024,
-                        help="bytes of the base ISO node-joiner builds from (built once per size, cached)")
-    parser.add_argument("--nodejoiner-stage-delay", type=float, default=0.05,
-                        help="seconds each simulated node-joiner stage takes")
+    parser.add_argument(
+        "--event-window", type=int, default=2000, help="watch events retained; older resourceVersions get 410 Gone"
+    )
+    parser.add_argument(
+        "--install-seconds",
+        type=float,
+        default=8.0,
+        help="how long a booted host takes from discovering to its reboot (default 8)",
+    )
+    parser.add_argument(
+        "--agent-port",
+        type=int,
+        default=8090,
+        help="agent API port on every host address (default 8090; 0: a free port, in lab.json)",
+    )
+    parser.add_argument(
+        "--kubelet-port",
+        type=int,
+        default=10250,
+        help="kubelet TLS port of every host after its reboot (default 10250; 0: a free port)",
+    )
+    parser.add_argument(
+        "--redfish",
+        action="store_true",
+        help="also start sushy-emulator as every host's BMC; hosts boot from its virtual media",
+    )
+    parser.add_argument(
+        "--csr-refile-seconds",
+        type=float,
+        default=3600.0,
+        help="a kubelet files its CSR again when it is not answered within this time (default 3600)",
+    )
+    parser.add_argument(
+        "--iso-size",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="bytes of the base ISO node-joiner builds from (built once per size, cached)",
+    )
+    parser.add_argument(
+        "--nodejoiner-stage-delay", type=float, default=0.05, help="seconds each simulated node-joiner stage takes"
+    )
 
 
 # ----- helpers -------------------------------------------------------------------------------------
@@ -85,8 +110,9 @@ def _log_tail(state: str, lines: int = 30) -> str:
 
 def _control(lab: dict, method: str, path: str, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(lab["control_url"] + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        lab["control_url"] + path, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.load(response)
@@ -116,8 +142,14 @@ def cmd_start(args, start_argv: list) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [LAB_PACKAGE_PARENT, env.get("PYTHONPATH")]))
     with open(os.path.join(state, "lab.log"), "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "lab.daemon", *start_argv], stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lab.daemon", *start_argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -211,8 +243,12 @@ def _configure_fault(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--state", required=True)
     parser.add_argument("--clear", action="store_true", help="switch every fault off")
-    parser.add_argument("faults", nargs="*", metavar="NAME[=VALUE]",
-                        help="; ".join(f"{spec.name}: {spec.help}" for spec in FAULTS.values()))
+    parser.add_argument(
+        "faults",
+        nargs="*",
+        metavar="NAME[=VALUE]",
+        help="; ".join(f"{spec.name}: {spec.help}" for spec in FAULTS.values()),
+    )
 
 
 def _configure_state_only(parser: argparse.ArgumentParser) -> None:
@@ -241,8 +277,12 @@ def _configure_rogue_csr(parser: argparse.ArgumentParser) -> None:
     from .rogue import KINDS
 
     parser.add_argument("--state", required=True)
-    parser.add_argument("kind", choices=["all", *KINDS], metavar="KIND",
-                        help="all, or one of: " + "; ".join(f"{name}: {text}" for name, (text, _cn) in KINDS.items()))
+    parser.add_argument(
+        "kind",
+        choices=["all", *KINDS],
+        metavar="KIND",
+        help="all, or one of: " + "; ".join(f"{name}: {text}" for name, (text, _cn) in KINDS.items()),
+    )
     parser.add_argument("host", nargs="?", help="the inventory host to impersonate (default: the first one)")
 
 
@@ -258,15 +298,22 @@ def _configure_boot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", required=True)
     media = parser.add_mutually_exclusive_group(required=True)
     media.add_argument("--iso", help="the add-nodes ISO to boot")
-    media.add_argument("--pxe", metavar="ARTIFACTS",
-                       help="PXE boot: node-joiner's boot-artifacts directory, or its node.<arch>-initrd.img")
+    media.add_argument(
+        "--pxe",
+        metavar="ARTIFACTS",
+        help="PXE boot: node-joiner's boot-artifacts directory, or its node.<arch>-initrd.img",
+    )
     parser.add_argument("hosts", nargs="+", metavar="HOST", help="inventory host names")
 
 
 def cmd_build_iso(args) -> int:
     """An add-nodes ISO from the lab's own node-joiner for the lab inventory (tests, benchmark)."""
-    body = {"out": os.path.abspath(args.out), "hosts": args.hosts, "cluster_id": args.cluster_id,
-            "expired_token": args.expired_token}
+    body = {
+        "out": os.path.abspath(args.out),
+        "hosts": args.hosts,
+        "cluster_id": args.cluster_id,
+        "expired_token": args.expired_token,
+    }
     result = _control(_running_lab(args.state), "POST", "/build-iso", body)
     print(json.dumps({"iso": result["iso"]}, indent=2))  # the token stays out of the output
     return 0
@@ -285,15 +332,19 @@ SUBCOMMANDS = {
     "start": ("start a lab in the background and wait until it is ready", add_start_options, None),
     "stop": ("stop every process of the lab (idempotent)", _configure_state_only, cmd_stop),
     "dump": ("print objects, request log and approvals as JSON", _configure_state_only, cmd_dump),
-    "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault,
-              cmd_fault),
+    "fault": ("switch faults on (NAME=VALUE) or off (--clear); no argument prints them", _configure_fault, cmd_fault),
     "boot": ("boot hosts from an ISO or over PXE (a person at the console)", _configure_boot, cmd_boot),
-    "build-iso": ("write an add-nodes ISO for the lab inventory with the lab's node-joiner", _configure_build_iso,
-                  cmd_build_iso),
-    "reboot-done": ("these hosts have just rebooted into the installed system (their kubelets start)",
-                    _configure_reboot_done, cmd_reboot_done),
-    "rogue-csr": ("file one rogue CSR of KIND, or one of every kind with 'all'", _configure_rogue_csr,
-                  cmd_rogue_csr),
+    "build-iso": (
+        "write an add-nodes ISO for the lab inventory with the lab's node-joiner",
+        _configure_build_iso,
+        cmd_build_iso,
+    ),
+    "reboot-done": (
+        "these hosts have just rebooted into the installed system (their kubelets start)",
+        _configure_reboot_done,
+        cmd_reboot_done,
+    ),
+    "rogue-csr": ("file one rogue CSR of KIND, or one of every kind with 'all'", _configure_rogue_csr, cmd_rogue_csr),
 }
 
 
@@ -307,7 +358,7 @@ def main(argv=None) -> int:
     try:
         if args.command == "start":
             # The daemon re-parses the same options, so new start options need no forwarding code.
-            return cmd_start(args, argv[argv.index("start") + 1:])
+            return cmd_start(args, argv[argv.index("start") + 1 :])
         return SUBCOMMANDS[args.command][2](args)
     except LabError as exc:
         print(f"labctl {args.command}: {exc}", file=sys.stderr)

@@ -35,9 +35,20 @@ from urllib.parse import urlparse
 from . import kinds
 
 # configv1.PlatformType -> installer platform name (toTypesPlatform); anything else cannot be converted.
-PLATFORMS = {"AWS": "aws", "Azure": "azure", "BareMetal": "baremetal", "GCP": "gcp", "OpenStack": "openstack",
-             "None": "none", "VSphere": "vsphere", "oVirt": "ovirt", "IBMCloud": "ibmcloud", "PowerVS": "powervs",
-             "Nutanix": "nutanix", "External": "external"}
+PLATFORMS = {
+    "AWS": "aws",
+    "Azure": "azure",
+    "BareMetal": "baremetal",
+    "GCP": "gcp",
+    "OpenStack": "openstack",
+    "None": "none",
+    "VSphere": "vsphere",
+    "oVirt": "ovirt",
+    "IBMCloud": "ibmcloud",
+    "PowerVS": "powervs",
+    "Nutanix": "nutanix",
+    "External": "external",
+}
 SUPPORTED_PLATFORMS = ("baremetal", "vsphere", "none", "external")
 NONE_ONLY_ARCHES = ("ppc64le", "s390x")
 CLUSTER_NAME_RE = re.compile(r"^api\.([^.]+)\..*")
@@ -94,8 +105,13 @@ class ObjectsSource:
     @staticmethod
     def _normal(obj):
         if obj.get("kind") == "Secret" and obj.get("stringData"):
-            obj = dict(obj, data=dict(obj.get("data") or {}, **{
-                k: base64.b64encode(v.encode()).decode() for k, v in obj["stringData"].items()}))
+            obj = dict(
+                obj,
+                data=dict(
+                    obj.get("data") or {},
+                    **{k: base64.b64encode(v.encode()).decode() for k, v in obj["stringData"].items()},
+                ),
+            )
         return obj
 
     def _check(self, api_version, kind_name):
@@ -109,7 +125,11 @@ class ObjectsSource:
         for obj in self.objects:
             meta = obj.get("metadata") or {}
             if (obj.get("apiVersion"), obj.get("kind"), meta.get("name"), meta.get("namespace")) == (
-                    api_version, kind_name, name, namespace):
+                api_version,
+                kind_name,
+                name,
+                namespace,
+            ):
                 return obj
         raise NotFound(not_found_text(kind, name))
 
@@ -146,14 +166,16 @@ def _ssh_key(source, nodes_config):
     if not users:
         raise InspectionError("cannot retrieve SSH key from machineconfig/99-worker-ssh: no user found")
     if not users[0].get("sshAuthorizedKeys"):
-        raise InspectionError("cannot retrieve SSH key from machineconfig/99-worker-ssh: no SSH key found for "
-                              "user %s" % users[0].get("name"))
+        raise InspectionError(
+            "cannot retrieve SSH key from machineconfig/99-worker-ssh: no SSH key found for "
+            "user %s" % users[0].get("name")
+        )
     return users[0]["sshAuthorizedKeys"][0]
 
 
 def _chrony(source):
     mc = _optional(source, "machineconfiguration.openshift.io/v1", "MachineConfig", "50-workers-chrony-configuration")
-    for entry in ((_ignition_of(mc or {}).get("storage") or {}).get("files") or []):
+    for entry in (_ignition_of(mc or {}).get("storage") or {}).get("files") or []:
         if entry.get("path") == "/etc/chrony.conf":
             from .ignition import decode_data_url  # late: ignition does not import this module
 
@@ -198,11 +220,14 @@ def validate_platform(platform, arch):
     """``agent.ValidateSupportedPlatforms``: the field errors (empty when the pair is supported)."""
     errors = []
     if platform != "none" and arch in NONE_ONLY_ARCHES:
-        errors.append('platform: Invalid value: "%s": CPU architecture "%s" only supports platform "none".'
-                      % (platform, arch))
+        errors.append(
+            'platform: Invalid value: "%s": CPU architecture "%s" only supports platform "none".' % (platform, arch)
+        )
     if platform not in SUPPORTED_PLATFORMS:
-        errors.append('platform: Unsupported value: "%s": supported values: %s'
-                      % (platform, ", ".join('"%s"' % p for p in SUPPORTED_PLATFORMS)))
+        errors.append(
+            'platform: Unsupported value: "%s": supported values: %s'
+            % (platform, ", ".join('"%s"' % p for p in SUPPORTED_PLATFORMS))
+        )
     return errors
 
 
@@ -214,24 +239,30 @@ def inspect(source, nodes_config):
     history = (cv.get("status") or {}).get("history") or []
     if not history:
         raise Panic("runtime error: index out of range [0] with length 0")
-    proxy_spec = (source.get("config.openshift.io/v1", "Proxy", "cluster").get("spec") or {})
+    proxy_spec = source.get("config.openshift.io/v1", "Proxy", "cluster").get("spec") or {}
     pull = source.get("v1", "Secret", "pull-secret", "openshift-config")
-    ca_bundle = ((_optional(source, "v1", "ConfigMap", "user-ca-bundle", "openshift-config") or {})
-                 .get("data") or {}).get("ca-bundle.crt")
+    ca_bundle = (
+        (_optional(source, "v1", "ConfigMap", "user-ca-bundle", "openshift-config") or {}).get("data") or {}
+    ).get("ca-bundle.crt")
     nodes = source.list("v1", "Node")
     architecture = nodes_config.get("cpuArchitecture")
     if not architecture:
-        masters = [n for n in nodes
-                   if "node-role.kubernetes.io/master" in ((n.get("metadata") or {}).get("labels") or {})]
+        masters = [
+            n for n in nodes if "node-role.kubernetes.io/master" in ((n.get("metadata") or {}).get("labels") or {})
+        ]
         if not masters:
             raise InspectionError("unable to determine target cluster architecture")
         architecture = ((masters[0].get("status") or {}).get("nodeInfo") or {}).get("architecture", "")
-    mirrors = [{"source": m["source"], "mirrors": list(m.get("mirrors") or [])}
-               for idms in _optional_list(source, "config.openshift.io/v1", "ImageDigestMirrorSet")
-               for m in (idms.get("spec") or {}).get("imageDigestMirrors") or []]
-    icsp = [{"source": m["source"], "mirrors": list(m.get("mirrors") or [])}
-            for obj in _optional_list(source, "operator.openshift.io/v1alpha1", "ImageContentSourcePolicy")
-            for m in (obj.get("spec") or {}).get("repositoryDigestMirrors") or []]
+    mirrors = [
+        {"source": m["source"], "mirrors": list(m.get("mirrors") or [])}
+        for idms in _optional_list(source, "config.openshift.io/v1", "ImageDigestMirrorSet")
+        for m in (idms.get("spec") or {}).get("imageDigestMirrors") or []
+    ]
+    icsp = [
+        {"source": m["source"], "mirrors": list(m.get("mirrors") or [])}
+        for obj in _optional_list(source, "operator.openshift.io/v1alpha1", "ImageContentSourcePolicy")
+        for m in (obj.get("spec") or {}).get("repositoryDigestMirrors") or []
+    ]
     endpoint = _ignition_endpoint(source)
     infra = source.get("config.openshift.io/v1", "Infrastructure", "cluster")
     platform_type = ((infra.get("spec") or {}).get("platformSpec") or {}).get("type", "")
@@ -257,8 +288,11 @@ def inspect(source, nodes_config):
         "version": history[0].get("version", ""),
         "release_image": history[0].get("image", ""),
         "multi_payload": desired.get("architecture") == "Multi" or "-multi" in desired.get("image", ""),
-        "proxy": {"httpProxy": proxy_spec.get("httpProxy", ""), "httpsProxy": proxy_spec.get("httpsProxy", ""),
-                  "noProxy": _no_proxy(proxy_spec.get("noProxy"))},
+        "proxy": {
+            "httpProxy": proxy_spec.get("httpProxy", ""),
+            "httpsProxy": proxy_spec.get("httpsProxy", ""),
+            "noProxy": _no_proxy(proxy_spec.get("noProxy")),
+        },
         "pull_secret_json": base64.b64decode(((pull.get("data") or {}).get(".dockerconfigjson")) or "").decode(),
         "user_ca_bundle": ca_bundle,
         "architecture": architecture,
@@ -293,7 +327,13 @@ HIVE_PLATFORM_TYPES = {"baremetal": "BareMetal", "vsphere": "VSphere", "none": "
 def inspection_result(info):
     """The cluster-inspection stage result of report.json (``reportResult``: a JSON map, so keys sorted;
     ``PlatformType`` is the Hive platform type, empty for an unsupported platform)."""
-    return json.dumps({"Architecture": info["architecture"],
-                       "PlatformType": HIVE_PLATFORM_TYPES.get(info["platform"], ""),
-                       "ReleaseImage": info["release_image"], "Version": info["version"]},
-                      separators=(",", ":"), sort_keys=True)
+    return json.dumps(
+        {
+            "Architecture": info["architecture"],
+            "PlatformType": HIVE_PLATFORM_TYPES.get(info["platform"], ""),
+            "ReleaseImage": info["release_image"],
+            "Version": info["version"],
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )

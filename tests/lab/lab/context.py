@@ -58,12 +58,15 @@ class LabContext:
     def log_request(self, method: str, path: str, user: str | None, status) -> None:
         if len(self.request_log) >= self.REQUEST_LOG_LIMIT:
             del self.request_log[: self.REQUEST_LOG_LIMIT // 10]
-        self.request_log.append({"time": utc_now(), "method": method, "path": path, "user": user,
-                                 "status": status})
+        self.request_log.append({"time": utc_now(), "method": method, "path": path, "user": user, "status": status})
 
     def dump(self) -> dict:
-        dump = {"objects": self.store.all_objects(), "requests": list(self.request_log),
-                "approvals": list(self.approvals), "faults": self.faults.snapshot()}
+        dump = {
+            "objects": self.store.all_objects(),
+            "requests": list(self.request_log),
+            "approvals": list(self.approvals),
+            "faults": self.faults.snapshot(),
+        }
         for name, section in self.dump_sections.items():
             dump[name] = section()
         return dump

@@ -18,10 +18,7 @@ import sys
 import yaml
 from aiohttp import web
 
-from . import auth, seeds
-from . import hosts, isobuild, redfish
-from . import kubelet, rogue
-from . import pods
+from . import auth, hosts, isobuild, kubelet, pods, redfish, rogue, seeds
 from .apiserver import build_app
 from .cli import add_start_options
 from .context import LabContext
@@ -46,9 +43,14 @@ COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
 def inventory_hosts(count: int) -> list:
     """The new workers: extra-worker-N on 127.0.111.(20+N), each with a unique locally administered MAC."""
     return [
-        {"name": f"extra-worker-{index}", "ip": f"127.0.111.{20 + index}",
-         "mac_address": f"52:54:00:6f:00:{20 + index:02x}", "prefix_length": 24, "gateway": "127.0.111.1",
-         "dns_servers": ["127.0.111.1"]}
+        {
+            "name": f"extra-worker-{index}",
+            "ip": f"127.0.111.{20 + index}",
+            "mac_address": f"52:54:00:6f:00:{20 + index:02x}",
+            "prefix_length": 24,
+            "gateway": "127.0.111.1",
+            "dns_servers": ["127.0.111.1"],
+        }
         for index in range(count)
     ]
 
@@ -57,8 +59,12 @@ def kubeconfig(server: str, ca_pem: bytes, user: str, token: str) -> bytes:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "lab", "cluster": {
-            "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
+        "clusters": [
+            {
+                "name": "lab",
+                "cluster": {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
+            }
+        ],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": user, "context": {"cluster": "lab", "user": user, "namespace": "default"}}],
         "current-context": user,
@@ -69,10 +75,16 @@ def kubeconfig(server: str, ca_pem: bytes, user: str, token: str) -> bytes:
 
 def inventory(ctx) -> bytes:
     hosts = {host["name"]: {key: value for key, value in host.items() if key != "name"} for host in ctx.hosts}
-    document = {"all": {"children": {"new_workers": {
-        "hosts": hosts,
-        "vars": {"kubeconfig": os.path.join(ctx.state_dir, "kubeconfig")},
-    }}}}
+    document = {
+        "all": {
+            "children": {
+                "new_workers": {
+                    "hosts": hosts,
+                    "vars": {"kubeconfig": os.path.join(ctx.state_dir, "kubeconfig")},
+                }
+            }
+        }
+    }
     return yaml.safe_dump(document, sort_keys=False).encode()
 
 
@@ -93,9 +105,15 @@ def write_state_files(ctx, tokens: dict) -> None:
     for file_name, (user, token) in tokens.items():
         atomic_write(os.path.join(directory, file_name), kubeconfig(ctx.api_url, ca_pem, user, token), private=True)
     atomic_write(os.path.join(directory, "inventory.yml"), inventory(ctx))
-    lab = {"api_url": ctx.api_url, "control_url": ctx.control_url, "pids": ctx.pids,
-           "pid_start_times": ctx.pid_start_times, "variant": ctx.variant, "hosts": ctx.hosts,
-           "state_dir": directory}
+    lab = {
+        "api_url": ctx.api_url,
+        "control_url": ctx.control_url,
+        "pids": ctx.pids,
+        "pid_start_times": ctx.pid_start_times,
+        "variant": ctx.variant,
+        "hosts": ctx.hosts,
+        "state_dir": directory,
+    }
     lab.update(getattr(ctx, "lab_json", {}))  # sections components add (agent ports, redfish)
     atomic_write(os.path.join(directory, "lab.json"), json.dumps(lab, indent=2).encode())
 
@@ -129,8 +147,14 @@ async def run(options) -> None:
     ctx.api_url = f"https://127.0.0.1:{api_port}"
     ctx.control_url = f"http://127.0.0.1:{control_port}"
     write_state_files(ctx, tokens)
-    LOG.info("lab ready: variant %s, %d seeded objects, %d hosts, api %s, control %s",
-             options.variant, count, len(ctx.hosts), ctx.api_url, ctx.control_url)
+    LOG.info(
+        "lab ready: variant %s, %d seeded objects, %d hosts, api %s, control %s",
+        options.variant,
+        count,
+        len(ctx.hosts),
+        ctx.api_url,
+        ctx.control_url,
+    )
 
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -152,8 +176,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="lab.daemon")
     add_start_options(parser)
     options = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(run(options))
     return 0
 

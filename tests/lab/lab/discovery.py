@@ -39,11 +39,19 @@ def _kube_version(ctx) -> str:
 async def version(request: web.Request) -> web.Response:
     git_version = _kube_version(request.app[CTX])
     major, minor = git_version.lstrip("v").split(".")[:2]
-    return json_response({
-        "major": major, "minor": minor, "gitVersion": git_version, "gitCommit": "0" * 40,
-        "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.22.9",
-        "compiler": "gc", "platform": "linux/amd64",
-    })
+    return json_response(
+        {
+            "major": major,
+            "minor": minor,
+            "gitVersion": git_version,
+            "gitCommit": "0" * 40,
+            "gitTreeState": "clean",
+            "buildDate": "2025-01-01T00:00:00Z",
+            "goVersion": "go1.22.9",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }
+    )
 
 
 def _group_entry(group: str, versions: list) -> dict:
@@ -53,8 +61,13 @@ def _group_entry(group: str, versions: list) -> dict:
 
 async def core_versions(request: web.Request) -> web.Response:
     host = request.host
-    return json_response({"kind": "APIVersions", "versions": ["v1"],
-                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]})
+    return json_response(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+        }
+    )
 
 
 def _serves(ctx):
@@ -88,22 +101,37 @@ def _subresource_kind(kind, subresource: str) -> str:
 
 
 def resource_list(group: str, version: str, serves=None) -> dict | None:
-    selected = [kind for kind in kinds.all_kinds() if kind.group == group and kind.version == version
-                and (serves is None or serves(kind))]
+    selected = [
+        kind
+        for kind in kinds.all_kinds()
+        if kind.group == group and kind.version == version and (serves is None or serves(kind))
+    ]
     if not selected:
         return None
     resources = []
     for kind in selected:
-        entry = {"name": kind.plural, "singularName": kind.singular, "namespaced": kind.namespaced,
-                 "kind": kind.kind, "verbs": list(kind.verbs)}
+        entry = {
+            "name": kind.plural,
+            "singularName": kind.singular,
+            "namespaced": kind.namespaced,
+            "kind": kind.kind,
+            "verbs": list(kind.verbs),
+        }
         if kind.short_names:
             entry["shortNames"] = list(kind.short_names)
         if kind.categories:
             entry["categories"] = list(kind.categories)
         resources.append(entry)
         for sub in kind.subresources:
-            resources.append({"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
-                              "kind": _subresource_kind(kind, sub), "verbs": list(kinds.SUBRESOURCE_VERBS[sub])})
+            resources.append(
+                {
+                    "name": f"{kind.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": kind.namespaced,
+                    "kind": _subresource_kind(kind, sub),
+                    "verbs": list(kinds.SUBRESOURCE_VERBS[sub]),
+                }
+            )
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
@@ -112,8 +140,9 @@ async def group_info(request: web.Request) -> web.Response:
     versions = _group_versions(request.app[CTX]).get(request.match_info["group"])
     if not versions or not request.match_info["group"]:
         return error_response(NO_RESOURCE)
-    return json_response({"kind": "APIGroup", "apiVersion": "v1",
-                          **_group_entry(request.match_info["group"], versions)})
+    return json_response(
+        {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(request.match_info["group"], versions)}
+    )
 
 
 def _proto_string(field_number: int, value: bytes) -> bytes:
@@ -132,5 +161,6 @@ async def openapi_v2(request: web.Request) -> web.Response:
         info = _proto_string(1, title.encode()) + _proto_string(2, git_version.encode())
         body = _proto_string(1, b"2.0") + _proto_string(2, info)
         return web.Response(body=body, content_type="application/octet-stream")  # as kube-apiserver sends it
-    return json_response({"swagger": "2.0", "info": {"title": title, "version": git_version}, "paths": {},
-                          "definitions": {}})
+    return json_response(
+        {"swagger": "2.0", "info": {"title": title, "version": git_version}, "paths": {}, "definitions": {}}
+    )

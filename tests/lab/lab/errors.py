@@ -71,8 +71,7 @@ def forbidden(kind, name: str | None, user: str, verb: str, resource: str, names
     subject = f'{kind.group_resource} "{name}"' if name else kind.group_resource
     scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
     message = (
-        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
-        f'in API group "{kind.group}" {scope}'
+        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{kind.group}" {scope}'
     )
     return ApiError(403, "Forbidden", message, _details(kind, name))
 

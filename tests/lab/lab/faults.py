@@ -69,7 +69,9 @@ register_fault("api_error_rate", parse_rate, "fraction of API requests answered 
 register_fault("api_reset_rate", parse_rate, "fraction of API requests whose connection is reset")
 register_fault("api_delay", parse_seconds, "seconds every API request waits before it is handled")
 register_fault("watch_cut_seconds", parse_seconds, "watch streams are cut (connection reset) after this long")
-register_fault("deny", parse_deny, "VERB:RESOURCE[,..] answered 403 for non-admin identities; all:VERB:RESOURCE for admin too")
+register_fault(
+    "deny", parse_deny, "VERB:RESOURCE[,..] answered 403 for non-admin identities; all:VERB:RESOURCE for admin too"
+)
 
 
 class Faults:

@@ -59,17 +59,33 @@ USER_MANAGED_NETWORKING_PLATFORMS = ("none", "external")
 # GetConfigImageFiles(): the files packed into agentconfig.noarch.iso (a path matches when it contains one) --
 # openshift/installer pkg/asset/agent/image/unconfigured_ignition.go@193d48fef27eb9fd9396f0f6df5f4fe3fedb0226.
 CONFIG_IMAGE_FILES = (
-    "/etc/assisted/manifests/pull-secret.yaml", "/etc/assisted/manifests/cluster-deployment.yaml",
-    "/etc/assisted/manifests/cluster-image-set.yaml", "/etc/assisted/manifests/agent-cluster-install.yaml",
-    "/etc/assisted/manifests/infraenv.yaml", "/etc/assisted/manifests", "/etc/assisted/extra-manifests",
-    HOSTCONFIG_DIR, HOSTNAMES_DIR, NETWORK_DIR, "/etc/NetworkManager/conf.d/clientid.conf", ISSUE_FILE,
-    "/etc/systemd/system.conf.d/10-default-env.conf", PULL_SECRET_FILE, START_CLUSTER_ENV, ASSISTED_SERVICE_ENV,
-    "/opt/agent/tls/kubeadmin-password.hash", "/opt/agent/tls/admin-kubeconfig-signer.key",
-    "/opt/agent/tls/admin-kubeconfig-signer.crt", "/opt/agent/tls/kube-apiserver-lb-signer.key",
-    "/opt/agent/tls/kube-apiserver-lb-signer.crt", "/opt/agent/tls/kube-apiserver-localhost-signer.key",
+    "/etc/assisted/manifests/pull-secret.yaml",
+    "/etc/assisted/manifests/cluster-deployment.yaml",
+    "/etc/assisted/manifests/cluster-image-set.yaml",
+    "/etc/assisted/manifests/agent-cluster-install.yaml",
+    "/etc/assisted/manifests/infraenv.yaml",
+    "/etc/assisted/manifests",
+    "/etc/assisted/extra-manifests",
+    HOSTCONFIG_DIR,
+    HOSTNAMES_DIR,
+    NETWORK_DIR,
+    "/etc/NetworkManager/conf.d/clientid.conf",
+    ISSUE_FILE,
+    "/etc/systemd/system.conf.d/10-default-env.conf",
+    PULL_SECRET_FILE,
+    START_CLUSTER_ENV,
+    ASSISTED_SERVICE_ENV,
+    "/opt/agent/tls/kubeadmin-password.hash",
+    "/opt/agent/tls/admin-kubeconfig-signer.key",
+    "/opt/agent/tls/admin-kubeconfig-signer.crt",
+    "/opt/agent/tls/kube-apiserver-lb-signer.key",
+    "/opt/agent/tls/kube-apiserver-lb-signer.crt",
+    "/opt/agent/tls/kube-apiserver-localhost-signer.key",
     "/opt/agent/tls/kube-apiserver-localhost-signer.crt",
     "/opt/agent/tls/kube-apiserver-service-network-signer.key",
-    "/opt/agent/tls/kube-apiserver-service-network-signer.crt", RENDEZVOUS_ENV)
+    "/opt/agent/tls/kube-apiserver-service-network-signer.crt",
+    RENDEZVOUS_ENV,
+)
 
 ADD_NODE_SH = """#!/bin/bash
 # Lab rendition of add-node.sh: wait until this host is known to the local
@@ -117,8 +133,13 @@ def decode_data_url(url):
 
 
 def _file(path, content, mode=0o644):
-    return {"path": path, "user": {"name": "root"}, "mode": mode, "overwrite": True,
-            "contents": {"source": data_url(content)}}
+    return {
+        "path": path,
+        "user": {"name": "root"},
+        "mode": mode,
+        "overwrite": True,
+        "contents": {"source": data_url(content)},
+    }
 
 
 def _env(pairs):
@@ -128,20 +149,28 @@ def _env(pairs):
 def token_env(profile, auth):
     """``(rendezvous-host.env token lines, assisted-service.env token lines)`` of one release."""
     if profile.token_claim == "infra_env_id":  # 4.17: one token for everything
-        return ([("AGENT_AUTH_TOKEN", auth["agent"]), ("PULL_SECRET_TOKEN", auth["agent"])],
-                [("AGENT_AUTH_TOKEN", auth["agent"])])
-    return ([("PULL_SECRET_TOKEN", auth["agent"]), ("USER_AUTH_TOKEN", auth["user"])],
-            [("USER_AUTH_TOKEN", auth["user"]), ("WATCHER_AUTH_TOKEN", auth["watcher"])])
+        return (
+            [("AGENT_AUTH_TOKEN", auth["agent"]), ("PULL_SECRET_TOKEN", auth["agent"])],
+            [("AGENT_AUTH_TOKEN", auth["agent"])],
+        )
+    return (
+        [("PULL_SECRET_TOKEN", auth["agent"]), ("USER_AUTH_TOKEN", auth["user"])],
+        [("USER_AUTH_TOKEN", auth["user"]), ("WATCHER_AUTH_TOKEN", auth["watcher"])],
+    )
 
 
 def release_images(info):
     """``RELEASE_IMAGES`` of assisted-service.env: one entry; a multi payload lists every architecture
     (pkg/asset/agent/image/releaseimage.go@9716c1f6046e225647e67af616a211f47b995e90)."""
     multi = info.get("multi_payload")
-    entry = {"openshift_version": info["version"] if "@sha256:" in info["release_image"]
-             else ".".join(info["version"].split(".")[:2]),
-             "cpu_architecture": "multi" if multi else rpm_arch(info["payload_architecture"]),
-             "url": info["release_image"], "version": info["version"]}
+    entry = {
+        "openshift_version": info["version"]
+        if "@sha256:" in info["release_image"]
+        else ".".join(info["version"].split(".")[:2]),
+        "cpu_architecture": "multi" if multi else rpm_arch(info["payload_architecture"]),
+        "url": info["release_image"],
+        "version": info["version"],
+    }
     if multi:
         entry["cpu_architectures"] = ["x86_64", "aarch64", "ppc64le", "s390x"]
     return json.dumps([entry], separators=(",", ":"))
@@ -157,24 +186,63 @@ def build_add_nodes_ignition(info, nodes_config, auth, profile):
     """
     hosts = nodes_config.get("hosts") or []
     rendezvous_tokens, service_tokens = token_env(profile, auth)
-    rendezvous = [("NODE_ZERO_IP", NODE_ZERO_IP), ("SERVICE_BASE_URL", SERVICE_BASE_URL),
-                  ("IMAGE_SERVICE_BASE_URL", IMAGE_SERVICE_BASE_URL)] + rendezvous_tokens + [
-        ("WORKFLOW_TYPE", "addnodes")]
+    rendezvous = [
+        ("NODE_ZERO_IP", NODE_ZERO_IP),
+        ("SERVICE_BASE_URL", SERVICE_BASE_URL),
+        ("IMAGE_SERVICE_BASE_URL", IMAGE_SERVICE_BASE_URL),
+        *rendezvous_tokens,
+        ("WORKFLOW_TYPE", "addnodes"),
+    ]
     if profile.aiui_urls:
         rendezvous += [("AIUI_APP_API_URL", AIUI_APP_API_URL), ("AIUI_URL", AIUI_URL)]
-    os_image = [{"openshift_version": info["version"], "cpu_architecture": rpm_arch(info["architecture"]),
-                 "url": info.get("os_image_url") or "", "version": info.get("os_image_version") or ""}]
+    os_image = [
+        {
+            "openshift_version": info["version"],
+            "cpu_architecture": rpm_arch(info["architecture"]),
+            "url": info.get("os_image_url") or "",
+            "version": info.get("os_image_version") or "",
+        }
+    ]
     entries = [
-        (ADD_NODES_ENV, _env([("CLUSTER_ID", info["cluster_id"]), ("CLUSTER_NAME", info["name"]),
-                              ("CLUSTER_API_VIP_DNS_NAME", info["api_dns_name"]),
-                              (profile.expiry_variable, auth["expiry"])]), 0o644),
+        (
+            ADD_NODES_ENV,
+            _env(
+                [
+                    ("CLUSTER_ID", info["cluster_id"]),
+                    ("CLUSTER_NAME", info["name"]),
+                    ("CLUSTER_API_VIP_DNS_NAME", info["api_dns_name"]),
+                    (profile.expiry_variable, auth["expiry"]),
+                ]
+            ),
+            0o644,
+        ),
         (RENDEZVOUS_ENV, _env(rendezvous), 0o644),
-        (ASSISTED_SERVICE_ENV, _env([("AUTH_TYPE", AUTH_TYPE), ("INSTALL_INVOKER", "agent-installer"),
-                                     ("STORAGE", "filesystem"), ("RELEASE_IMAGES", release_images(info)),
-                                     ("INFRA_ENV_ID", auth["infra_env_id"]),
-                                     ("EC_PUBLIC_KEY_PEM", auth["public_key_b64"])] + service_tokens), 0o644),
-        (IMAGES_ENV, _env([("ASSISTED_SERVICE_HOST", "localhost:8090"), ("ASSISTED_SERVICE_SCHEME", "http"),
-                           ("OS_IMAGES", json.dumps(os_image, separators=(",", ":")))]), 0o644),
+        (
+            ASSISTED_SERVICE_ENV,
+            _env(
+                [
+                    ("AUTH_TYPE", AUTH_TYPE),
+                    ("INSTALL_INVOKER", "agent-installer"),
+                    ("STORAGE", "filesystem"),
+                    ("RELEASE_IMAGES", release_images(info)),
+                    ("INFRA_ENV_ID", auth["infra_env_id"]),
+                    ("EC_PUBLIC_KEY_PEM", auth["public_key_b64"]),
+                    *service_tokens,
+                ]
+            ),
+            0o644,
+        ),
+        (
+            IMAGES_ENV,
+            _env(
+                [
+                    ("ASSISTED_SERVICE_HOST", "localhost:8090"),
+                    ("ASSISTED_SERVICE_SCHEME", "http"),
+                    ("OS_IMAGES", json.dumps(os_image, separators=(",", ":"))),
+                ]
+            ),
+            0o644,
+        ),
         (START_CLUSTER_ENV, _env([("REQUIRED_MASTER_NODES", 0), ("REQUIRED_WORKER_NODES", len(hosts))]), 0o644),
         (AGENT_INSTALLER_ENV, _env([("RELEASE_IMAGE", info["release_image"])]), 0o644),
         (ISSUE_FILE, "\\S\nOpenShift Agent Installer image for %s\n" % info["name"], 0o644),
@@ -200,8 +268,12 @@ def build_add_nodes_ignition(info, nodes_config, auth, profile):
     storage = {"files": [_file(path, content, mode) for path, content, mode in entries]}
     if directories:
         storage["directories"] = directories
-    return {"ignition": {"version": IGNITION_VERSION}, "passwd": {"users": [core]}, "storage": storage,
-            "systemd": {"units": [{"name": "agent-add-node.service", "enabled": True, "contents": ADD_NODE_UNIT}]}}
+    return {
+        "ignition": {"version": IGNITION_VERSION},
+        "passwd": {"users": [core]},
+        "storage": storage,
+        "systemd": {"units": [{"name": "agent-add-node.service", "enabled": True, "contents": ADD_NODE_UNIT}]},
+    }
 
 
 def _cluster_config_files(info, profile, directories):
@@ -211,8 +283,13 @@ def _cluster_config_files(info, profile, directories):
     endpoint = info.get("ignition_endpoint")
     if profile.import_cluster_config:
         user_managed = info["platform"] in USER_MANAGED_NETWORKING_PLATFORMS
-        files.append((IMPORT_CLUSTER_CONFIG,
-                      json.dumps({"networking": {"userManagedNetworking": user_managed}}, indent=2), 0o644))
+        files.append(
+            (
+                IMPORT_CLUSTER_CONFIG,
+                json.dumps({"networking": {"userManagedNetworking": user_managed}}, indent=2),
+                0o644,
+            )
+        )
         if endpoint:
             files.append((WORKER_IGNITION_ENDPOINT, json.dumps(endpoint, indent=2), 0o644))
     elif endpoint:
@@ -224,10 +301,11 @@ def _cluster_config_files(info, profile, directories):
 
 def registries_conf(mirrors):
     """containers-registries.conf(5) v2 for IDMS-style ``[{source, mirrors}]``."""
-    out = ['unqualified-search-registries = []\n']
+    out = ["unqualified-search-registries = []\n"]
     for entry in mirrors:
-        out.append('\n[[registry]]\n  prefix = ""\n  location = "%s"\n'
-                   '  mirror-by-digest-only = true\n' % entry["source"])
+        out.append(
+            '\n[[registry]]\n  prefix = ""\n  location = "%s"\n  mirror-by-digest-only = true\n' % entry["source"]
+        )
         for mirror in entry.get("mirrors") or []:
             out.append('\n  [[registry.mirror]]\n    location = "%s"\n' % mirror)
     return "".join(out)
@@ -235,9 +313,11 @@ def registries_conf(mirrors):
 
 def config_image_files(config):
     """``[(path, bytes, mode)]`` of the files an ``agentconfig.noarch.iso`` carries, in Ignition order."""
-    return [(f["path"], decode_data_url(f["contents"]["source"]), f.get("mode", 0o644))
-            for f in config.get("storage", {}).get("files", [])
-            if any(fragment in f["path"] for fragment in CONFIG_IMAGE_FILES)]
+    return [
+        (f["path"], decode_data_url(f["contents"]["source"]), f.get("mode", 0o644))
+        for f in config.get("storage", {}).get("files", [])
+        if any(fragment in f["path"] for fragment in CONFIG_IMAGE_FILES)
+    ]
 
 
 def files_by_path(config):

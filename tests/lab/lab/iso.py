@@ -26,7 +26,11 @@ from . import isobase
 
 # The base ISO's facts and builder, importable from here too.
 SECTOR, VOLUME_ID, ARCHES = isobase.SECTOR, isobase.VOLUME_ID, isobase.ARCHES
-EMBED_AREA_SIZE, KARGS_AREA_SIZE, DEFAULT_KARGS = isobase.EMBED_AREA_SIZE, isobase.KARGS_AREA_SIZE, isobase.DEFAULT_KARGS
+EMBED_AREA_SIZE, KARGS_AREA_SIZE, DEFAULT_KARGS = (
+    isobase.EMBED_AREA_SIZE,
+    isobase.KARGS_AREA_SIZE,
+    isobase.DEFAULT_KARGS,
+)
 build_base_iso = isobase.build_base_iso
 
 XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -80,20 +84,20 @@ def parse_cpio_newc(data, modes=None):
     files = {}
     pos = 0
     while True:
-        header = data[pos:pos + 110]
+        header = data[pos : pos + 110]
         if len(header) < 110 or header[:6] != CPIO_NEWC_MAGIC:
             raise IsoFormatError("bad cpio newc header at offset %d" % pos)
-        fields = [int(header[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
+        fields = [int(header[6 + 8 * i : 14 + 8 * i], 16) for i in range(13)]
         mode, filesize, namesize = fields[1], fields[6], fields[11]
         name_start = pos + 110
-        name = data[name_start:name_start + namesize - 1].decode()
+        name = data[name_start : name_start + namesize - 1].decode()
         data_start = name_start + namesize + (-(110 + namesize) % 4)
         pos = data_start + filesize + (-filesize % 4)
         if name == "TRAILER!!!":
             return files, data[pos:]
         if mode & 0o170000 in (0o100000, 0):  # no type bits: a regular file to every reader
             key = name[2:] if name.startswith("./") else name
-            files[key] = data[data_start:data_start + filesize]
+            files[key] = data[data_start : data_start + filesize]
             if modes is not None:
                 modes[key] = mode
         # directories and symlinks carry nothing the lab reads
@@ -164,7 +168,7 @@ def read_pxe_ignition(initrd_path):
 
 
 def _both_endian32(record, offset):
-    return int.from_bytes(record[offset:offset + 4], "little")
+    return int.from_bytes(record[offset : offset + 4], "little")
 
 
 def _dir_records(f, extent, length):
@@ -178,18 +182,23 @@ def _dir_records(f, extent, length):
             # Records never straddle a sector: the rest of this sector is padding.
             pos = (pos // SECTOR + 1) * SECTOR
             continue
-        rec = data[pos:pos + rec_len]
+        rec = data[pos : pos + rec_len]
         name_len = rec[32]
-        raw_name = rec[33:33 + name_len]
+        raw_name = rec[33 : 33 + name_len]
         pos += rec_len
         if raw_name in (b"\0", b"\1"):
             continue
         # The system use area follows the name, padded to an even offset.
-        system_use = rec[33 + name_len + (1 - name_len % 2):]
+        system_use = rec[33 + name_len + (1 - name_len % 2) :]
         # Like coreos-installer: strip the ";1" version, then a trailing dot.
         primary = raw_name.decode("ascii", "replace").split(";")[0].rstrip(".")
-        yield primary, _rock_ridge_name(system_use), bool(rec[25] & 0x02), _both_endian32(rec, 2), \
-            _both_endian32(rec, 10)
+        yield (
+            primary,
+            _rock_ridge_name(system_use),
+            bool(rec[25] & 0x02),
+            _both_endian32(rec, 2),
+            _both_endian32(rec, 10),
+        )
 
 
 def _rock_ridge_name(system_use):
@@ -197,12 +206,12 @@ def _rock_ridge_name(system_use):
     parts = []
     pos = 0
     while pos + 4 <= len(system_use):
-        sig, length = system_use[pos:pos + 2], system_use[pos + 2]
+        sig, length = system_use[pos : pos + 2], system_use[pos + 2]
         if length < 4:
             break
         if sig == b"NM":
             flags = system_use[pos + 4]
-            parts.append(system_use[pos + 5:pos + length])
+            parts.append(system_use[pos + 5 : pos + length])
             if not flags & 0x01:  # no CONTINUE flag: the name is complete
                 return b"".join(parts).decode("utf-8", "replace")
         pos += length
@@ -214,7 +223,7 @@ def _root(f, iso_path):
     pvd = f.read(SECTOR)
     if pvd[0:1] != b"\x01" or pvd[1:6] != b"CD001":
         raise IsoFormatError("%s: no ISO9660 primary volume descriptor at sector 16" % iso_path)
-    root = pvd[156:156 + 34]
+    root = pvd[156 : 156 + 34]
     return _both_endian32(root, 2), _both_endian32(root, 10), pvd
 
 
@@ -293,8 +302,10 @@ def embed_area(iso_path):
     info = json.loads(info_raw) if info_raw is not None else {"file": DEFAULT_EMBED_PRIMARY}
     where = locate_file(iso_path, info["file"].upper(), primary=True)
     if where is None:
-        raise IsoFormatError("%s: no %s (named by %s), not a CoreOS live ISO" % (
-            iso_path, info["file"].upper(), IGNINFO_PRIMARY if info_raw is not None else "default"))
+        raise IsoFormatError(
+            "%s: no %s (named by %s), not a CoreOS live ISO"
+            % (iso_path, info["file"].upper(), IGNINFO_PRIMARY if info_raw is not None else "default")
+        )
     offset = info.get("offset") or 0
     length = info.get("length") or where[1] - offset
     return where[0] + offset, length

@@ -69,9 +69,23 @@ def build_base_iso(cache_dir, size_bytes, arch="x86_64"):
 
 def _boot_options(arch):
     if arch == "x86_64":
-        return ["-isohybrid-mbr", ISOHYBRID_MBR, "-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat",
-                "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table", "-eltorito-alt-boot",
-                "-e", "images/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"]
+        return [
+            "-isohybrid-mbr",
+            ISOHYBRID_MBR,
+            "-b",
+            "isolinux/isolinux.bin",
+            "-c",
+            "isolinux/boot.cat",
+            "-no-emul-boot",
+            "-boot-load-size",
+            "4",
+            "-boot-info-table",
+            "-eltorito-alt-boot",
+            "-e",
+            "images/efiboot.img",
+            "-no-emul-boot",
+            "-isohybrid-gpt-basdat",
+        ]
     if arch == "aarch64":
         return ["-c", "boot.catalog", "-e", "images/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"]
     if arch == "s390x":
@@ -84,9 +98,24 @@ def _build_iso(work, arch, filler_bytes, name):
     shutil.rmtree(tree, ignore_errors=True)
     _write_live_tree(tree, arch, filler_bytes)
     out = os.path.join(work, name)
-    cmd = ["xorriso", "-as", "mkisofs", "-quiet", "-o", out, "-V", VOLUME_ID, "-volset", VOLUME_ID,
-           "-R", "-J", "-joliet-long"] + _boot_options(arch) + [tree]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    cmd = [
+        "xorriso",
+        "-as",
+        "mkisofs",
+        "-quiet",
+        "-o",
+        out,
+        "-V",
+        VOLUME_ID,
+        "-volset",
+        VOLUME_ID,
+        "-R",
+        "-J",
+        "-joliet-long",
+        *_boot_options(arch),
+        tree,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError("xorriso failed (%d): %s" % (proc.returncode, proc.stderr.decode(errors="replace")))
     shutil.rmtree(tree)
@@ -124,7 +153,8 @@ def _grub_cfg():
     return _config_with_kargs(
         "set timeout=5\n\nmenuentry 'RHEL CoreOS (Live)' --class fedora --class gnu-linux {\n"
         "\tlinux /images/pxeboot/vmlinuz ",
-        "\n\tinitrd /images/pxeboot/initrd.img /images/ignition.img\n}\n")
+        "\n\tinitrd /images/pxeboot/initrd.img /images/ignition.img\n}\n",
+    )
 
 
 def _write_live_tree(tree, arch, filler_bytes):
@@ -140,11 +170,16 @@ def _write_live_tree(tree, arch, filler_bytes):
     if arch == "x86_64":
         # One entry spells out pad/end, the other relies on the defaults: both forms exist in the wild.
         kargs_file("EFI/redhat/grub.cfg", _grub_cfg(), pad="#", end="\n")
-        kargs_file("isolinux/isolinux.cfg", _config_with_kargs(
-            "serial 0\ndefault vesamenu.c32\ntimeout 600\n\n"
-            "label linux\n  menu label ^RHEL CoreOS (Live)\n  menu default\n"
-            "  kernel /images/pxeboot/vmlinuz\n"
-            "  append initrd=/images/pxeboot/initrd.img,/images/ignition.img ", "\nmenu end\n"))
+        kargs_file(
+            "isolinux/isolinux.cfg",
+            _config_with_kargs(
+                "serial 0\ndefault vesamenu.c32\ntimeout 600\n\n"
+                "label linux\n  menu label ^RHEL CoreOS (Live)\n  menu default\n"
+                "  kernel /images/pxeboot/vmlinuz\n"
+                "  append initrd=/images/pxeboot/initrd.img,/images/ignition.img ",
+                "\nmenu end\n",
+            ),
+        )
         shutil.copyfile(ISOLINUX_BIN, os.path.join(tree, "isolinux/isolinux.bin"))
         shutil.copyfile(LDLINUX_C32, os.path.join(tree, "isolinux/ldlinux.c32"))
         _make_efi_image(os.path.join(tree, "images/efiboot.img"))
@@ -157,16 +192,24 @@ def _write_live_tree(tree, arch, filler_bytes):
     else:  # s390x
         kargs_file("images/cdboot.prm", _config_with_kargs("", ""))
         _write_file(os.path.join(tree, "images/cdboot.img"), bytes(64 * 1024))
-        _write_file(os.path.join(tree, "images/initrd.addrsize"),
-                    INITRD_LOAD_ADDRESS.to_bytes(8, "big") + len(initrd).to_bytes(8, "big"))
-        _write_file(os.path.join(tree, "generic.ins"),
-                    b"* minimal lpar ins file\nimages/kernel.img 0x00000000\nimages/initrd.img 0x02000000\n"
-                    b"images/genericdvd.prm 0x00010480\nimages/initrd.addrsize 0x00010408\n")
-    _write_file(os.path.join(tree, "coreos/kargs.json"),
-                json.dumps({"default": DEFAULT_KARGS, "files": kargs_files, "size": KARGS_AREA_SIZE}).encode())
+        _write_file(
+            os.path.join(tree, "images/initrd.addrsize"),
+            INITRD_LOAD_ADDRESS.to_bytes(8, "big") + len(initrd).to_bytes(8, "big"),
+        )
+        _write_file(
+            os.path.join(tree, "generic.ins"),
+            b"* minimal lpar ins file\nimages/kernel.img 0x00000000\nimages/initrd.img 0x02000000\n"
+            b"images/genericdvd.prm 0x00010480\nimages/initrd.addrsize 0x00010408\n",
+        )
+    _write_file(
+        os.path.join(tree, "coreos/kargs.json"),
+        json.dumps({"default": DEFAULT_KARGS, "files": kargs_files, "size": KARGS_AREA_SIZE}).encode(),
+    )
     _write_file(os.path.join(tree, "coreos/igninfo.json"), json.dumps({"file": "images/ignition.img"}).encode())
-    _write_file(os.path.join(tree, "coreos/features.json"),
-                json.dumps({"installer-config": True, "live-initrd-network-kargs": True}).encode())
+    _write_file(
+        os.path.join(tree, "coreos/features.json"),
+        json.dumps({"installer-config": True, "live-initrd-network-kargs": True}).encode(),
+    )
     _write_file(os.path.join(tree, "images/ignition.img"), bytes(EMBED_AREA_SIZE))
     _write_file(os.path.join(tree, "images/pxeboot/vmlinuz"), kernel)
     # The live initrd is itself a compressed cpio archive, so appending the ignition archive to it (PXE)
@@ -187,5 +230,4 @@ def _make_efi_image(path):
     _sparse_file(path, 2 * 1024 * 1024)
     mkfs = shutil.which("mkfs.vfat") or shutil.which("mkfs.vfat", path="/usr/sbin:/sbin")
     if mkfs:
-        subprocess.run([mkfs, "-n", "EFIBOOT", path], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([mkfs, "-n", "EFIBOOT", path], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

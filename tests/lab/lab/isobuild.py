@@ -14,8 +14,9 @@ from . import clusterinfo, isobase, kinds, versions
 from .apiserver import CTX, json_response
 from .hosts import _json_body
 
-ISO_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), ".cache", "lab-iso")
+ISO_CACHE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), ".cache", "lab-iso"
+)
 TEST_ISO_SIZE = 8 * 1024 * 1024
 
 
@@ -28,16 +29,35 @@ def nodes_config(hosts):
     entries = []
     for host in hosts:
         address = {"ip": host["ip"], "prefix-length": host.get("prefix_length", 24)}
-        entries.append({
-            "hostname": host["name"], "role": "worker",
-            "interfaces": [{"name": "eth0", "macAddress": host["mac_address"]}],
-            "networkConfig": {
-                "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up",
-                                "mac-address": host["mac_address"],
-                                "ipv4": {"enabled": True, "dhcp": False, "address": [address]}}],
-                "dns-resolver": {"config": {"server": list(host.get("dns_servers") or [])}},
-                "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": host.get("gateway"),
-                                       "next-hop-interface": "eth0", "table-id": 254}]}}})
+        entries.append(
+            {
+                "hostname": host["name"],
+                "role": "worker",
+                "interfaces": [{"name": "eth0", "macAddress": host["mac_address"]}],
+                "networkConfig": {
+                    "interfaces": [
+                        {
+                            "name": "eth0",
+                            "type": "ethernet",
+                            "state": "up",
+                            "mac-address": host["mac_address"],
+                            "ipv4": {"enabled": True, "dhcp": False, "address": [address]},
+                        }
+                    ],
+                    "dns-resolver": {"config": {"server": list(host.get("dns_servers") or [])}},
+                    "routes": {
+                        "config": [
+                            {
+                                "destination": "0.0.0.0/0",
+                                "next-hop-address": host.get("gateway"),
+                                "next-hop-interface": "eth0",
+                                "table-id": 254,
+                            }
+                        ]
+                    },
+                },
+            }
+        )
     return {"hosts": entries}
 
 
@@ -85,8 +105,14 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
         options["work_dir"] = work
         with open(os.path.join(assets, "nodes-config.yaml"), "w", encoding="utf-8") as handle:
             yaml.safe_dump(nodes_config(hosts), handle)
-        run = NodeJoinerRun(assets, source, get_secret, put_secret,
-                            lambda wanted: isobase.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted), options)
+        run = NodeJoinerRun(
+            assets,
+            source,
+            get_secret,
+            put_secret,
+            lambda wanted: isobase.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted),
+            options,
+        )
         if await run.run() != 0:
             raise IsoBuildError(run.log[-1] if run.log else "node-joiner failed")
         built = [name for name in os.listdir(assets) if name.startswith("node.") and name.endswith(".iso")]
@@ -111,8 +137,7 @@ async def build_iso_endpoint(request):
     except KeyError as exc:
         return json_response({"error": exc.args[0]}, 400)
     try:
-        run = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"),
-                              bool(body.get("expired_token")))
+        run = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"), bool(body.get("expired_token")))
     except IsoBuildError as exc:
         return json_response({"error": str(exc)}, 500)
     # "token": what a monitor sends (agent token on 4.17, watcher token from 4.18); "tokens": every one.

@@ -42,8 +42,11 @@ def new_key():
 def public_pem(private_key):
     """The PEM of the public key, with the "EC PUBLIC KEY" label node-joiner writes
     (the body is a standard SubjectPublicKeyInfo)."""
-    pem = private_key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    pem = (
+        private_key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     return pem.replace("BEGIN PUBLIC KEY", "BEGIN EC PUBLIC KEY").replace("END PUBLIC KEY", "END EC PUBLIC KEY")
 
 
@@ -109,8 +112,9 @@ def verify(token, public_pem_text, now=None):
     raw = _b64url_decode(parts[2])
     if len(raw) != 2 * COORDINATE_BYTES:
         raise TokenError("ES256 signature must be %d bytes, found %d" % (2 * COORDINATE_BYTES, len(raw)))
-    der = encode_dss_signature(int.from_bytes(raw[:COORDINATE_BYTES], "big"),
-                               int.from_bytes(raw[COORDINATE_BYTES:], "big"))
+    der = encode_dss_signature(
+        int.from_bytes(raw[:COORDINATE_BYTES], "big"), int.from_bytes(raw[COORDINATE_BYTES:], "big")
+    )
     signing_input = ("%s.%s" % (parts[0], parts[1])).encode()
     try:
         load_public_pem(public_pem_text).verify(der, signing_input, ec.ECDSA(hashes.SHA256()))
@@ -121,9 +125,13 @@ def verify(token, public_pem_text, now=None):
     if not isinstance(exp, (int, float)):
         raise TokenError("token has no numeric exp claim")
     if now >= exp:
-        raise TokenError("token is expired (exp %s, now %s)" % (
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp)),
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))))
+        raise TokenError(
+            "token is expired (exp %s, now %s)"
+            % (
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp)),
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            )
+        )
     return claims
 
 
@@ -132,8 +140,22 @@ def verify(token, public_pem_text, now=None):
 # (``validateToken``: ``jwt.Parser{ValidMethods: [ES256]}`` into MapClaims; the same on release-4.18..4.21)
 # and its vendored github.com/golang-jwt/jwt/v4 (parser.go, map_claims.go, ecdsa.go, token.go) at that commit.
 # The texts of the checks below are golang-jwt's; base64 and JSON errors only approximate Go's wording.
-GO_JWT_ALGS = ("ES256", "ES384", "ES512", "EdDSA", "HS256", "HS384", "HS512", "RS256", "RS384", "RS512",
-               "PS256", "PS384", "PS512", "none")
+GO_JWT_ALGS = (
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+    "HS256",
+    "HS384",
+    "HS512",
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "none",
+)
 _B64URL = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -196,11 +218,13 @@ def parse_like_golang_jwt(token, public_pem_text, now=None):
     raw = _go_segment(parts[2])
     if len(raw) != 2 * COORDINATE_BYTES:
         raise TokenError("crypto/ecdsa: verification error")
-    der = encode_dss_signature(int.from_bytes(raw[:COORDINATE_BYTES], "big"),
-                               int.from_bytes(raw[COORDINATE_BYTES:], "big"))
+    der = encode_dss_signature(
+        int.from_bytes(raw[:COORDINATE_BYTES], "big"), int.from_bytes(raw[COORDINATE_BYTES:], "big")
+    )
     try:
-        load_public_pem(public_pem_text).verify(der, ("%s.%s" % (parts[0], parts[1])).encode(),
-                                                ec.ECDSA(hashes.SHA256()))
+        load_public_pem(public_pem_text).verify(
+            der, ("%s.%s" % (parts[0], parts[1])).encode(), ec.ECDSA(hashes.SHA256())
+        )
     except InvalidSignature:
         raise TokenError("crypto/ecdsa: verification error")
     # MapClaims.Valid: exp, then iat, then nbf; the last failing check names the error.

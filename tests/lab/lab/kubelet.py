@@ -53,8 +53,11 @@ SERVING_USAGES = ["digital signature", "key encipherment", "server auth"]
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 # Seconds between two tries of a request that failed (API fault, restart): the kubelet backs off too.
 RETRY_SECONDS = 1.0
-register_fault("kubelet_ready_delay", parse_seconds,
-               "seconds a kubelet waits after its serving certificate before it reports Ready")
+register_fault(
+    "kubelet_ready_delay",
+    parse_seconds,
+    "seconds a kubelet waits after its serving certificate before it reports Ready",
+)
 # RPM architecture (inventory) -> Go architecture (Node nodeInfo, kubernetes.io/arch).
 GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
@@ -78,10 +81,12 @@ def build_csr(key, common_name: str, organizations=("system:nodes",), dns_names=
 
 
 def csr_object(request_pem: bytes, signer: str, usages) -> dict:
-    return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-            "metadata": {"generateName": "csr-"},
-            "spec": {"request": base64.b64encode(request_pem).decode(), "signerName": signer,
-                     "usages": list(usages)}}
+    return {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"generateName": "csr-"},
+        "spec": {"request": base64.b64encode(request_pem).decode(), "signerName": signer, "usages": list(usages)},
+    }
 
 
 def key_fingerprint(key) -> str:
@@ -90,8 +95,10 @@ def key_fingerprint(key) -> str:
 
 
 def is_approved(csr: dict) -> bool:
-    return any(c.get("type") == "Approved" and c.get("status", "True") == "True"
-               for c in (csr.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Approved" and c.get("status", "True") == "True"
+        for c in (csr.get("status") or {}).get("conditions") or []
+    )
 
 
 class ApiClient:
@@ -103,14 +110,16 @@ class ApiClient:
             context.load_cert_chain(cert_file, key_file)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._url = ctx.api_url
-        self._session = aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(ssl=context),
-                                              timeout=aiohttp.ClientTimeout(total=30))
+        self._session = aiohttp.ClientSession(
+            headers=headers, connector=aiohttp.TCPConnector(ssl=context), timeout=aiohttp.ClientTimeout(total=30)
+        )
 
     async def request(self, method: str, path: str, body=None, content_type: str = "application/json") -> tuple:
         """``(status, decoded body)``; connection failures raise aiohttp.ClientError/OSError."""
         data = json.dumps(body) if body is not None else None
-        async with self._session.request(method, self._url + path, data=data,
-                                         headers={"Content-Type": content_type}) as response:
+        async with self._session.request(
+            method, self._url + path, data=data, headers={"Content-Type": content_type}
+        ) as response:
             text = await response.text()
             try:
                 return response.status, json.loads(text) if text else {}
@@ -179,7 +188,7 @@ class Kubelets:
         if kubelet is None:
             kubelet = self.by_host[host["name"]] = Kubelet(self, host)
         kubelet.reboots += 1
-        if kubelet.task is None or kubelet.task.done() and not kubelet.node_ready:
+        if kubelet.task is None or (kubelet.task.done() and not kubelet.node_ready):
             kubelet.task = asyncio.create_task(kubelet.run(), name=f"kubelet-{host['name']}")
         return kubelet.state()
 
@@ -219,12 +228,22 @@ class Kubelet:
 
     def state(self) -> dict:
         return {
-            "name": self.name, "ip": self.ip, "reboots": self.reboots,
+            "name": self.name,
+            "ip": self.ip,
+            "reboots": self.reboots,
             "bootstrap_key_fingerprint": key_fingerprint(self.bootstrap_key),
-            "csrs": [{"name": entry["name"], "signer": entry["signer"], "filed": epoch_ms(entry["filed"]),
-                      "approved": epoch_ms(self.kubelets.approved_at.get(entry["name"]))}
-                     for entry in self.filed],
-            "node_created": self.node_created, "node_ready": self.node_ready, "error": self.error,
+            "csrs": [
+                {
+                    "name": entry["name"],
+                    "signer": entry["signer"],
+                    "filed": epoch_ms(entry["filed"]),
+                    "approved": epoch_ms(self.kubelets.approved_at.get(entry["name"])),
+                }
+                for entry in self.filed
+            ],
+            "node_created": self.node_created,
+            "node_ready": self.node_ready,
+            "error": self.error,
         }
 
     async def run(self) -> None:
@@ -307,43 +326,64 @@ class Kubelet:
             kubelet_version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion") or kubelet_version
             break
         return {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": self.name, "labels": {
-                "kubernetes.io/arch": self.architecture, "kubernetes.io/hostname": self.name,
-                "kubernetes.io/os": "linux", "beta.kubernetes.io/arch": self.architecture,
-                "beta.kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": "",
-                "node.openshift.io/os_id": "rhcos"}},
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": {
+                    "kubernetes.io/arch": self.architecture,
+                    "kubernetes.io/hostname": self.name,
+                    "kubernetes.io/os": "linux",
+                    "beta.kubernetes.io/arch": self.architecture,
+                    "beta.kubernetes.io/os": "linux",
+                    "node-role.kubernetes.io/worker": "",
+                    "node.openshift.io/os_id": "rhcos",
+                },
+            },
             "spec": {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.name}],
-                "nodeInfo": {"architecture": self.architecture, "operatingSystem": "linux",
-                             "kubeletVersion": kubelet_version, "osImage": "Red Hat Enterprise Linux CoreOS"},
+                "nodeInfo": {
+                    "architecture": self.architecture,
+                    "operatingSystem": "linux",
+                    "kubeletVersion": kubelet_version,
+                    "osImage": "Red Hat Enterprise Linux CoreOS",
+                },
                 "conditions": [self.ready_condition(False)],
             },
         }
 
     def ready_condition(self, ready: bool) -> dict:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return {"type": "Ready", "status": "True" if ready else "False",
-                "reason": "KubeletReady" if ready else "KubeletNotReady",
-                "message": "kubelet is posting ready status" if ready else "no serving certificate yet",
-                "lastHeartbeatTime": now, "lastTransitionTime": now}
+        return {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if ready else "no serving certificate yet",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
 
     async def register_node(self, api: ApiClient) -> None:
         async def create():
             status, body = await api.request("POST", "/api/v1/nodes", self.node_object())
             if status not in (201, 409):  # 409: a Node of this name exists; the kubelet carries on with it
                 raise ApiRefused(status, body)
+
         await self.retry("create its Node", create)
         self.node_created = True
 
     async def report_ready(self, api: ApiClient) -> None:
         async def patch():
-            status, body = await api.request("PATCH", f"/api/v1/nodes/{self.name}/status",
-                                             {"status": {"conditions": [self.ready_condition(True)]}},
-                                             "application/merge-patch+json")
+            status, body = await api.request(
+                "PATCH",
+                f"/api/v1/nodes/{self.name}/status",
+                {"status": {"conditions": [self.ready_condition(True)]}},
+                "application/merge-patch+json",
+            )
             if status != 200:
                 raise ApiRefused(status, body)
+
         await self.retry("report Ready", patch)
         self.node_ready = True
 

@@ -74,7 +74,7 @@ def parse_field_selector(selector: str | None, kind) -> list:
         if not match:
             raise bad_request(f"invalid selector: {term.strip()!r}; can't understand {term.strip()!r}")
         if match["key"] not in kind.field_selectors:
-            raise bad_request(f'field label not supported: {match["key"]}')
+            raise bad_request(f"field label not supported: {match['key']}")
         op = "!=" if match["op"] == "!=" else "="
         requirements.append((match["key"], op, match["value"]))
     return requirements

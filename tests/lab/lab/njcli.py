@@ -17,10 +17,17 @@ import shlex
 from .versions import Profile
 
 FLAG_HELP = {
-    "--config-iso": ("", "Generates a config ISO instead of a bootable image, to be attached to a node booted "
-                         "from a generic ISO", False),
-    "--pxe": ("-p", "Instead of an ISO, generates PXE artifacts that can be used to boot the configured nodes to "
-                    "let them join an existing cluster", False),
+    "--config-iso": (
+        "",
+        "Generates a config ISO instead of a bootable image, to be attached to a node booted from a generic ISO",
+        False,
+    ),
+    "--pxe": (
+        "-p",
+        "Instead of an ISO, generates PXE artifacts that can be used to boot the configured nodes to "
+        "let them join an existing cluster",
+        False,
+    ),
 }
 GLOBAL_HELP = {
     "--dir": ("string", 'assets directory (default ".")'),
@@ -65,8 +72,9 @@ def node_joiner_argv(command):
 def usage(profile: Profile):
     """``add-nodes``'s usage block as cobra prints it."""
     lines = ["Usage:", "  node-joiner add-nodes [flags]", "", "Flags:"]
-    local = [("", "--config-iso", "", FLAG_HELP["--config-iso"][1])] if "--config-iso" in profile.add_nodes_flags \
-        else []
+    local = (
+        [("", "--config-iso", "", FLAG_HELP["--config-iso"][1])] if "--config-iso" in profile.add_nodes_flags else []
+    )
     local.append(("-h", "--help", "", "help for add-nodes"))
     if "--pxe" in profile.add_nodes_flags:
         local.append(("-p", "--pxe", "", FLAG_HELP["--pxe"][1]))
@@ -100,8 +108,9 @@ def parse_add_nodes(argv, profile: Profile, now):
     if not argv or argv[0] != "add-nodes":
         sub = argv[0] if argv else ""
         error = 'unknown command "%s" for "node-joiner"' % sub
-        raise UsageError(error, "Error: %s\nRun 'node-joiner --help' for usage.\n%s"
-                         % (error, _logrus_default("fatal", error, now)))
+        raise UsageError(
+            error, "Error: %s\nRun 'node-joiner --help' for usage.\n%s" % (error, _logrus_default("fatal", error, now))
+        )
     known = set(profile.add_nodes_flags) | {"-h", "--help"}
     options = {"dir": ".", "kubeconfig": "", "log_level": "info", "pxe": False, "config_iso": False}
     args = list(argv[1:])
@@ -131,8 +140,12 @@ def parse_add_nodes(argv, profile: Profile, now):
             raise UsageError("help requested", usage(profile))
         else:
             if has_value and value not in BOOL_VALUES:
-                _refuse('invalid argument "%s" for "%s" flag: strconv.ParseBool: parsing "%s": invalid syntax'
-                        % (value, name, value), profile, now)
+                _refuse(
+                    'invalid argument "%s" for "%s" flag: strconv.ParseBool: parsing "%s": invalid syntax'
+                    % (value, name, value),
+                    profile,
+                    now,
+                )
             options[name[2:].replace("-", "_")] = (value in BOOL_VALUES[:6]) if has_value else True
     return options
 

@@ -7,7 +7,7 @@ class NodeJoinerError(Exception):
     def __init__(self, message, *context):
         Exception.__init__(self, message)
         self.context = context
-        self.detailed = ": ".join(context + (message,))
+        self.detailed = ": ".join((*context, message))
 
     def wrapped(self, *outer):
         """The same error seen from a caller that adds its own context."""

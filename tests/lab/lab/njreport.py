@@ -45,8 +45,12 @@ class Report:
     def __init__(self, path, clock):
         self.path = path
         self.clock = clock
-        self.doc = {"id": "report-addnodes-" + time.strftime("%Y%m%d%H%M", time.gmtime(clock())),
-                    "start_time": ZERO_TIME, "end_time": ZERO_TIME, "result": None}
+        self.doc = {
+            "id": "report-addnodes-" + time.strftime("%Y%m%d%H%M", time.gmtime(clock())),
+            "start_time": ZERO_TIME,
+            "end_time": ZERO_TIME,
+            "result": None,
+        }
 
     def _now(self):
         return rfc3339(self.clock(), fraction=True)

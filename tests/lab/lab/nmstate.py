@@ -45,8 +45,10 @@ def nmstate_keyfiles(network):
         kind = iface.get("type", "ethernet")
         nm_type = {"ethernet": "ethernet", "vlan": "vlan", "bond": "bond"}.get(kind, kind)
         # node-joiner adds autoconnect=true and autoconnect-priority=1 to every [connection] it writes.
-        parts = ["[connection]\nid=%s\ntype=%s\ninterface-name=%s\nautoconnect=%s\nautoconnect-priority=1\n" % (
-            name, nm_type, name, "false" if iface.get("state") == "down" else "true")]
+        parts = [
+            "[connection]\nid=%s\ntype=%s\ninterface-name=%s\nautoconnect=%s\nautoconnect-priority=1\n"
+            % (name, nm_type, name, "false" if iface.get("state") == "down" else "true")
+        ]
         if kind == "ethernet" and iface.get("mac-address"):
             parts.append("[ethernet]\nmac-address=%s\n" % iface["mac-address"].upper())
         if kind == "vlan":

@@ -41,7 +41,7 @@ class NodeIsoError(Exception):
 
 
 def _run(cmd):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0:
         raise NodeIsoError("%s failed (%d): %s" % (cmd[0], proc.returncode, proc.stderr.decode(errors="replace")))
 
@@ -109,7 +109,7 @@ def normalize_extensions(tree):
             stem, ext = os.path.splitext(name)
             if name in SKIP_RENAME or len(ext) <= ISO9660_LEVEL1_EXT_LEN + 1:
                 continue
-            new = stem + ext[:ISO9660_LEVEL1_EXT_LEN + 1]
+            new = stem + ext[: ISO9660_LEVEL1_EXT_LEN + 1]
             os.rename(os.path.join(root, name), os.path.join(root, new))
             renamed.append((os.path.relpath(os.path.join(root, name), tree), new))
     return renamed
@@ -123,8 +123,20 @@ def el_torito_options(tree):
     """The xorriso El Torito options isoeditor.Create would pick from the files present."""
     if all(_exists(tree, p) for p in ("isolinux/boot.cat", "isolinux/isolinux.bin", "images/efiboot.img")):
         os.unlink(os.path.join(tree, "isolinux/boot.cat"))  # the catalog is written anew at that path
-        return ["-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4",
-                "-boot-info-table", "-eltorito-alt-boot", "-e", "images/efiboot.img", "-no-emul-boot"]
+        return [
+            "-b",
+            "isolinux/isolinux.bin",
+            "-c",
+            "isolinux/boot.cat",
+            "-no-emul-boot",
+            "-boot-load-size",
+            "4",
+            "-boot-info-table",
+            "-eltorito-alt-boot",
+            "-e",
+            "images/efiboot.img",
+            "-no-emul-boot",
+        ]
     if _exists(tree, "images/efiboot.img"):
         if not _exists(tree, "boot.catalog"):
             raise NodeIsoError("missing boot.catalog file")
@@ -143,8 +155,9 @@ def create_iso(out, tree, volume_label):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(out) + ".")
     os.close(fd)
     try:
-        _run(["xorriso", "-as", "mkisofs", "-quiet", "-o", tmp, "-V", volume_label, "-R"]
-             + el_torito_options(tree) + [tree])
+        _run(
+            ["xorriso", "-as", "mkisofs", "-quiet", "-o", tmp, "-V", volume_label, "-R", *el_torito_options(tree), tree]
+        )
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     except BaseException:
@@ -180,8 +193,12 @@ def build_config_iso(dest, files):
 
 def pxe_artifact_names(arch, prefix=PXE_PREFIX):
     """File names node-joiner gives the PXE artifacts of one architecture (in ``boot-artifacts/``)."""
-    names = {"initrd": "%s.%s-initrd.img" % (prefix, arch), "rootfs": "%s.%s-rootfs.img" % (prefix, arch),
-             "kernel": "%s.%s-vmlinuz" % (prefix, arch), "ipxe": "%s.%s.ipxe" % (prefix, arch)}
+    names = {
+        "initrd": "%s.%s-initrd.img" % (prefix, arch),
+        "rootfs": "%s.%s-rootfs.img" % (prefix, arch),
+        "kernel": "%s.%s-vmlinuz" % (prefix, arch),
+        "ipxe": "%s.%s.ipxe" % (prefix, arch),
+    }
     if arch == "s390x":
         names.update(addrsize="%s.%s-initrd.addrsize" % (prefix, arch), ins="%s.%s-generic.ins" % (prefix, arch))
     return names
@@ -219,16 +236,25 @@ def write_pxe_artifacts(dest_dir, arch, ignition, tree, base_url=None, extra_kar
             handle.write(address + len(initrd).to_bytes(8, "big"))
         with open(os.path.join(tree, "generic.ins")) as handle:
             ins = handle.read()
-        for old, new in (("kernel.img", names["kernel"]), ("initrd.img", names["initrd"]),
-                         ("initrd.addrsize", names["addrsize"])):
+        for old, new in (
+            ("kernel.img", names["kernel"]),
+            ("initrd.img", names["initrd"]),
+            ("initrd.addrsize", names["addrsize"]),
+        ):
             ins = ins.replace(old, new)
         with open(os.path.join(out, names["ins"]), "w") as handle:
             handle.write(ins)
     if base_url:  # the URL is used as given: "<url>/<file>"
-        script = ("#!ipxe\ninitrd --name initrd {b}/{initrd}\n"
-                  "kernel {b}/{kernel} initrd=initrd coreos.live.rootfs_url={b}/{rootfs} {kargs}\nboot\n").format(
-            b=base_url, initrd=names["initrd"], kernel=names["kernel"], rootfs=names["rootfs"],
-            kargs=pxe_kernel_args(tree, extra_kargs))
+        script = (
+            "#!ipxe\ninitrd --name initrd {b}/{initrd}\n"
+            "kernel {b}/{kernel} initrd=initrd coreos.live.rootfs_url={b}/{rootfs} {kargs}\nboot\n"
+        ).format(
+            b=base_url,
+            initrd=names["initrd"],
+            kernel=names["kernel"],
+            rootfs=names["rootfs"],
+            kargs=pxe_kernel_args(tree, extra_kargs),
+        )
         with open(os.path.join(out, names["ipxe"]), "w") as handle:
             handle.write(script)
         os.chmod(os.path.join(out, names["ipxe"]), 0o600)

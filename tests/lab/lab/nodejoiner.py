@@ -34,8 +34,10 @@ TOKEN_LIFETIME, TOKEN_REUSE_MARGIN = authtoken.TOKEN_LIFETIME, authtoken.TOKEN_R
 SECRET_NAMESPACE, SECRET_NAME = authtoken.SECRET_NAMESPACE, authtoken.SECRET_NAME
 LOG_LEVELS = ("panic", "fatal", "error", "warning", "info", "debug", "trace")
 CLUSTER_INFO_ASSET = 'failed to generate asset "Agent Installer ClusterInfo"'
-DEFAULT_BAD_HOST_CONFIG = ("failed to validate network yaml for host 0, invalid yaml, error: "
-                           "nmstatectl gc failed: InvalidArgument: Invalid IPv4 network prefix length")
+DEFAULT_BAD_HOST_CONFIG = (
+    "failed to validate network yaml for host 0, invalid yaml, error: "
+    "nmstatectl gc failed: InvalidArgument: Invalid IPv4 network prefix length"
+)
 
 
 async def _maybe_await(value):
@@ -79,8 +81,12 @@ class NodeJoinerRun:
     # ------------------------------------------------------------------ helpers
 
     def _log(self, level, msg):
-        wanted = str(self.options.get("log_level", "debug")).lower().replace("warn", "warning").replace(
-            "warninging", "warning")
+        wanted = (
+            str(self.options.get("log_level", "debug"))
+            .lower()
+            .replace("warn", "warning")
+            .replace("warninging", "warning")
+        )
         # logrus.ParseLevel; an unknown level means info (runRootCmd)
         if LOG_LEVELS.index(level) > LOG_LEVELS.index(wanted if wanted in LOG_LEVELS else "info"):
             return
@@ -94,7 +100,7 @@ class NodeJoinerRun:
         return "".join(line + "\n" for line in self.log)
 
     def _container_path(self, *parts):
-        return "/".join((self.options.get("container_assets_dir", "/assets"),) + parts)
+        return "/".join((self.options.get("container_assets_dir", "/assets"), *parts))
 
     async def _pause(self):
         delay = self.options.get("stage_delay", 0)
@@ -154,16 +160,22 @@ class NodeJoinerRun:
     async def _workflow(self, pxe, config_iso):
         target = self._target(pxe, config_iso)
         flags = (" --pxe" if pxe else "") + (" --config-iso" if config_iso else "")
-        self._log("info", "Add-nodes command invoked: node-joiner add-nodes%s --dir=%s --log-level=%s" % (
-            flags, self.options.get("container_assets_dir", "/assets"), self.options.get("log_level", "debug")))
+        self._log(
+            "info",
+            "Add-nodes command invoked: node-joiner add-nodes%s --dir=%s --log-level=%s"
+            % (flags, self.options.get("container_assets_dir", "/assets"), self.options.get("log_level", "debug")),
+        )
         nodes_config = nodesconfig.load(self._read_nodes_config(), target, self._container_path("nodes-config.yaml"))
 
         await self._stage("add-nodes-cluster-inspection")
         info = self._inspect(nodes_config, target)
         if self.report:
             self.report.stage_result("add-nodes-cluster-inspection", clusterinfo.inspection_result(info))
-        self._log("info", "Cluster %s (%s) version %s, architecture %s" % (
-            info["name"], info["cluster_id"], info["version"], info["architecture"]))
+        self._log(
+            "info",
+            "Cluster %s (%s) version %s, architecture %s"
+            % (info["name"], info["cluster_id"], info["version"], info["architecture"]),
+        )
         arch = ignition_mod.rpm_arch(info["architecture"])
 
         await self._stage("create-manifest")
@@ -171,8 +183,11 @@ class NodeJoinerRun:
         nodesconfig.check_architecture(arch, target)
         if self.options.get("bad_host_config"):
             message = self.options["bad_host_config"]
-            raise NodeJoinerError(DEFAULT_BAD_HOST_CONFIG if message is True else message, "failed to fetch " + target,
-                                  'failed to generate asset "NMState Config"')
+            raise NodeJoinerError(
+                DEFAULT_BAD_HOST_CONFIG if message is True else message,
+                "failed to fetch " + target,
+                'failed to generate asset "NMState Config"',
+            )
 
         await self._stage("ignition")
         auth = await self._auth_token(target)
@@ -198,17 +213,23 @@ class NodeJoinerRun:
                 url = nodes_config.get("bootArtifactsBaseURL") or ""
                 await asyncio.to_thread(nodeiso.write_pxe_artifacts, self.assets_dir, arch, config, tree, url, kargs)
                 if url:
-                    self._log("info", "Created iPXE script %s in %s directory" % (
-                        nodeiso.pxe_artifact_names(arch)["ipxe"], self._container_path("boot-artifacts")))
+                    self._log(
+                        "info",
+                        "Created iPXE script %s in %s directory"
+                        % (nodeiso.pxe_artifact_names(arch)["ipxe"], self._container_path("boot-artifacts")),
+                    )
                 self._log("info", "PXE boot artifacts created in: %s" % self._container_path("boot-artifacts"))
                 self._log("info", "Kernel parameters for PXE boot: %s" % nodeiso.pxe_kernel_args(tree, kargs))
             else:
                 await self._stage("generate-iso")
                 name = "node.%s.iso" % arch
-                await asyncio.to_thread(nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config,
-                                        kargs, tree)
-                self._log("info", "Generated ISO at %s. The ISO is valid up to %s" % (
-                    self._container_path(name), auth["expiry"]))
+                await asyncio.to_thread(
+                    nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree
+                )
+                self._log(
+                    "info",
+                    "Generated ISO at %s. The ISO is valid up to %s" % (self._container_path(name), auth["expiry"]),
+                )
                 if self.profile.config_iso_always:  # 4.17 persists the ConfigImage asset too
                     await self._write_config_iso(config)
         except nodeiso.NodeIsoError as exc:
@@ -217,8 +238,11 @@ class NodeJoinerRun:
             await asyncio.to_thread(shutil.rmtree, tree, True)
 
     async def _write_config_iso(self, config):
-        await asyncio.to_thread(nodeiso.build_config_iso, os.path.join(self.assets_dir, "agentconfig.noarch.iso"),
-                                ignition_mod.config_image_files(config))
+        await asyncio.to_thread(
+            nodeiso.build_config_iso,
+            os.path.join(self.assets_dir, "agentconfig.noarch.iso"),
+            ignition_mod.config_image_files(config),
+        )
         self._log("info", "Generated ISO at %s." % self._container_path("agentconfig.noarch.iso"))
 
     def _read_nodes_config(self):
@@ -256,15 +280,20 @@ class NodeJoinerRun:
                 await _maybe_await(self.put_secret(written))
             except Exception as exc:  # the store's own error type is not known here
                 raise NodeJoinerError("failed to %s auth token secret: %s" % (action[:-1].lower(), exc), *context)
-            self._log("debug", "%s auth token secret %s/%s"
-                      % (action, authtoken.SECRET_NAMESPACE, authtoken.SECRET_NAME))
+            self._log(
+                "debug", "%s auth token secret %s/%s" % (action, authtoken.SECRET_NAMESPACE, authtoken.SECRET_NAME)
+            )
         auth["infra_env_id"] = self.infra_env_id
         self.auth = auth
         self.token = auth["agent"] if self.profile.token_claim == "infra_env_id" else auth["watcher"]
         return auth
 
     async def _fetch_base_iso(self, info, arch, target):
-        context = ("failed to fetch " + target, 'failed to generate asset "BaseIso Image"', "failed to get base ISO image")
+        context = (
+            "failed to fetch " + target,
+            'failed to generate asset "BaseIso Image"',
+            "failed to get base ISO image",
+        )
         await self._sub_stage("fetch-base-iso.extract-image")
         self._log("info", "Extracting base ISO from release payload")
         if self.options.get("timeout"):
@@ -274,18 +303,22 @@ class NodeJoinerRun:
             # A single-architecture payload has no machine-os-images for another architecture: `oc image extract`
             # finds no ISO, which node-joiner reports as below (inferred: upstream has no explicit check) --
             # openshift/installer pkg/asset/agent/image/baseiso.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8.
-            raise NodeJoinerError("base ISO for %s not found in release image, check release image architecture"
-                                  % arch, *context)
+            raise NodeJoinerError(
+                "base ISO for %s not found in release image, check release image architecture" % arch, *context
+            )
         if self.options.get("base_iso_download_failure"):
             url = info.get("os_image_url") or (
                 "https://rhcos.mirror.openshift.com/art/storage/prod/streams/rhel-9.6/builds/9.6.20260130-0/"
-                "%s/rhcos-9.6.20260130-0-live-iso.%s.iso" % (arch, arch))
+                "%s/rhcos-9.6.20260130-0-live-iso.%s.iso" % (arch, arch)
+            )
             self._log("warning", "Failed to extract base ISO from release payload - check registry configuration")
             self._log("info", "Downloading base ISO")
             await self._sub_stage("fetch-base-iso.download-image")
             host = url.split("/")[2] if "://" in url else url
-            raise NodeJoinerError('Get "%s": dial tcp: lookup %s on 172.30.0.10:53: no such host' % (url, host),
-                                  *(context + ("failed to download base ISO image %s" % url,)))
+            raise NodeJoinerError(
+                'Get "%s": dial tcp: lookup %s on 172.30.0.10:53: no such host' % (url, host),
+                *((*context, "failed to download base ISO image %s" % url)),
+            )
         try:
             if inspect.iscoroutinefunction(self.base_iso_provider):
                 path = await self.base_iso_provider(arch)

@@ -20,29 +20,43 @@ import yaml
 from .njerrors import NodeJoinerError
 
 RPM_ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x")
-ROOT_DEVICE_HINTS = ("deviceName", "hctl", "model", "vendor", "serialNumber", "minSizeGigabytes", "wwn",
-                     "rotational")
+ROOT_DEVICE_HINTS = ("deviceName", "hctl", "model", "vendor", "serialNumber", "minSizeGigabytes", "wwn", "rotational")
 MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 HOSTNAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 HCTL_RE = re.compile(r"^\d+:\d+:\d+:\d+$")
-SSH_KEY_TYPES = ("ssh-rsa", "ssh-dss", "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
+SSH_KEY_TYPES = (
+    "ssh-rsa",
+    "ssh-dss",
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
 
 
 def load(text, target, container_path):
     """Parse nodes-config.yaml and run the load-time checks; raise NodeJoinerError."""
     context = ("failed to fetch " + target, 'failed to load asset "AddNodes Config"')
     if text is None:
-        raise NodeJoinerError("open %s: no such file or directory" % container_path, *context,
-                              "failed to load nodes-config.yaml file")
+        raise NodeJoinerError(
+            "open %s: no such file or directory" % container_path, *context, "failed to load nodes-config.yaml file"
+        )
     try:
         config = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise NodeJoinerError("error converting YAML to JSON: %s" % str(exc).replace("\n", " "), *context,
-                              "failed to unmarshal nodes-config.yaml")
+        raise NodeJoinerError(
+            "error converting YAML to JSON: %s" % str(exc).replace("\n", " "),
+            *context,
+            "failed to unmarshal nodes-config.yaml",
+        )
     if not isinstance(config, dict):
-        raise NodeJoinerError("error unmarshaling JSON: cannot unmarshal %s into Go value of type joiner.Config"
-                              % type(config).__name__, *context, "failed to unmarshal nodes-config.yaml")
+        raise NodeJoinerError(
+            "error unmarshaling JSON: cannot unmarshal %s into Go value of type joiner.Config" % type(config).__name__,
+            *context,
+            "failed to unmarshal nodes-config.yaml",
+        )
     errors = []
     if not config.get("hosts"):
         errors.append(_required("hosts", "at least one host must be defined"))
@@ -68,8 +82,11 @@ def _valid_ssh_key(text):
 def check_architecture(arch, target):
     """The InfraEnv's ``cpuArchitecture`` check (create-manifest); ``arch`` in RPM form."""
     if arch not in RPM_ARCHES:
-        raise NodeJoinerError("Config.Spec.CpuArchitecture %s is not supported " % arch, "failed to fetch " + target,
-                              'failed to generate asset "InfraEnv Config"')
+        raise NodeJoinerError(
+            "Config.Spec.CpuArchitecture %s is not supported " % arch,
+            "failed to fetch " + target,
+            'failed to generate asset "InfraEnv Config"',
+        )
 
 
 def _aggregate(errors):
@@ -99,8 +116,12 @@ def validate_hosts(config, target):
     for i, host in enumerate(hosts):
         errors.extend(_host_errors("Hosts[%d]" % i, host, macs))
     if errors:
-        raise NodeJoinerError(_aggregate(errors), "failed to fetch " + target,
-                              'failed to generate asset "Agent Hosts"', "invalid Hosts configuration")
+        raise NodeJoinerError(
+            _aggregate(errors),
+            "failed to fetch " + target,
+            'failed to generate asset "Agent Hosts"',
+            "invalid Hosts configuration",
+        )
 
 
 def _host_errors(path, host, macs):
@@ -108,15 +129,22 @@ def _host_errors(path, host, macs):
     if not isinstance(host, dict):
         return [_invalid(path, str(host), "a host must be a mapping")]
     hostname = host.get("hostname")
-    if hostname is not None and (not isinstance(hostname, str) or not HOSTNAME_RE.match(hostname)
-                                 or len(hostname) > 253):
-        errors.append(_invalid(path + ".Hostname", hostname,
-                               "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                               "characters, '-' or '.', and must start and end with an alphanumeric character"))
+    if hostname is not None and (
+        not isinstance(hostname, str) or not HOSTNAME_RE.match(hostname) or len(hostname) > 253
+    ):
+        errors.append(
+            _invalid(
+                path + ".Hostname",
+                hostname,
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+            )
+        )
     role = host.get("role")
     if role and role not in ("master", "worker"):
-        errors.append(_forbidden(path + ".Host",
-                                 "host role has incorrect value. Role must either be 'master' or 'worker'"))
+        errors.append(
+            _forbidden(path + ".Host", "host role has incorrect value. Role must either be 'master' or 'worker'")
+        )
     elif role == "master":
         errors.append(_forbidden(path + ".Host", "only worker nodes can be added to an existing cluster"))
 
@@ -142,8 +170,13 @@ def _host_errors(path, host, macs):
     network = host.get("networkConfig") or {}
     for iface in network.get("interfaces") or [] if isinstance(network, dict) else []:
         if iface.get("type", "ethernet") == "ethernet" and iface.get("name") not in names:
-            errors.append(_invalid(path + ".networkConfig", iface.get("name"),
-                                   "mac-interface mapping for interface %s is missing" % iface.get("name")))
+            errors.append(
+                _invalid(
+                    path + ".networkConfig",
+                    iface.get("name"),
+                    "mac-interface mapping for interface %s is missing" % iface.get("name"),
+                )
+            )
     return errors
 
 
@@ -155,18 +188,27 @@ def _root_device_hint_errors(path, hints):
     errors = []
     for key in sorted(hints):
         if key == "wwnWithExtension":
-            errors.append(_forbidden(path + ".wwnWithExtension",
-                                     "WWN extensions are not supported in root device hints"))
+            errors.append(
+                _forbidden(path + ".wwnWithExtension", "WWN extensions are not supported in root device hints")
+            )
         elif key == "wwnVendorExtension":
-            errors.append(_forbidden(path + ".wwnVendorExtension",
-                                     "WWN vendor extensions are not supported in root device hints"))
+            errors.append(
+                _forbidden(path + ".wwnVendorExtension", "WWN vendor extensions are not supported in root device hints")
+            )
         elif key not in ROOT_DEVICE_HINTS:
-            errors.append("%s: Unsupported value: %s: supported values: %s" % (
-                path, json.dumps(key), ", ".join(json.dumps(h) for h in ROOT_DEVICE_HINTS)))
+            errors.append(
+                "%s: Unsupported value: %s: supported values: %s"
+                % (path, json.dumps(key), ", ".join(json.dumps(h) for h in ROOT_DEVICE_HINTS))
+            )
     device = hints.get("deviceName")
     if device is not None and not str(device).startswith("/dev/"):
-        errors.append(_invalid(path + ".deviceName", device,
-                               "device name of root device hint must be path in /dev/ or /dev/disk/by-path/"))
+        errors.append(
+            _invalid(
+                path + ".deviceName",
+                device,
+                "device name of root device hint must be path in /dev/ or /dev/disk/by-path/",
+            )
+        )
     hctl = hints.get("hctl")
     if hctl is not None and not HCTL_RE.match(str(hctl)):
         errors.append(_invalid(path + ".hctl", hctl, "the HCTL format must be Host:Channel:Target:Lun"))

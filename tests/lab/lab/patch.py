@@ -12,8 +12,16 @@ STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
 # Lists that strategic merge merges element by element (by this key); every other list is replaced.
-_KEYED_LISTS = {"containers": "name", "initContainers": "name", "conditions": "type", "volumes": "name",
-                "env": "name", "ports": "containerPort", "volumeMounts": "mountPath", "addresses": "type"}
+_KEYED_LISTS = {
+    "containers": "name",
+    "initContainers": "name",
+    "conditions": "type",
+    "volumes": "name",
+    "env": "name",
+    "ports": "containerPort",
+    "volumeMounts": "mountPath",
+    "addresses": "type",
+}
 
 
 def merge_patch(target, patch):
@@ -37,8 +45,9 @@ def strategic_merge_patch(target, patch, field_name: str = ""):
         for item in patch:
             if not isinstance(item, dict) or key not in item:
                 raise bad_request(f"strategic merge patch: list {field_name} items need the key {key!r}")
-            existing = next((entry for entry in result if isinstance(entry, dict) and entry.get(key) == item[key]),
-                            None)
+            existing = next(
+                (entry for entry in result if isinstance(entry, dict) and entry.get(key) == item[key]), None
+            )
             if item.get("$patch") == "delete":
                 result = [entry for entry in result if entry is not existing]
             elif existing is None:
@@ -158,8 +167,11 @@ def apply_patch(current: dict, patch, content_type: str, builtin_kind: bool):
         return merge_patch(current, patch)
     if media == STRATEGIC:
         if not builtin_kind:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media types include: "
-                           f"{JSON_PATCH}, {MERGE}, {APPLY}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON_PATCH}, {MERGE}, {APPLY}",
+            )
         return strategic_merge_patch(current, patch)
     raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {media}")

@@ -68,14 +68,29 @@ def image_references(store, installer) -> str:
     """``/release-manifests/image-references`` of the release: an ImageStream listing the payload images."""
     release = release_image(store) or ""
     repository = _art_dev(release)
-    tags = [("baremetal-installer", baremetal_installer_image(store, installer)),
-            ("installer", repository + "@sha256:" + "c2" * 32),
-            ("machine-os-images", repository + "@sha256:" + "d3" * 32), ("cli", repository + "@sha256:" + "e4" * 32)]
-    stream = {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
-              "metadata": {"name": desired(store).get("version", ""), "creationTimestamp": None},
-              "spec": {"lookupPolicy": {"local": False},
-                       "tags": [{"name": name, "annotations": {"io.openshift.build.source-location": ""},
-                                 "from": {"kind": "DockerImage", "name": image},
-                                 "generation": None, "importPolicy": {}, "referencePolicy": {"type": ""}}
-                                for name, image in sorted(tags)]}}
+    tags = [
+        ("baremetal-installer", baremetal_installer_image(store, installer)),
+        ("installer", repository + "@sha256:" + "c2" * 32),
+        ("machine-os-images", repository + "@sha256:" + "d3" * 32),
+        ("cli", repository + "@sha256:" + "e4" * 32),
+    ]
+    stream = {
+        "kind": "ImageStream",
+        "apiVersion": "image.openshift.io/v1",
+        "metadata": {"name": desired(store).get("version", ""), "creationTimestamp": None},
+        "spec": {
+            "lookupPolicy": {"local": False},
+            "tags": [
+                {
+                    "name": name,
+                    "annotations": {"io.openshift.build.source-location": ""},
+                    "from": {"kind": "DockerImage", "name": image},
+                    "generation": None,
+                    "importPolicy": {},
+                    "referencePolicy": {"type": ""},
+                }
+                for name, image in sorted(tags)
+            ],
+        },
+    }
     return json.dumps(stream, indent=2) + "\n"

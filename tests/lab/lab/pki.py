@@ -28,8 +28,9 @@ def _pem(cert: x509.Certificate) -> bytes:
 
 
 def key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _name(common_name: str, organizations=()) -> x509.Name:
@@ -39,9 +40,17 @@ def _name(common_name: str, organizations=()) -> x509.Name:
 
 
 def _key_usage(digital_signature=True, key_encipherment=False, cert_sign=False) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=digital_signature, content_commitment=False,
-                         key_encipherment=key_encipherment, data_encipherment=False, key_agreement=False,
-                         key_cert_sign=cert_sign, crl_sign=cert_sign, encipher_only=False, decipher_only=False)
+    return x509.KeyUsage(
+        digital_signature=digital_signature,
+        content_commitment=False,
+        key_encipherment=key_encipherment,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 class LabPKI:
@@ -53,7 +62,8 @@ class LabPKI:
         subject = _name(common_name, ["openshift-agent-day2-lab"])
         self.ca_cert = (
             x509.CertificateBuilder()
-            .subject_name(subject).issuer_name(subject)
+            .subject_name(subject)
+            .issuer_name(subject)
             .public_key(self.ca_key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -72,7 +82,8 @@ class LabPKI:
         now = datetime.datetime.now(datetime.timezone.utc)
         builder = (
             x509.CertificateBuilder()
-            .subject_name(subject).issuer_name(self.ca_cert.subject)
+            .subject_name(subject)
+            .issuer_name(self.ca_cert.subject)
             .public_key(public_key)
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -80,8 +91,7 @@ class LabPKI:
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(_key_usage(key_encipherment="key encipherment" in usages), critical=True)
             .add_extension(x509.ExtendedKeyUsage([_EKU[u] for u in usages if u in _EKU]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.ca_key.public_key()),
-                           critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.ca_key.public_key()), critical=False)
         )
         sans = [x509.DNSName(name) for name in dns_names] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
         if sans:
@@ -91,15 +101,21 @@ class LabPKI:
     def issue_server_cert(self, dns_names=("localhost",), ips=("127.0.0.1",)) -> tuple:
         """``(cert_pem, key_pem)`` for a TLS server."""
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = self._issue(_name(dns_names[0] if dns_names else str(ips[0])), key.public_key(),
-                           ["digital signature", "key encipherment", "server auth"], dns_names, ips)
+        cert = self._issue(
+            _name(dns_names[0] if dns_names else str(ips[0])),
+            key.public_key(),
+            ["digital signature", "key encipherment", "server auth"],
+            dns_names,
+            ips,
+        )
         return _pem(cert), key_pem(key)
 
     def issue_client_cert(self, common_name: str, organizations=(), days: int = 365) -> tuple:
         """``(cert_pem, key_pem)`` for an API identity: CN = user, O = groups (as kube-apiserver reads them)."""
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = self._issue(_name(common_name, organizations), key.public_key(),
-                           ["digital signature", "client auth"], days=days)
+        cert = self._issue(
+            _name(common_name, organizations), key.public_key(), ["digital signature", "client auth"], days=days
+        )
         return _pem(cert), key_pem(key)
 
     def sign_csr(self, csr_pem: bytes, usages, days: int = 365) -> bytes:

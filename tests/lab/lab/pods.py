@@ -38,8 +38,7 @@ from . import clusterinfo, isobase, kinds, njcli, seeds, versions
 from .errors import ApiError
 from .faults import register_fault
 from .nodejoiner import NodeJoinerRun
-from .payload import baremetal_installer_image, image_references, installer_image, release_image
-from .payload import seeded_installer_image
+from .payload import baremetal_installer_image, image_references, installer_image, release_image, seeded_installer_image
 from .shell import Container
 from .store import now_rfc3339
 
@@ -62,7 +61,7 @@ def parse_nodejoiner_fault(value: str) -> str:
 
 def parse_cut(value: str) -> tuple:
     """``N`` or ``NxK``: cut the next K (default 1) exec streams once N stdout bytes are sent."""
-    size, times = (value.split("x", 1) + ["1"])[:2]
+    size, times = ([*value.split("x", 1), "1"])[:2]
     parsed = (int(size), int(times))
     if parsed[0] < 0 or parsed[1] < 1:
         raise ValueError(f"exec_cut_after_bytes is N or NxK with N >= 0 and K >= 1, got {value}")
@@ -76,12 +75,19 @@ def parse_count(value: str) -> int:
     return count
 
 
-register_fault("nodejoiner", parse_nodejoiner_fault,
-               "the next node-joiner runs fail: bad_host_config, download_failure or timeout (hangs)")
-register_fault("exec_cut_after_bytes", parse_cut,
-               "N[xK]: the next K exec streams (default 1) lose their connection after N stdout bytes")
-register_fault("exec_corrupt", parse_count,
-               "K: one byte is flipped in each of the next K exec outputs larger than 64 KiB")
+register_fault(
+    "nodejoiner",
+    parse_nodejoiner_fault,
+    "the next node-joiner runs fail: bad_host_config, download_failure or timeout (hangs)",
+)
+register_fault(
+    "exec_cut_after_bytes",
+    parse_cut,
+    "N[xK]: the next K exec streams (default 1) lose their connection after N stdout bytes",
+)
+register_fault(
+    "exec_corrupt", parse_count, "K: one byte is flipped in each of the next K exec outputs larger than 64 KiB"
+)
 
 
 # ----- one pod -------------------------------------------------------------------------------------
@@ -113,15 +119,29 @@ class SimulatedPod:
 
 
 def _waiting_status(name, image, reason, message):
-    return {"name": name, "image": image, "imageID": "", "ready": False, "restartCount": 0, "started": False,
-            "state": {"waiting": {"reason": reason, "message": message}}}
+    return {
+        "name": name,
+        "image": image,
+        "imageID": "",
+        "ready": False,
+        "restartCount": 0,
+        "started": False,
+        "state": {"waiting": {"reason": reason, "message": message}},
+    }
 
 
 def _conditions(ready: bool, now: str) -> list:
     state = "True" if ready else "False"
-    return [{"type": t, "status": s, "lastProbeTime": None, "lastTransitionTime": now}
-            for t, s in (("PodReadyToStartContainers", "True"), ("Initialized", "True"), ("Ready", state),
-                         ("ContainersReady", state), ("PodScheduled", "True"))]
+    return [
+        {"type": t, "status": s, "lastProbeTime": None, "lastTransitionTime": now}
+        for t, s in (
+            ("PodReadyToStartContainers", "True"),
+            ("Initialized", "True"),
+            ("Ready", state),
+            ("ContainersReady", state),
+            ("PodScheduled", "True"),
+        )
+    ]
 
 
 class PodBehaviours:
@@ -142,8 +162,13 @@ class PodBehaviours:
             return
         now = now_rfc3339()
         status = pod.get("status") or {}
-        status.update(phase=phase, conditions=_conditions(ready, now), containerStatuses=[container_status],
-                      hostIP="127.0.111.10", hostIPs=[{"ip": "127.0.111.10"}])
+        status.update(
+            phase=phase,
+            conditions=_conditions(ready, now),
+            containerStatuses=[container_status],
+            hostIP="127.0.111.10",
+            hostIPs=[{"ip": "127.0.111.10"}],
+        )
         status.setdefault("startTime", now)
         if phase != "Pending" and "podIP" not in status:
             self.ip_counter += 1
@@ -155,16 +180,43 @@ class PodBehaviours:
         self.ctx.store.update(kinds.POD, pod)
 
     def _running(self, sim: SimulatedPod) -> None:
-        self._set_status(sim, "Running", {
-            "name": sim.container, "image": sim.image, "imageID": sim.image, "ready": True, "restartCount": 0,
-            "started": True, "containerID": "cri-o://" + os.path.basename(sim.root).replace("lab-pod-", "")[:64],
-            "state": {"running": {"startedAt": now_rfc3339()}}}, ready=True)
+        self._set_status(
+            sim,
+            "Running",
+            {
+                "name": sim.container,
+                "image": sim.image,
+                "imageID": sim.image,
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "containerID": "cri-o://" + os.path.basename(sim.root).replace("lab-pod-", "")[:64],
+                "state": {"running": {"startedAt": now_rfc3339()}},
+            },
+            ready=True,
+        )
 
     def _terminated(self, sim: SimulatedPod, code: int) -> None:
-        self._set_status(sim, "Succeeded" if code == 0 else "Failed", {
-            "name": sim.container, "image": sim.image, "imageID": sim.image, "ready": False, "restartCount": 0,
-            "started": False, "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                                       "startedAt": now_rfc3339(), "finishedAt": now_rfc3339()}}})
+        self._set_status(
+            sim,
+            "Succeeded" if code == 0 else "Failed",
+            {
+                "name": sim.container,
+                "image": sim.image,
+                "imageID": sim.image,
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": now_rfc3339(),
+                        "finishedAt": now_rfc3339(),
+                    }
+                },
+            },
+        )
 
     # --- hooks from the API server -------------------------------------------------------------------
     async def on_created(self, pod: dict) -> None:
@@ -173,8 +225,11 @@ class PodBehaviours:
         store = self.ctx.store
         if sim.image == release_image(store):
             behaviour = self._release
-        elif sim.image in (installer_image(store), self.installer, baremetal_installer_image(store, self.installer)) \
-                or any(m in sim.image for m in NODE_JOINER_MARKERS):
+        elif sim.image in (
+            installer_image(store),
+            self.installer,
+            baremetal_installer_image(store, self.installer),
+        ) or any(m in sim.image for m in NODE_JOINER_MARKERS):
             behaviour = self._node_joiner
         else:
             behaviour = self._pull_failure
@@ -204,13 +259,20 @@ class PodBehaviours:
         if "@" in sim.image:
             repository, reference = sim.image.split("@", 1)
         else:
-            repository, reference = sim.image.rsplit(":", 1) if ":" in sim.image.rsplit("/", 1)[-1] else (sim.image, "latest")
-        pull_error = (f"initializing source docker://{sim.image}: reading manifest {reference} in "
-                      f"{repository or sim.image}: manifest unknown")
+            repository, reference = (
+                sim.image.rsplit(":", 1) if ":" in sim.image.rsplit("/", 1)[-1] else (sim.image, "latest")
+            )
+        pull_error = (
+            f"initializing source docker://{sim.image}: reading manifest {reference} in "
+            f"{repository or sim.image}: manifest unknown"
+        )
         self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ErrImagePull", pull_error))
         await asyncio.sleep(BACKOFF_AFTER)
-        self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ImagePullBackOff",
-                                                         f'Back-off pulling image "{sim.image}"'))
+        self._set_status(
+            sim,
+            "Pending",
+            _waiting_status(sim.container, sim.image, "ImagePullBackOff", f'Back-off pulling image "{sim.image}"'),
+        )
 
     async def _release(self, sim: SimulatedPod, _pod) -> None:
         references = image_references(self.ctx.store, self.installer)
@@ -261,16 +323,29 @@ class PodBehaviours:
             sim.output = refused.stderr  # exit status 1 (0 for --help); the container goes on with `sleep`
             return
         failure = self.ctx.faults.get("nodejoiner")
-        options = {"profile": profile, "stage_delay": self.stage_delay, "bad_host_config": failure == "bad_host_config",
-                   "base_iso_download_failure": failure == "download_failure", "timeout": failure == "timeout",
-                   "log_level": flags["log_level"], "kubeconfig": flags["kubeconfig"],
-                   "container_assets_dir": flags["dir"], "work_dir": sim.shell.host_path("/tmp")}
+        options = {
+            "profile": profile,
+            "stage_delay": self.stage_delay,
+            "bad_host_config": failure == "bad_host_config",
+            "base_iso_download_failure": failure == "download_failure",
+            "timeout": failure == "timeout",
+            "log_level": flags["log_level"],
+            "kubeconfig": flags["kubeconfig"],
+            "container_assets_dir": flags["dir"],
+            "work_dir": sim.shell.host_path("/tmp"),
+        }
 
         def serves(kind):
             return seeds.serves(self.ctx.variant, kind)
 
-        sim.run = NodeJoinerRun(sim.shell.host_path(flags["dir"]), clusterinfo.StoreSource(store, serves),
-                                self._get_secret, self._put_secret, self._base_iso, options)
+        sim.run = NodeJoinerRun(
+            sim.shell.host_path(flags["dir"]),
+            clusterinfo.StoreSource(store, serves),
+            self._get_secret,
+            self._put_secret,
+            self._base_iso,
+            options,
+        )
         os.makedirs(sim.run.assets_dir, exist_ok=True)
         await sim.run.run(pxe=flags["pxe"], config_iso=flags["config_iso"])
         # The pod command ends in `sleep`: the container keeps running so the files can be copied out.
@@ -291,21 +366,26 @@ class PodBehaviours:
         self.ctx.store.get(kinds.POD, namespace, name)  # 404 like the API server
         sim = self.pods.get((namespace, name))
         if sim is None:
-            raise ApiError(400, "BadRequest", f'pod {name} does not have a host assigned')
+            raise ApiError(400, "BadRequest", f"pod {name} does not have a host assigned")
         return sim
 
     def _check_running(self, sim: SimulatedPod, request: web.Request) -> None:
         container = request.query.get("container")
         if container and container != sim.container:
-            raise ApiError(400, "BadRequest", f'container {container} is not valid for pod {sim.name}')
+            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {sim.name}")
         pod = self.ctx.store.get(kinds.POD, sim.namespace, sim.name)
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
-            raise ApiError(400, "BadRequest",
-                           f"cannot exec into a container in a completed pod; current phase is {phase}")
+            raise ApiError(
+                400, "BadRequest", f"cannot exec into a container in a completed pod; current phase is {phase}"
+            )
         if phase != "Running":
-            raise ApiError(400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to start: '
-                           + ("trying and failing to pull image" if sim.pull_failure else "ContainerCreating"))
+            raise ApiError(
+                400,
+                "BadRequest",
+                f'container "{sim.container}" in pod "{sim.name}" is waiting to start: '
+                + ("trying and failing to pull image" if sim.pull_failure else "ContainerCreating"),
+            )
 
     async def exec_ws(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         sim = self._sim(namespace, name)
@@ -345,7 +425,7 @@ class PodBehaviours:
             cut = self.ctx.faults.get("exec_cut_after_bytes")
             if cut and sent + len(chunk) > cut[0]:
                 if cut[0] > sent:
-                    await ws.send_bytes(bytes([STDOUT]) + chunk[:cut[0] - sent])
+                    await ws.send_bytes(bytes([STDOUT]) + chunk[: cut[0] - sent])
                 self._use_fault("exec_cut_after_bytes", cut[1], f"{cut[0]}x{cut[1] - 1}")
                 request["reset"] = True
                 request.transport.abort()
@@ -363,13 +443,17 @@ class PodBehaviours:
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         sim = self._sim(namespace, name)
         if sim.pull_failure:
-            raise ApiError(400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to '
-                                              "start: trying and failing to pull image")
+            raise ApiError(
+                400,
+                "BadRequest",
+                f'container "{sim.container}" in pod "{sim.name}" is waiting to '
+                "start: trying and failing to pull image",
+            )
         text = sim.log_text()
         tail = request.query.get("tailLines")
         if tail is not None:
             lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
         return web.Response(text=text, content_type="text/plain")
 
 
@@ -377,11 +461,14 @@ def exit_status(command, code: int) -> dict:
     """The Status the kubelet sends on channel 3 when the command ends."""
     if code == 0:
         return {"metadata": {}, "status": "Success"}
-    return {"metadata": {}, "status": "Failure",
-            "message": f"command terminated with non-zero exit code: error executing command {json.dumps(command)}: "
-                       f"exit status {code}",
-            "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: error executing command {json.dumps(command)}: "
+        f"exit status {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
 
 
 async def _serve_pod_files(ctx, behaviours) -> str:
@@ -390,6 +477,7 @@ async def _serve_pod_files(ctx, behaviours) -> str:
     Not a Kubernetes API: the baseline of the streaming benchmark (a plain GET of the bytes that exec
     streams, from the same process). ``GET /files/<namespace>/<pod>/<container path>``.
     """
+
     async def download(request: web.Request) -> web.StreamResponse:
         try:
             if ctx.auth.identify(request.headers.get("Authorization"), None) is None:

@@ -42,8 +42,16 @@ def system_id(host) -> str:
 
 def emulator_config(directory: str, hosts, port: int, auth_file: str) -> str:
     """The sushy-emulator config file (Python, read with Flask's from_pyfile)."""
-    systems = [{"uuid": system_id(h), "name": h["name"], "power_state": "Off", "external_notifier": False,
-                "nics": [{"mac": h["mac_address"].lower(), "ip": h["ip"]}]} for h in hosts]
+    systems = [
+        {
+            "uuid": system_id(h),
+            "name": h["name"],
+            "power_state": "Off",
+            "external_notifier": False,
+            "nics": [{"mac": h["mac_address"].lower(), "ip": h["ip"]}],
+        }
+        for h in hosts
+    ]
     settings = {
         "SUSHY_EMULATOR_LISTEN_IP": "127.0.0.1",
         "SUSHY_EMULATOR_LISTEN_PORT": port,
@@ -88,8 +96,9 @@ class RedfishBoot:
         env = dict(os.environ, TMPDIR=os.path.join(self.directory, "tmp"))
         emulator = os.path.join(os.path.dirname(sys.executable), "sushy-emulator")
         with open(os.path.join(self.directory, "emulator.log"), "wb") as log:
-            self.process = subprocess.Popen([emulator, "--config", config], stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, env=env)
+            self.process = subprocess.Popen(
+                [emulator, "--config", config], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
         self.ctx.add_pid(self.process.pid)
 
     async def wait_ready(self) -> None:
@@ -97,8 +106,9 @@ class RedfishBoot:
         async with aiohttp.ClientSession() as session:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    raise RuntimeError(f"sushy-emulator exited with {self.process.returncode}; "
-                                       f"see {self.directory}/emulator.log")
+                    raise RuntimeError(
+                        f"sushy-emulator exited with {self.process.returncode}; see {self.directory}/emulator.log"
+                    )
                 try:
                     async with session.get(self.url + "/redfish/v1/Systems", auth=self._auth()) as response:
                         if response.status == 200:
@@ -119,8 +129,12 @@ class RedfishBoot:
             host["bmc_address"] = f"redfish-virtualmedia+{self.url}/redfish/v1/Systems/{system_id(host)}"
             host["bmc_username"] = USERNAME
             host["bmc_password"] = self.password
-        self.ctx.lab_json["redfish"] = {"url": self.url, "username": USERNAME, "password": self.password,
-                                        "systems": systems}
+        self.ctx.lab_json["redfish"] = {
+            "url": self.url,
+            "username": USERNAME,
+            "password": self.password,
+            "systems": systems,
+        }
 
     # -- watching the BMCs ------------------------------------------------------------------------------
     async def watch(self) -> None:

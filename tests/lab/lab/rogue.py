@@ -24,8 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from . import auth
 from .apiserver import CTX, json_response
-from .kubelet import (CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES, ApiClient, build_csr,
-                      epoch_ms)
+from .kubelet import CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES, ApiClient, build_csr, epoch_ms
 from .pki import write_private
 
 # A host no inventory names, and the node whose credential the attacker stole (seeded control plane).
@@ -52,8 +51,7 @@ KINDS = {
     "bad-organization": ("client CSR with O system:masters (bootstrap credential)", "target"),
     "bad-signature": ("client CSR whose request was altered after signing (bootstrap credential)", OUTSIDER),
     "rsa-key": ("client CSR with an RSA key where the kubelet uses ECDSA P-256 (bootstrap)", OUTSIDER),
-    "spoof-client": ("perfectly formed client CSR for a new host with another key (bootstrap); not in 'all'",
-                     "target"),
+    "spoof-client": ("perfectly formed client CSR for a new host with another key (bootstrap); not in 'all'", "target"),
 }
 ALL_KINDS = [kind for kind in KINDS if kind != "spoof-client"]
 
@@ -67,9 +65,10 @@ def _tamper(request_pem: bytes) -> bytes:
     der = bytearray(x509.load_pem_x509_csr(request_pem).public_bytes(serialization.Encoding.DER))
     der[-1] ^= 0x01
     body = base64.encodebytes(bytes(der)).decode().replace("\n", "")
-    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
-    return ("-----BEGIN CERTIFICATE REQUEST-----\n" + "\n".join(lines)
-            + "\n-----END CERTIFICATE REQUEST-----\n").encode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    return (
+        "-----BEGIN CERTIFICATE REQUEST-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE REQUEST-----\n"
+    ).encode()
 
 
 class Rogues:
@@ -78,8 +77,9 @@ class Rogues:
         self.filed: list = []  # {"name", "kind", "host", "identity", "filed"}
         self.bootstrap_token = ctx.auth.add_token(auth.BOOTSTRAPPER)
         # The bootstrapper's name does not fit a certificate CN (64 characters): a token carries the extra group.
-        self.extra_group_token = ctx.auth.add_token(auth.Identity(
-            auth.BOOTSTRAPPER.name, auth.BOOTSTRAPPER.groups + ("system:cluster-readers",)))
+        self.extra_group_token = ctx.auth.add_token(
+            auth.Identity(auth.BOOTSTRAPPER.name, (*auth.BOOTSTRAPPER.groups, "system:cluster-readers"))
+        )
 
     def state(self) -> list:
         return list(self.filed)
@@ -103,39 +103,45 @@ class Rogues:
         name = host["name"]
         cn = f"system:node:{name}"
         bootstrap = ("bootstrap", lambda: ApiClient(self.ctx, token=self.bootstrap_token))
-        stolen_node = (f"system:node:{EXISTING_NODE}",
-                       lambda: self._cert_client(f"system:node:{EXISTING_NODE}", ["system:nodes"]))
+        stolen_node = (
+            f"system:node:{EXISTING_NODE}",
+            lambda: self._cert_client(f"system:node:{EXISTING_NODE}", ["system:nodes"]),
+        )
         own_node = (cn, lambda: self._cert_client(cn, ["system:nodes"]))
         extra_group = ("bootstrap+system:cluster-readers", lambda: ApiClient(self.ctx, token=self.extra_group_token))
         client = (CLIENT_SIGNER, CLIENT_USAGES)
         if kind in ("unknown-host", "existing-node", "spoof-client"):
-            return bootstrap + (build_csr(_p256(), cn),) + client
+            return (*bootstrap, build_csr(_p256(), cn), *client)
         if kind == "wrong-username":
-            return stolen_node + (build_csr(_p256(), cn),) + client
+            return (*stolen_node, build_csr(_p256(), cn), *client)
         if kind == "extra-group":
-            return extra_group + (build_csr(_p256(), cn),) + client
+            return (*extra_group, build_csr(_p256(), cn), *client)
         if kind == "client-sans":
-            return bootstrap + (build_csr(_p256(), cn, dns_names=[name], ips=[host["ip"]]),) + client
+            return (*bootstrap, build_csr(_p256(), cn, dns_names=[name], ips=[host["ip"]]), *client)
         if kind == "client-extra-usage":
-            return bootstrap + (build_csr(_p256(), cn), CLIENT_SIGNER, CLIENT_USAGES + ["server auth"])
+            return (*bootstrap, build_csr(_p256(), cn), CLIENT_SIGNER, [*CLIENT_USAGES, "server auth"])
         if kind == "serving-foreign-ip":
             request = build_csr(_p256(), cn, dns_names=[name], ips=[host["ip"], FOREIGN_IP])
-            return own_node + (request, SERVING_SIGNER, SERVING_USAGES)
+            return (*own_node, request, SERVING_SIGNER, SERVING_USAGES)
         if kind == "serving-foreign-dns":
             request = build_csr(_p256(), cn, dns_names=[name, FOREIGN_DNS], ips=[host["ip"]])
-            return own_node + (request, SERVING_SIGNER, SERVING_USAGES)
+            return (*own_node, request, SERVING_SIGNER, SERVING_USAGES)
         if kind == "serving-username-mismatch":
             request = build_csr(_p256(), cn, dns_names=[name], ips=[host["ip"]])
-            return stolen_node + (request, SERVING_SIGNER, SERVING_USAGES)
+            return (*stolen_node, request, SERVING_SIGNER, SERVING_USAGES)
         if kind == "other-signer":
-            return bootstrap + (build_csr(_p256(), cn), "kubernetes.io/kube-apiserver-client",
-                                ["digital signature", "client auth"])
+            return (
+                *bootstrap,
+                build_csr(_p256(), cn),
+                "kubernetes.io/kube-apiserver-client",
+                ["digital signature", "client auth"],
+            )
         if kind == "bad-organization":
-            return bootstrap + (build_csr(_p256(), cn, organizations=["system:masters"]),) + client
+            return (*bootstrap, build_csr(_p256(), cn, organizations=["system:masters"]), *client)
         if kind == "bad-signature":
-            return bootstrap + (_tamper(build_csr(_p256(), cn)),) + client
+            return (*bootstrap, _tamper(build_csr(_p256(), cn)), *client)
         if kind == "rsa-key":
-            return bootstrap + (build_csr(rsa.generate_private_key(65537, 2048), cn),) + client
+            return (*bootstrap, build_csr(rsa.generate_private_key(65537, 2048), cn), *client)
         raise ValueError(f"unknown rogue CSR kind {kind!r}; known: all, {', '.join(KINDS)}")
 
     async def file(self, kind: str, host: dict) -> dict:
@@ -146,8 +152,14 @@ class Rogues:
             created = await api.create_csr(request_pem, signer, usages)
         finally:
             await api.close()
-        entry = {"name": created["metadata"]["name"], "kind": kind, "host": host["name"], "identity": identity,
-                 "signer": signer, "filed": epoch_ms(time.time())}
+        entry = {
+            "name": created["metadata"]["name"],
+            "kind": kind,
+            "host": host["name"],
+            "identity": identity,
+            "signer": signer,
+            "filed": epoch_ms(time.time()),
+        }
         self.filed.append(entry)
         return entry
 
@@ -169,7 +181,7 @@ async def rogue_csr(request: web.Request) -> web.Response:
         return json_response({"error": "the lab has no inventory hosts to impersonate"}, 400)
     target = hosts[host_name or ctx.hosts[0]["name"]]
     filed = []
-    for one in (ALL_KINDS if kind == "all" else [kind]):
+    for one in ALL_KINDS if kind == "all" else [kind]:
         filed.append(await ctx.rogues.file(one, _subject_host(one, target, alone=kind != "all" and bool(host_name))))
     return json_response(filed)
 
@@ -178,7 +190,7 @@ def _subject_host(kind: str, target: dict, alone: bool) -> dict:
     """The host a rogue CSR names: the target for most kinds; a fixed name for the rest, unless one kind
     is filed on its own against an explicit host (e.g. ``rogue-csr rsa-key extra-worker-0``)."""
     fixed = KINDS[kind][1]
-    if fixed == "target" or alone and kind not in ("unknown-host", "existing-node"):
+    if fixed == "target" or (alone and kind not in ("unknown-host", "existing-node")):
         return target
     return {"name": fixed, "ip": FOREIGN_IP}
 

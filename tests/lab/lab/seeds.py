@@ -47,7 +47,7 @@ def is_standalone(variant: str) -> bool:
     return os.path.exists(os.path.join(SEEDS_DIR, variant, STANDALONE))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def served_resources(variant: str) -> frozenset | None:
     """The ``(group, plural)`` of the CRD-backed kinds a standalone variant serves; None: every kind."""
     if not is_standalone(variant):
@@ -100,9 +100,15 @@ def load_into(store, variant: str = DEFAULT) -> int:
     """Create the seed in ``store`` (after kube-apiserver's own namespaces); return the number of objects."""
     objects = load_seed(variant)
     seeded = {obj["metadata"]["name"] for obj in objects if obj.get("kind") == "Namespace"}
-    system = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": name, "labels": {"kubernetes.io/metadata.name": name}}}
-        for name in APISERVER_NAMESPACES if name not in seeded]
+    system = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+        }
+        for name in APISERVER_NAMESPACES
+        if name not in seeded
+    ]
     for obj in system + objects:
         kind = kinds.for_object(obj)
         created = admission.normalize(kind, obj)

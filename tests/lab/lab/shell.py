@@ -51,8 +51,23 @@ def _stream(path, start=0, length=None):
 
 def _parse_size(text):
     """coreutils sizes: 512, 4K, 1M, 1G, 1KB (=1000)... Raises ValueError."""
-    units = {"": 1, "c": 1, "w": 2, "b": 512, "K": 1024, "k": 1024, "KiB": 1024, "KB": 1000, "kB": 1000,
-             "M": 1024 ** 2, "MiB": 1024 ** 2, "MB": 1000 ** 2, "G": 1024 ** 3, "GiB": 1024 ** 3, "GB": 1000 ** 3}
+    units = {
+        "": 1,
+        "c": 1,
+        "w": 2,
+        "b": 512,
+        "K": 1024,
+        "k": 1024,
+        "KiB": 1024,
+        "KB": 1000,
+        "kB": 1000,
+        "M": 1024**2,
+        "MiB": 1024**2,
+        "MB": 1000**2,
+        "G": 1024**3,
+        "GiB": 1024**3,
+        "GB": 1000**3,
+    }
     digits = len(text) - len(text.lstrip("0123456789"))
     if digits == 0 or text[digits:] not in units:
         raise ValueError(text)
@@ -83,15 +98,26 @@ class Container:
             return _result(stderr="%s: only -c COMMAND is supported in the lab\n" % argv[0], code=2)
         handler = self._handler(argv[0])
         if handler is None:
-            return _result(stderr='OCI runtime exec failed: exec failed: unable to start container process: '
-                                  'exec: "%s": executable file not found in $PATH: unknown\n' % argv[0], code=127)
+            return _result(
+                stderr="OCI runtime exec failed: exec failed: unable to start container process: "
+                'exec: "%s": executable file not found in $PATH: unknown\n' % argv[0],
+                code=127,
+            )
         return handler(argv[1:])
 
     def _handler(self, name):
         return {
-            "cat": self._cat, "sha256sum": self._sha256sum, "ls": self._ls, "test": self._test,
-            "[": self._bracket, "stat": self._stat, "tar": self._tar, "head": self._head, "dd": self._dd,
-            "true": lambda args: _result(), "false": lambda args: _result(code=1),
+            "cat": self._cat,
+            "sha256sum": self._sha256sum,
+            "ls": self._ls,
+            "test": self._test,
+            "[": self._bracket,
+            "stat": self._stat,
+            "tar": self._tar,
+            "head": self._head,
+            "dd": self._dd,
+            "true": lambda args: _result(),
+            "false": lambda args: _result(code=1),
         }.get(posixpath.basename(name) if name.startswith("/") else name)
 
     # ------------------------------------------------------------------ sh -c
@@ -167,6 +193,7 @@ class Container:
                 for chunk in _stream(real):
                     digest.update(chunk)
                 yield ("%s  %s\n" % (digest.hexdigest(), name)).encode()
+
         return _result(lines(), "".join(errors), 1 if errors else 0)
 
     def _ls(self, args):
@@ -195,8 +222,12 @@ class Container:
     def _test(self, args):
         if len(args) == 2 and args[0] in ("-f", "-d", "-e", "-s"):
             real = self.host_path(args[1])
-            ok = {"-f": os.path.isfile, "-d": os.path.isdir, "-e": os.path.exists,
-                  "-s": lambda p: os.path.exists(p) and os.path.getsize(p) > 0}[args[0]](real)
+            ok = {
+                "-f": os.path.isfile,
+                "-d": os.path.isdir,
+                "-e": os.path.exists,
+                "-s": lambda p: os.path.exists(p) and os.path.getsize(p) > 0,
+            }[args[0]](real)
             return _result(code=0 if ok else 1)
         return _result(stderr="test: unsupported expression: %s\n" % " ".join(args), code=2)
 
@@ -241,8 +272,7 @@ class Container:
             return _result(stderr="head: invalid number of bytes: '%s'\n" % args[1], code=1)
         real = self.host_path(args[2])
         if not os.path.exists(real):
-            return _result(stderr="head: cannot open '%s' for reading: No such file or directory\n" % args[2],
-                           code=1)
+            return _result(stderr="head: cannot open '%s' for reading: No such file or directory\n" % args[2], code=1)
         if os.path.isdir(real):
             return _result(stderr="head: error reading '%s': Is a directory\n" % args[2], code=1)
         return _result(_stream(real, 0, count))
@@ -286,8 +316,11 @@ class Container:
             if rest[i] == "-C" and i + 1 < len(rest):
                 cwd = posixpath.join(cwd, rest[i + 1])
                 if not os.path.isdir(self.host_path(cwd)):
-                    return _result(stderr="tar: %s: Cannot open: No such file or directory\n"
-                                          "tar: Error is not recoverable: exiting now\n" % rest[i + 1], code=2)
+                    return _result(
+                        stderr="tar: %s: Cannot open: No such file or directory\n"
+                        "tar: Error is not recoverable: exiting now\n" % rest[i + 1],
+                        code=2,
+                    )
                 i += 2
                 continue
             members.append((rest[i], self.host_path(rest[i], cwd)))

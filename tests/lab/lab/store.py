@@ -36,7 +36,7 @@ def _spec_part(obj: dict) -> dict:
 class Watch:
     """One open watch: an asyncio queue of ``{"type", "object"}`` events, filtered for one request."""
 
-    def __init__(self, store: "Store", kind, namespace, label_req, field_req):
+    def __init__(self, store: Store, kind, namespace, label_req, field_req):
         self.store = store
         self.kind = kind
         self.namespace = namespace
@@ -101,8 +101,9 @@ class Store:
             raise not_found(kind, name)
         return obj
 
-    def list(self, kind, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> tuple:
+    def list(
+        self, kind, namespace: str | None = None, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple:
         """``(items, resourceVersion)``; items sorted by namespace and name like etcd keys."""
         label_req = parse_label_selector(label_selector)
         field_req = parse_field_selector(field_selector, kind)
@@ -187,14 +188,21 @@ class Store:
         self._listeners.append(listener)
 
     # ----- watching ------------------------------------------------------------------------------
-    def watch(self, kind, namespace: str | None = None, label_selector: str | None = None,
-              field_selector: str | None = None, resource_version: str | None = None) -> Watch:
+    def watch(
+        self,
+        kind,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+    ) -> Watch:
         """Open a watch. Without a resourceVersion (or "0") it starts with ADDED events for current objects.
 
         Raises the 410 ``Expired`` ApiError when events after ``resource_version`` are no longer retained.
         """
-        watch = Watch(self, kind, namespace, parse_label_selector(label_selector),
-                      parse_field_selector(field_selector, kind))
+        watch = Watch(
+            self, kind, namespace, parse_label_selector(label_selector), parse_field_selector(field_selector, kind)
+        )
         if resource_version in (None, "", "0"):
             items, _rv = self.list(kind, namespace, label_selector, field_selector)
             for obj in items:

@@ -36,8 +36,14 @@ def _node_row(obj: dict) -> list:
     roles = sorted(key.split("/", 1)[1] for key in labels if key.startswith("node-role.kubernetes.io/"))
     addresses = {a.get("type"): a.get("address") for a in obj.get("status", {}).get("addresses") or []}
     info = obj.get("status", {}).get("nodeInfo") or {}
-    return [status, ",".join(roles) or "<none>", age(obj["metadata"].get("creationTimestamp")),
-            info.get("kubeletVersion", ""), addresses.get("InternalIP", "<none>"), info.get("osImage", "<unknown>")]
+    return [
+        status,
+        ",".join(roles) or "<none>",
+        age(obj["metadata"].get("creationTimestamp")),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP", "<none>"),
+        info.get("osImage", "<unknown>"),
+    ]
 
 
 def _csr_row(obj: dict) -> list:
@@ -45,16 +51,22 @@ def _csr_row(obj: dict) -> list:
     if obj.get("status", {}).get("certificate"):
         conditions.append("Issued")
     spec = obj.get("spec", {})
-    return [age(obj["metadata"].get("creationTimestamp")), spec.get("signerName", ""), spec.get("username", ""),
-            "<none>", ",".join(conditions) or "Pending"]
+    return [
+        age(obj["metadata"].get("creationTimestamp")),
+        spec.get("signerName", ""),
+        spec.get("username", ""),
+        "<none>",
+        ",".join(conditions) or "Pending",
+    ]
 
 
 def _pod_row(obj: dict) -> list:
     statuses = obj.get("status", {}).get("containerStatuses") or []
     containers = obj.get("spec", {}).get("containers") or []
     ready = sum(1 for status in statuses if status.get("ready"))
-    waiting = next((s["state"]["waiting"].get("reason") for s in statuses if (s.get("state") or {}).get("waiting")),
-                   None)
+    waiting = next(
+        (s["state"]["waiting"].get("reason") for s in statuses if (s.get("state") or {}).get("waiting")), None
+    )
     restarts = sum(status.get("restartCount", 0) for status in statuses)
     phase = waiting or obj.get("status", {}).get("phase", "Pending")
     return [f"{ready}/{len(containers)}", phase, restarts, age(obj["metadata"].get("creationTimestamp"))]
@@ -64,16 +76,26 @@ def _operator_row(obj: dict) -> list:
     versions = obj.get("status", {}).get("versions") or []
     version = next((v.get("version") for v in versions if v.get("name") == "operator"), "")
     available = _condition(obj, "Available")
-    return [version, available.get("status", ""), _condition(obj, "Progressing").get("status", ""),
-            _condition(obj, "Degraded").get("status", ""), age(available.get("lastTransitionTime")),
-            available.get("message", "")]
+    return [
+        version,
+        available.get("status", ""),
+        _condition(obj, "Progressing").get("status", ""),
+        _condition(obj, "Degraded").get("status", ""),
+        age(available.get("lastTransitionTime")),
+        available.get("message", ""),
+    ]
 
 
 def _clusterversion_row(obj: dict) -> list:
     available = _condition(obj, "Available")
     progressing = _condition(obj, "Progressing")
-    return [obj.get("status", {}).get("desired", {}).get("version", ""), available.get("status", ""),
-            progressing.get("status", ""), age(progressing.get("lastTransitionTime")), progressing.get("message", "")]
+    return [
+        obj.get("status", {}).get("desired", {}).get("version", ""),
+        available.get("status", ""),
+        progressing.get("status", ""),
+        age(progressing.get("lastTransitionTime")),
+        progressing.get("message", ""),
+    ]
 
 
 def _columns(*names) -> list:
@@ -81,23 +103,38 @@ def _columns(*names) -> list:
     for name in names:
         priority = 1 if name.endswith("*") else 0
         name = name.rstrip("*")
-        columns.append({"name": name, "type": "integer" if name == "Restarts" else "string",
-                        "format": "name" if name == "Name" else "", "description": name, "priority": priority})
+        columns.append(
+            {
+                "name": name,
+                "type": "integer" if name == "Restarts" else "string",
+                "format": "name" if name == "Name" else "",
+                "description": name,
+                "priority": priority,
+            }
+        )
     return columns
 
 
 # Kind -> (columns after Name, row function) — the columns kube-apiserver / the CRDs print.
 _PRINTERS = {
     ("v1", "Node"): (_columns("Status", "Roles", "Age", "Version", "Internal-IP*", "OS-Image*"), _node_row),
-    ("certificates.k8s.io/v1", "CertificateSigningRequest"):
-        (_columns("Age", "SignerName", "Requestor", "RequestedDuration", "Condition"), _csr_row),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): (
+        _columns("Age", "SignerName", "Requestor", "RequestedDuration", "Condition"),
+        _csr_row,
+    ),
     ("v1", "Pod"): (_columns("Ready", "Status", "Restarts", "Age"), _pod_row),
-    ("config.openshift.io/v1", "ClusterOperator"):
-        (_columns("Version", "Available", "Progressing", "Degraded", "Since", "Message"), _operator_row),
-    ("config.openshift.io/v1", "ClusterVersion"):
-        (_columns("Version", "Available", "Progressing", "Since", "Status"), _clusterversion_row),
-    ("v1", "Namespace"): (_columns("Status", "Age"),
-                          lambda obj: [obj.get("status", {}).get("phase", ""), age(obj["metadata"].get("creationTimestamp"))]),
+    ("config.openshift.io/v1", "ClusterOperator"): (
+        _columns("Version", "Available", "Progressing", "Degraded", "Since", "Message"),
+        _operator_row,
+    ),
+    ("config.openshift.io/v1", "ClusterVersion"): (
+        _columns("Version", "Available", "Progressing", "Since", "Status"),
+        _clusterversion_row,
+    ),
+    ("v1", "Namespace"): (
+        _columns("Status", "Age"),
+        lambda obj: [obj.get("status", {}).get("phase", ""), age(obj["metadata"].get("creationTimestamp"))],
+    ),
 }
 _DEFAULT = (_columns("Age"), lambda obj: [age(obj["metadata"].get("creationTimestamp"))])
 
@@ -110,8 +147,16 @@ def table(kind: kinds.Kind, items: list, resource_version: str, include_object: 
         if include_object == "Object":
             entry["object"] = obj
         elif include_object != "None":
-            entry["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                               "metadata": obj["metadata"]}
+            entry["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
         rows.append(entry)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-            "columnDefinitions": _columns("Name") + columns, "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": _columns("Name") + columns,
+        "rows": rows,
+    }

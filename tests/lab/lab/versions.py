@@ -62,18 +62,32 @@ from dataclasses import dataclass, replace
 
 # Every host stage of the swagger enum, in its order (openshift/assisted-service swagger.yaml, see above).
 HOST_STAGES_4_17 = (
-    "Starting installation", "Waiting for control plane", "Waiting for bootkube", "Waiting for controller",
-    "Installing", "Writing image to disk", "Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done",
+    "Starting installation",
+    "Waiting for control plane",
+    "Waiting for bootkube",
+    "Waiting for controller",
+    "Installing",
+    "Writing image to disk",
+    "Rebooting",
+    "Waiting for ignition",
+    "Configuring",
+    "Joined",
+    "Done",
     "Failed",
 )
-HOST_STAGES_4_21 = HOST_STAGES_4_17[:6] + ("Copying registry data to disk",) + HOST_STAGES_4_17[6:]
+HOST_STAGES_4_21 = (*HOST_STAGES_4_17[:6], "Copying registry data to disk", *HOST_STAGES_4_17[6:])
 
 # What a day-2 worker reports, in order; "Rebooting" is stored as "Done" (status added-to-existing-cluster)
 # because nothing can be followed after it -- openshift/assisted-service internal/host/host.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd
 # (GetStagesByRole cuts after Rebooting for AddToExistingClusterHost), internal/host/common.go (WorkerStages),
 # openshift/assisted-installer src/installer/installer.go@63b2da6ef83a82468cf0c5baea4fef27a36be267.
-DAY2_WORKER_STAGES = ("Starting installation", "Installing", "Writing image to disk", "Waiting for control plane",
-                      "Rebooting")
+DAY2_WORKER_STAGES = (
+    "Starting installation",
+    "Installing",
+    "Writing image to disk",
+    "Waiting for control plane",
+    "Rebooting",
+)
 
 AGENT_PERSONA, USER_PERSONA, WATCHER_PERSONA = "agentAuth", "userAuth", "watcherAuth"
 
@@ -125,7 +139,7 @@ _V417 = Profile(
 )
 _V418 = Profile(
     minor=(4, 18),
-    add_nodes_flags=_GLOBAL_FLAGS + ("--pxe", "-p", "--config-iso"),
+    add_nodes_flags=(*_GLOBAL_FLAGS, "--pxe", "-p", "--config-iso"),
     writes_report=True,
     config_iso_always=False,
     expiry_variable="AUTH_TOKEN_EXPIRY",

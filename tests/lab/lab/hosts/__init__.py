@@ -28,6 +28,19 @@ from .faults import fault_values, per_host
 from .fleet import Hosts, _json_body, free_port, setup
 from .machine import WRITE_STEPS, SimHost
 
-__all__ = ["BootConfig", "GO_ARCH_TO_RPM", "Hosts", "SimHost", "WRITE_STEPS", "WrongIso", "_json_body",
-           "cluster_architecture", "cluster_id_of", "fault_values", "free_port", "per_host", "read_boot_config",
-           "setup"]
+__all__ = [
+    "GO_ARCH_TO_RPM",
+    "WRITE_STEPS",
+    "BootConfig",
+    "Hosts",
+    "SimHost",
+    "WrongIso",
+    "_json_body",
+    "cluster_architecture",
+    "cluster_id_of",
+    "fault_values",
+    "free_port",
+    "per_host",
+    "read_boot_config",
+    "setup",
+]

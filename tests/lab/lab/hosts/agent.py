@@ -33,46 +33,76 @@ def validations_info(host):
             entry = {"id": vid, "status": "pending", "message": "Missing inventory"}
         else:
             ok = vid not in host.failing
-            entry = {"id": vid, "status": "success" if ok else "failure",
-                     "message": host.validation_message(vid, ok)}
+            entry = {"id": vid, "status": "success" if ok else "failure", "message": host.validation_message(vid, ok)}
         grouped.setdefault(category, []).append(entry)
     return json.dumps(grouped, separators=(",", ":"))
 
 
 def host_json(host):
-    inventory = {"hostname": host.hostname,
-                 "interfaces": [{"name": "eth0", "mac_address": host.mac,
-                                 "ipv4_addresses": [f"{host.ip}/{host.inventory.get('prefix_length', 24)}"]}],
-                 "cpu": {"architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)), "count": 4},
-                 "memory": {"physical_bytes": 16 * 1024 ** 3}}
-    return {"kind": "AddToExistingClusterHost", "id": host.host_id,
-            "href": f"{API_PREFIX}/infra-envs/{host.infra_env_id}/hosts/{host.host_id}",
-            "cluster_id": host.cluster_id, "infra_env_id": host.infra_env_id, "status": host.status,
-            "status_info": host.status_info, "status_updated_at": host.status_updated_at,
-            "validations_info": validations_info(host), "progress": host.progress_json(), "role": "worker",
-            "requested_hostname": host.hostname, "inventory": json.dumps(inventory),
-            "installation_disk_path": "/dev/sda"}
+    inventory = {
+        "hostname": host.hostname,
+        "interfaces": [
+            {
+                "name": "eth0",
+                "mac_address": host.mac,
+                "ipv4_addresses": [f"{host.ip}/{host.inventory.get('prefix_length', 24)}"],
+            }
+        ],
+        "cpu": {"architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)), "count": 4},
+        "memory": {"physical_bytes": 16 * 1024**3},
+    }
+    return {
+        "kind": "AddToExistingClusterHost",
+        "id": host.host_id,
+        "href": f"{API_PREFIX}/infra-envs/{host.infra_env_id}/hosts/{host.host_id}",
+        "cluster_id": host.cluster_id,
+        "infra_env_id": host.infra_env_id,
+        "status": host.status,
+        "status_info": host.status_info,
+        "status_updated_at": host.status_updated_at,
+        "validations_info": validations_info(host),
+        "progress": host.progress_json(),
+        "role": "worker",
+        "requested_hostname": host.hostname,
+        "inventory": json.dumps(inventory),
+        "installation_disk_path": "/dev/sda",
+    }
 
 
 def cluster_json(host, with_hosts=True):
-    cluster = {"kind": "AddHostsCluster", "id": host.cluster_id, "href": f"{API_PREFIX}/clusters/{host.cluster_id}",
-               "name": "lab", "openshift_cluster_id": cluster_id_of(host.ctx.store), "status": "adding-hosts",
-               "status_info": "cluster is adding hosts to existing OCP cluster", "image_info": {}}
+    cluster = {
+        "kind": "AddHostsCluster",
+        "id": host.cluster_id,
+        "href": f"{API_PREFIX}/clusters/{host.cluster_id}",
+        "name": "lab",
+        "openshift_cluster_id": cluster_id_of(host.ctx.store),
+        "status": "adding-hosts",
+        "status_info": "cluster is adding hosts to existing OCP cluster",
+        "image_info": {},
+    }
     if with_hosts:
         cluster["hosts"] = [host_json(host)] if host.status else []
     return cluster
 
 
 def infra_env_json(host):
-    return {"kind": "InfraEnv", "id": host.infra_env_id, "href": f"{API_PREFIX}/infra-envs/{host.infra_env_id}",
-            "name": "lab-add-nodes", "type": "full-iso", "cluster_id": host.cluster_id,
-            "cpu_architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)),
-            "created_at": host.events[0]["event_time"] if host.events else utc_now(), "updated_at": utc_now()}
+    return {
+        "kind": "InfraEnv",
+        "id": host.infra_env_id,
+        "href": f"{API_PREFIX}/infra-envs/{host.infra_env_id}",
+        "name": "lab-add-nodes",
+        "type": "full-iso",
+        "cluster_id": host.cluster_id,
+        "cpu_architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)),
+        "created_at": host.events[0]["event_time"] if host.events else utc_now(),
+        "updated_at": utc_now(),
+    }
 
 
 def not_found(kind, identifier):
-    return json_response({"kind": "Error", "id": 404, "href": "", "code": "404",
-                          "reason": f"{kind} {identifier} can not be found"}, 404)
+    return json_response(
+        {"kind": "Error", "id": 404, "href": "", "code": "404", "reason": f"{kind} {identifier} can not be found"}, 404
+    )
 
 
 # ----- auth and routes ---------------------------------------------------------------------------------
@@ -137,9 +167,13 @@ async def list_hosts(request):
 
 
 # handler -> (path, swagger operationId)
-ROUTES = {list_clusters: ("/clusters", "v2ListClusters"), get_cluster: ("/clusters/{cluster_id}", "v2GetCluster"),
-          list_events: ("/events", "v2ListEvents"), list_infra_envs: ("/infra-envs", "ListInfraEnvs"),
-          list_hosts: ("/infra-envs/{infra_env_id}/hosts", "v2ListHosts")}
+ROUTES = {
+    list_clusters: ("/clusters", "v2ListClusters"),
+    get_cluster: ("/clusters/{cluster_id}", "v2GetCluster"),
+    list_events: ("/events", "v2ListEvents"),
+    list_infra_envs: ("/infra-envs", "ListInfraEnvs"),
+    list_hosts: ("/infra-envs/{infra_env_id}/hosts", "v2ListHosts"),
+}
 OPERATIONS = {handler: operation for handler, (_path, operation) in ROUTES.items()}
 
 

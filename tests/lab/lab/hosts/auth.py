@@ -31,18 +31,32 @@ from .. import jwt
 
 USER, AGENT, WATCHER, URL = "userAuth", "agentAuth", "watcherAuth", "urlAuth"
 # scheme -> (in, name): the swagger securityDefinitions (all apiKey).
-SCHEMES = {USER: ("header", "Authorization"), AGENT: ("header", "X-Secret-Key"),
-           WATCHER: ("header", "Watcher-Authorization"), URL: ("query", "api_key")}
+SCHEMES = {
+    USER: ("header", "Authorization"),
+    AGENT: ("header", "X-Secret-Key"),
+    WATCHER: ("header", "Watcher-Authorization"),
+    URL: ("query", "api_key"),
+}
 # operationId -> its security list, in swagger order. Operations without their own list use the global
 # [userAuth]. The last four are what the host's own services call (import, registration, install, progress).
 SECURITY_4_17 = {
-    "v2ListClusters": (USER,), "v2GetCluster": (USER, AGENT), "ListInfraEnvs": (USER,),
-    "v2ListEvents": (USER, URL), "v2ListHosts": (USER, AGENT),
-    "v2ImportCluster": (USER,), "v2RegisterHost": (AGENT,), "v2InstallHost": (USER,),
+    "v2ListClusters": (USER,),
+    "v2GetCluster": (USER, AGENT),
+    "ListInfraEnvs": (USER,),
+    "v2ListEvents": (USER, URL),
+    "v2ListHosts": (USER, AGENT),
+    "v2ImportCluster": (USER,),
+    "v2RegisterHost": (AGENT,),
+    "v2InstallHost": (USER,),
     "v2UpdateHostInstallProgress": (AGENT,),
 }
-SECURITY_4_18 = dict(SECURITY_4_17, v2ListClusters=(USER, WATCHER), v2GetCluster=(USER, AGENT, WATCHER),
-                     ListInfraEnvs=(USER, WATCHER), v2ListEvents=(USER, URL, WATCHER))
+SECURITY_4_18 = dict(
+    SECURITY_4_17,
+    v2ListClusters=(USER, WATCHER),
+    v2GetCluster=(USER, AGENT, WATCHER),
+    ListInfraEnvs=(USER, WATCHER),
+    v2ListEvents=(USER, URL, WATCHER),
+)
 CUSTOM_EXPIRED = "The provided authentication token has expired. Please generate a new token and try again."
 
 

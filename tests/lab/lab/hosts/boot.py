@@ -126,36 +126,50 @@ def boot_config(config, host, cluster_id):
             macs_in_iso += lines
             mine = mine or mac in lines
     if not mine:
-        raise WrongIso(f"MAC {mac} is not in the ISO (it names {', '.join(macs_in_iso) or 'no MAC'} in "
-                       f"{HOSTCONFIG_DIR}/*/mac_addresses): boot an ISO built with host {host['name']} in nodes-config")
+        raise WrongIso(
+            f"MAC {mac} is not in the ISO (it names {', '.join(macs_in_iso) or 'no MAC'} in "
+            f"{HOSTCONFIG_DIR}/*/mac_addresses): boot an ISO built with host {host['name']} in nodes-config"
+        )
     add_nodes = ignition_mod.read_env_file(files.get(ADD_NODES_ENV, b""))
     if add_nodes.get("CLUSTER_ID") != cluster_id:
-        raise WrongIso(f"the ISO is for cluster {add_nodes.get('CLUSTER_ID')}, this cluster is {cluster_id} "
-                       f"(CLUSTER_ID in {ADD_NODES_ENV}): boot an ISO built from this cluster")
+        raise WrongIso(
+            f"the ISO is for cluster {add_nodes.get('CLUSTER_ID')}, this cluster is {cluster_id} "
+            f"(CLUSTER_ID in {ADD_NODES_ENV}): boot an ISO built from this cluster"
+        )
     service = ignition_mod.read_env_file(files.get(ASSISTED_SERVICE_ENV, b""))
     rendezvous = ignition_mod.read_env_file(files.get(RENDEZVOUS_ENV, b""))
     public_pem = service_public_key(service.get("EC_PUBLIC_KEY_PEM", ""))
-    tokens = {name: value for env in (service, rendezvous) for name, value in env.items()
-              if name in TOKEN_VARIABLES and value}
+    tokens = {
+        name: value for env in (service, rendezvous) for name, value in env.items() if name in TOKEN_VARIABLES and value
+    }
     expiry_variable = next((name for name in EXPIRY_VARIABLES if add_nodes.get(name)), None)
     hostname = files.get(f"{HOSTNAMES_DIR}/{mac}")
-    return BootConfig(hostname=hostname.decode() if hostname else None, cluster_id=add_nodes["CLUSTER_ID"],
-                      infra_env_id=service.get("INFRA_ENV_ID", ""), public_pem=public_pem, tokens=tokens,
-                      expiry=add_nodes[expiry_variable] if expiry_variable else earliest_exp(tokens.values()),
-                      expiry_variable=expiry_variable)
+    return BootConfig(
+        hostname=hostname.decode() if hostname else None,
+        cluster_id=add_nodes["CLUSTER_ID"],
+        infra_env_id=service.get("INFRA_ENV_ID", ""),
+        public_pem=public_pem,
+        tokens=tokens,
+        expiry=add_nodes[expiry_variable] if expiry_variable else earliest_exp(tokens.values()),
+        expiry_variable=expiry_variable,
+    )
 
 
 def service_public_key(value):
     """The PEM assisted-service verifies tokens with, or WrongIso naming why it cannot start."""
     if not value:
-        raise WrongIso("assisted-service does not start: agent installer local authentication requires an "
-                       "ecdsa Public Key (EC_PUBLIC_KEY_PEM is empty in assisted-service.env)")
+        raise WrongIso(
+            "assisted-service does not start: agent installer local authentication requires an "
+            "ecdsa Public Key (EC_PUBLIC_KEY_PEM is empty in assisted-service.env)"
+        )
     try:
         pem = base64.b64decode(value, validate=True).decode()
         jwt.load_public_pem(pem)
     except (binascii.Error, UnicodeDecodeError, jwt.TokenError) as exc:
-        raise WrongIso(f"assisted-service does not start: EC_PUBLIC_KEY_PEM in assisted-service.env is not "
-                       f"the base64 of an EC public key PEM ({exc})") from None
+        raise WrongIso(
+            f"assisted-service does not start: EC_PUBLIC_KEY_PEM in assisted-service.env is not "
+            f"the base64 of an EC public key PEM ({exc})"
+        ) from None
     return pem
 
 

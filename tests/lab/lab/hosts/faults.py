@@ -15,36 +15,52 @@ VALIDATIONS = {
     "connected": ("network", "Host is connected", "Host is disconnected"),
     "ntp-synced": ("network", "Host NTP is synced", "Host couldn't synchronize with any NTP server"),
     "time-synced-between-host-and-service": (
-        "network", "Host clock is synchronized with service",
+        "network",
+        "Host clock is synchronized with service",
         "Host clock is not synchronized, there is more than 4 minutes gap between clocks, "
-        "please configure an NTP server via DHCP"),
+        "please configure an NTP server via DHCP",
+    ),
     "api-int-domain-name-resolved-correctly": (
-        "network", "Domain name resolution for the api-int.{domain} domain was successful or not required",
+        "network",
+        "Domain name resolution for the api-int.{domain} domain was successful or not required",
         "Couldn't resolve domain name api-int.{domain} on the host. To continue installation, create the "
-        "necessary DNS entries to resolve this domain name to the cluster's API IP address"),
+        "necessary DNS entries to resolve this domain name to the cluster's API IP address",
+    ),
     "ignition-downloadable": (
-        "network", "Ignition is downloadable",
-        "Ignition is not downloadable. Please ensure host connectivity to the cluster's API"),
+        "network",
+        "Ignition is downloadable",
+        "Ignition is not downloadable. Please ensure host connectivity to the cluster's API",
+    ),
     "container-images-available": (
-        "network", "All required container images were either pulled successfully or no attempt was made "
-        "to pull them", "Failed to fetch container images needed for installation"),
-    "has-min-cpu-cores": ("hardware", "Sufficient CPU cores",
-                          "The host is not eligible to participate in Openshift Cluster because the minimum "
-                          "required CPU cores for any role is 2, found only 1"),
-    "has-min-memory": ("hardware", "Sufficient minimum RAM",
-                       "The host is not eligible to participate in Openshift Cluster because the minimum "
-                       "required RAM for any role is 8.00 GiB, found only 4.00 GiB"),
-    "has-min-valid-disks": ("hardware", "Sufficient disk capacity",
-                            "No eligible disks were found, please check specific disks to see why they are "
-                            "not eligible"),
-    "hostname-unique": ("hardware", "Hostname {name} is unique in cluster",
-                        "Hostname {name} is not unique in cluster"),
+        "network",
+        "All required container images were either pulled successfully or no attempt was made to pull them",
+        "Failed to fetch container images needed for installation",
+    ),
+    "has-min-cpu-cores": (
+        "hardware",
+        "Sufficient CPU cores",
+        "The host is not eligible to participate in Openshift Cluster because the minimum "
+        "required CPU cores for any role is 2, found only 1",
+    ),
+    "has-min-memory": (
+        "hardware",
+        "Sufficient minimum RAM",
+        "The host is not eligible to participate in Openshift Cluster because the minimum "
+        "required RAM for any role is 8.00 GiB, found only 4.00 GiB",
+    ),
+    "has-min-valid-disks": (
+        "hardware",
+        "Sufficient disk capacity",
+        "No eligible disks were found, please check specific disks to see why they are not eligible",
+    ),
+    "hostname-unique": ("hardware", "Hostname {name} is unique in cluster", "Hostname {name} is not unique in cluster"),
     "hostname-valid": ("hardware", "Hostname {name} is allowed", "Hostname {name} is forbidden"),
 }
 
 
 def per_host(parse_value):
     """A fault parser for ``[HOST:]VALUE[,[HOST:]VALUE...]`` -> ((host or None, value), ...)."""
+
     def parse(text):
         entries = []
         for item in (part.strip() for part in str(text).split(",")):
@@ -57,6 +73,7 @@ def per_host(parse_value):
         if not entries:
             raise ValueError("give [HOST:]VALUE")
         return tuple(entries)
+
     return parse
 
 
@@ -84,16 +101,29 @@ def _flag(value):
     return value.lower() not in ("0", "false", "no", "off", "")
 
 
-register_fault("agent_unreachable", per_host(_outage),
-               "[HOST:]SECONDS: the agent refuses connections for that long from now")
-register_fault("validation_failing", per_host(_validation_id),
-               "[HOST:]VALIDATION_ID[,...]: that validation fails (host insufficient until cleared)")
-register_fault("install_error", per_host(_stage),
-               "[HOST:]STAGE: the install fails at that day-2 stage (the agent reports Failed: status error)")
-register_fault("wrong_boot_order", per_host(_flag),
-               "[HOST:]1: after writing the disk the host boots the ISO again (installing-pending-user-action)")
-register_fault("token_rejected", per_host(_flag),
-               "[HOST:]1: the agent answers every request 401, as to a token signed by another key")
+register_fault(
+    "agent_unreachable", per_host(_outage), "[HOST:]SECONDS: the agent refuses connections for that long from now"
+)
+register_fault(
+    "validation_failing",
+    per_host(_validation_id),
+    "[HOST:]VALIDATION_ID[,...]: that validation fails (host insufficient until cleared)",
+)
+register_fault(
+    "install_error",
+    per_host(_stage),
+    "[HOST:]STAGE: the install fails at that day-2 stage (the agent reports Failed: status error)",
+)
+register_fault(
+    "wrong_boot_order",
+    per_host(_flag),
+    "[HOST:]1: after writing the disk the host boots the ISO again (installing-pending-user-action)",
+)
+register_fault(
+    "token_rejected",
+    per_host(_flag),
+    "[HOST:]1: the agent answers every request 401, as to a token signed by another key",
+)
 
 
 def fault_values(faults, name, host):

@@ -24,8 +24,9 @@ class Hosts:
         options = ctx.options
         self.agent_port = options.agent_port or free_port()
         self.kubelet_port = options.kubelet_port or free_port()
-        self.by_name = {h["name"]: SimHost(ctx, h, self.agent_port, self.kubelet_port, options.install_seconds)
-                        for h in ctx.hosts}
+        self.by_name = {
+            h["name"]: SimHost(ctx, h, self.agent_port, self.kubelet_port, options.install_seconds) for h in ctx.hosts
+        }
 
     def get(self, name):
         if name not in self.by_name:
@@ -46,8 +47,9 @@ async def _json_body(request):
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text=json.dumps({"error": "the body must be a JSON object"}),
-                                 content_type="application/json")
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "the body must be a JSON object"}), content_type="application/json"
+        )
     return body
 
 
@@ -77,8 +79,7 @@ async def boot_endpoint(request):
         return json_response({"error": exc.args[0]}, 400)
     if not hosts:
         return json_response({"error": "name at least one host"}, 400)
-    return json_response([await host.boot(os.path.abspath(path), install_seconds=seconds, pxe=pxe)
-                          for host in hosts])
+    return json_response([await host.boot(os.path.abspath(path), install_seconds=seconds, pxe=pxe) for host in hosts])
 
 
 async def hosts_endpoint(request):

@@ -23,8 +23,10 @@ import tempfile
 
 from ..pki import key_pem
 
-UNAUTHORIZED = (b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                b"Content-Length: 12\r\nConnection: close\r\n\r\nUnauthorized")
+UNAUTHORIZED = (
+    b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: 12\r\nConnection: close\r\n\r\nUnauthorized"
+)
 MAX_REQUEST = 64 * 1024
 
 
@@ -120,5 +122,9 @@ class KubeletPort:
             await server.wait_closed()
 
     def state(self):
-        return {"address": f"{self.ip}:{self.port}", "serving": self.serving() is not None,
-                "alerts": self.alerts, "handshakes": self.handshakes}
+        return {
+            "address": f"{self.ip}:{self.port}",
+            "serving": self.serving() is not None,
+            "alerts": self.alerts,
+            "handshakes": self.handshakes,
+        }

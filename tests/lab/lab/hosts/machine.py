@@ -23,9 +23,17 @@ from aiohttp import web
 
 from .. import kinds, versions
 from .agent import API_PREFIX, agent_app
-from .auth import AGENT, USER, AuthError, SCHEMES, authorize
-from .boot import (GO_ARCH_TO_RPM, WrongIso, boot_config, cluster_architecture, cluster_id_of, ignition_of_initrd,
-                   ignition_of_iso, initrd_of)
+from .auth import AGENT, SCHEMES, USER, AuthError, authorize
+from .boot import (
+    GO_ARCH_TO_RPM,
+    WrongIso,
+    boot_config,
+    cluster_architecture,
+    cluster_id_of,
+    ignition_of_initrd,
+    ignition_of_iso,
+    initrd_of,
+)
 from .faults import VALIDATIONS, fault_values
 from .kubelet_tls import KubeletPort
 from .progress import Progress
@@ -42,9 +50,9 @@ WRITE_STEPS = (20, 40, 60, 80, 100)
 # What assisted-installer sends on a failure at each day-2 stage (its error text becomes progress_info).
 STAGE_ERRORS = {
     "Starting installation": "failed to create install dir: mkdir /opt/install-dir: read-only file system",
-    "Installing": "failed to fetch the worker ignition: Get \"https://api-int.lab:22623/config/worker\": EOF",
+    "Installing": 'failed to fetch the worker ignition: Get "https://api-int.lab:22623/config/worker": EOF',
     "Writing image to disk": "failed after 3 attempts, last error: coreos-installer exited with status 1 "
-                             "(/dev/sda: Input/output error)",
+    "(/dev/sda: Input/output error)",
     "Waiting for control plane": "failed to set the boot order: efibootmgr exited with status 5",
     "Rebooting": "failed to reboot the node: exit status 1",
 }
@@ -119,8 +127,9 @@ class SimHost(Progress):
         self.cluster_id = str(uuid.uuid4())  # every boot starts its own assisted-service with a new cluster
         self.phase = "agent"
         self._task = asyncio.ensure_future(self._run())
-        LOG.info("host %s booted %s (%s, %s, OpenShift %s)", self.name, path, self.booted_from, booted_by,
-                 self.profile.name)
+        LOG.info(
+            "host %s booted %s (%s, %s, OpenShift %s)", self.name, path, self.booted_from, booted_by, self.profile.name
+        )
         return self.state()
 
     async def power_off(self):
@@ -139,8 +148,7 @@ class SimHost(Progress):
 
     # -- the run ------------------------------------------------------------------------------------
     async def _run(self):
-        self._agent_runner = web.AppRunner(agent_app(self), access_log=None, handle_signals=False,
-                                           shutdown_timeout=0.5)
+        self._agent_runner = web.AppRunner(agent_app(self), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._agent_runner.setup()
         try:
             await self._sync_reachability()
@@ -165,9 +173,11 @@ class SimHost(Progress):
             authorize(self.profile, self.config.public_pem, operation, {SCHEMES[scheme][1]: token})
             return True
         except AuthError as exc:
-            self.boot_error = (f"the host's own {operation} request is refused: {exc.status} {exc.message.strip()}"
-                               f" (token expiry {self.config.expiry or 'unknown'}); the host does not install: "
-                               f"boot an ISO with valid tokens of this release")
+            self.boot_error = (
+                f"the host's own {operation} request is refused: {exc.status} {exc.message.strip()}"
+                f" (token expiry {self.config.expiry or 'unknown'}); the host does not install: "
+                f"boot an ISO with valid tokens of this release"
+            )
             LOG.info("host %s: %s", self.name, self.boot_error)
             return False
 
@@ -180,8 +190,10 @@ class SimHost(Progress):
         # internal/host/statemachine.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd).
         self._set_status("installing", "Installation is in progress")
         await self._wait(INSTALLING)
-        for stage, info, share in (("Starting installation", "worker", STARTING),
-                                   ("Installing", "worker", INSTALLING_STAGE)):
+        for stage, info, share in (
+            ("Starting installation", "worker", STARTING),
+            ("Installing", "worker", INSTALLING_STAGE),
+        ):
             if not self._reach(stage, info):
                 return
             await self._wait(share)
@@ -199,9 +211,11 @@ class SimHost(Progress):
             # The firmware booted the ISO again: a day-2 host registering at stage Done waits for a person --
             # internal/host/statemachine.go ("Wrong boot order detection") and transition.go
             # (PostRegisterDuringReboot)@c18512cd02435454b6c92e8a708ddd5b1f188dcd.
-            self._set_status("installing-pending-user-action",
-                             "Expected the host to boot from disk, but it booted the installation image - please "
-                             "reboot and fix boot order to boot from disk %s %s (sda, %s)" % DISK)
+            self._set_status(
+                "installing-pending-user-action",
+                "Expected the host to boot from disk, but it booted the installation image - please "
+                "reboot and fix boot order to boot from disk %s %s (sda, %s)" % DISK,
+            )
             return
         await self._wait(REBOOTING)
         await self._reboot_from_disk()
@@ -213,8 +227,9 @@ class SimHost(Progress):
             self.failing = tuple(fault_values(self.ctx.faults, "validation_failing", self.name))
             if self.failing:
                 messages = "; ".join(self.validation_message(vid, False) for vid in self.failing)
-                self._set_status("insufficient",
-                                 f"Host cannot be installed due to following failing validation(s): {messages}")
+                self._set_status(
+                    "insufficient", f"Host cannot be installed due to following failing validation(s): {messages}"
+                )
                 deadline = time.monotonic() + KNOWN * self.install_seconds
             else:
                 self._set_status("known", "Host is ready to be installed")
@@ -238,8 +253,9 @@ class SimHost(Progress):
         await self._stop_agent()
         self.phase = "rebooted"
         kubelets = getattr(self.ctx, "kubelets", None)
-        self.kubelet = KubeletPort(self.ip, self.kubelet_port,
-                                   lambda: kubelets.serving_certificate(self.name) if kubelets else None)
+        self.kubelet = KubeletPort(
+            self.ip, self.kubelet_port, lambda: kubelets.serving_certificate(self.name) if kubelets else None
+        )
         await self.kubelet.start()
         LOG.info("host %s rebooted from disk; kubelet TLS on %s:%s", self.name, self.ip, self.kubelet_port)
         hook = getattr(self.ctx, "host_rebooted", None)
@@ -287,14 +303,28 @@ class SimHost(Progress):
     def state(self):
         """The host as ``labctl dump`` shows it."""
         config = self.config
-        return {"name": self.name, "ip": self.ip, "mac_address": self.mac, "phase": self.phase,
-                "boot_error": self.boot_error, "booted_by": self.booted_by, "booted_from": self.booted_from,
-                "iso": self.iso, "initrd": self.initrd, "openshift": self.profile.name if self.profile else None,
-                "token_expiry": config.expiry if config else None,
-                "status": self.status, "status_info": self.status_info, "stage": self.stage,
-                "progress_info": self.progress_info, "installation_percentage": self.percentage,
-                "agent_url": f"http://{self.ip}:{self.agent_port}{API_PREFIX}", "agent_up": self.agent_up,
-                "kubelet": self.kubelet.state() if self.kubelet else None,
-                "cluster_id": self.cluster_id if self.imported else None,
-                "infra_env_id": self.infra_env_id if self.imported else None, "requests": self.requests,
-                "events": [event["message"] for event in self.events]}
+        return {
+            "name": self.name,
+            "ip": self.ip,
+            "mac_address": self.mac,
+            "phase": self.phase,
+            "boot_error": self.boot_error,
+            "booted_by": self.booted_by,
+            "booted_from": self.booted_from,
+            "iso": self.iso,
+            "initrd": self.initrd,
+            "openshift": self.profile.name if self.profile else None,
+            "token_expiry": config.expiry if config else None,
+            "status": self.status,
+            "status_info": self.status_info,
+            "stage": self.stage,
+            "progress_info": self.progress_info,
+            "installation_percentage": self.percentage,
+            "agent_url": f"http://{self.ip}:{self.agent_port}{API_PREFIX}",
+            "agent_up": self.agent_up,
+            "kubelet": self.kubelet.state() if self.kubelet else None,
+            "cluster_id": self.cluster_id if self.imported else None,
+            "infra_env_id": self.infra_env_id if self.imported else None,
+            "requests": self.requests,
+            "events": [event["message"] for event in self.events],
+        }

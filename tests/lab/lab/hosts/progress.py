@@ -23,8 +23,10 @@ from __future__ import annotations
 from ..context import utc_now
 from ..versions import DAY2_WORKER_STAGES
 
-REBOOTING_DAY2 = ("Host has rebooted and no further updates will be posted. Please check console for progress and "
-                  "to possibly approve pending CSRs")
+REBOOTING_DAY2 = (
+    "Host has rebooted and no further updates will be posted. Please check console for progress and "
+    "to possibly approve pending CSRs"
+)
 ZERO_TIME = "0001-01-01T00:00:00.000Z"
 
 
@@ -43,9 +45,18 @@ class Progress:
         self.events = []
 
     def _event(self, message, severity="info"):
-        self.events.append({"name": "lab_event", "cluster_id": self.cluster_id, "host_id": self.host_id,
-                            "infra_env_id": self.infra_env_id, "severity": severity, "category": "user",
-                            "message": message, "event_time": utc_now()})
+        self.events.append(
+            {
+                "name": "lab_event",
+                "cluster_id": self.cluster_id,
+                "host_id": self.host_id,
+                "infra_env_id": self.infra_env_id,
+                "severity": severity,
+                "category": "user",
+                "message": message,
+                "event_time": utc_now(),
+            }
+        )
 
     def _set_status(self, status, info, severity="info"):
         previous = self.status
@@ -80,6 +91,10 @@ class Progress:
         self._event(f"Host {self.hostname}: reached installation stage {stage}{suffix}")
 
     def progress_json(self):
-        return {"current_stage": self.stage or "", "installation_percentage": self.percentage or 0,
-                "progress_info": self.progress_info, "stage_started_at": self.stage_started_at or ZERO_TIME,
-                "stage_updated_at": self.stage_updated_at or ZERO_TIME}
+        return {
+            "current_stage": self.stage or "",
+            "installation_percentage": self.percentage or 0,
+            "progress_info": self.progress_info,
+            "stage_started_at": self.stage_started_at or ZERO_TIME,
+            "stage_updated_at": self.stage_updated_at or ZERO_TIME,
+        }

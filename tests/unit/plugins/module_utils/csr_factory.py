@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Build real CertificateSigningRequest objects (API JSON) with cryptography, for the policy tests.
@@ -6,9 +5,6 @@
 The defaults are what a kubelet of a new worker files (FACTS.md section 5); every
 field can be overridden to make a rogue variant.
 """
-
-from __future__ import absolute_import, division, print_function
-__metaclass__ = type
 
 import base64
 import datetime
@@ -20,36 +16,37 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet'
-SERVING_SIGNER = 'kubernetes.io/kubelet-serving'
-BOOTSTRAP_USERNAME = 'system:serviceaccount:openshift-machine-config-operator:node-bootstrapper'
+CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+SERVING_SIGNER = "kubernetes.io/kubelet-serving"
+BOOTSTRAP_USERNAME = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
 BOOTSTRAP_GROUPS = [
-    'system:serviceaccounts:openshift-machine-config-operator',
-    'system:serviceaccounts',
-    'system:authenticated',
+    "system:serviceaccounts:openshift-machine-config-operator",
+    "system:serviceaccounts",
+    "system:authenticated",
 ]
-NODE_GROUPS = ['system:nodes', 'system:authenticated']
-CLIENT_USAGES = ['digital signature', 'client auth']
-SERVING_USAGES = ['digital signature', 'server auth']
+NODE_GROUPS = ["system:nodes", "system:authenticated"]
+CLIENT_USAGES = ["digital signature", "client auth"]
+SERVING_USAGES = ["digital signature", "server auth"]
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 
-def make_key(kind='p256'):
+def make_key(kind="p256"):
     """A fresh private key: p256 (what the kubelet uses), p384, rsa2048 or ed25519."""
-    if kind == 'p256':
+    if kind == "p256":
         return ec.generate_private_key(ec.SECP256R1())
-    if kind == 'p384':
+    if kind == "p384":
         return ec.generate_private_key(ec.SECP384R1())
-    if kind == 'rsa2048':
+    if kind == "rsa2048":
         return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    if kind == 'ed25519':
+    if kind == "ed25519":
         return ed25519.Ed25519PrivateKey.generate()
-    raise ValueError('unknown key kind %s' % kind)
+    raise ValueError("unknown key kind %s" % kind)
 
 
-def make_request_pem(key, common_names=(), organizations=('system:nodes',), extra_subject=(),
-                     dns=(), ips=(), emails=(), uris=()):
+def make_request_pem(
+    key, common_names=(), organizations=("system:nodes",), extra_subject=(), dns=(), ips=(), emails=(), uris=()
+):
     """A signed PKCS#10 request in PEM. extra_subject: (NameOID, value) pairs."""
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     attributes += [x509.NameAttribute(oid, value) for oid, value in extra_subject]
@@ -71,57 +68,114 @@ def tamper_signature(pem):
     der = bytearray(request.public_bytes(serialization.Encoding.DER))
     # The signature BIT STRING ends the DER; its last byte is deep inside the value.
     der[-1] ^= 0x01
-    body = base64.encodebytes(bytes(der)).decode('ascii')
-    return ('-----BEGIN CERTIFICATE REQUEST-----\n%s-----END CERTIFICATE REQUEST-----\n' % body).encode('ascii')
+    body = base64.encodebytes(bytes(der)).decode("ascii")
+    return ("-----BEGIN CERTIFICATE REQUEST-----\n%s-----END CERTIFICATE REQUEST-----\n" % body).encode("ascii")
 
 
-def csr_object(request_pem, signer, username, groups, usages, name=None, created=None, conditions=None,
-               raw_request=None):
+def csr_object(
+    request_pem, signer, username, groups, usages, name=None, created=None, conditions=None, raw_request=None
+):
     """A CertificateSigningRequest as the API returns it. raw_request replaces spec.request verbatim."""
     if raw_request is None:
-        request = base64.b64encode(request_pem).decode('ascii')
+        request = base64.b64encode(request_pem).decode("ascii")
     else:
         request = raw_request
     if name is None:
-        name = 'csr-' + hashlib.sha256(request.encode('ascii', 'replace') + signer.encode()).hexdigest()[:10]
+        name = "csr-" + hashlib.sha256(request.encode("ascii", "replace") + signer.encode()).hexdigest()[:10]
     created = created or NOW - datetime.timedelta(minutes=5)
     obj = {
-        'apiVersion': 'certificates.k8s.io/v1',
-        'kind': 'CertificateSigningRequest',
-        'metadata': {'name': name, 'creationTimestamp': created.strftime('%Y-%m-%dT%H:%M:%SZ')},
-        'spec': {'request': request, 'signerName': signer, 'username': username,
-                 'groups': list(groups), 'usages': list(usages)},
-        'status': {},
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name, "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "spec": {
+            "request": request,
+            "signerName": signer,
+            "username": username,
+            "groups": list(groups),
+            "usages": list(usages),
+        },
+        "status": {},
     }
     if conditions:
-        obj['status']['conditions'] = [{'type': c, 'status': 'True', 'reason': 'Test', 'message': 'test'}
-                                       for c in conditions]
+        obj["status"]["conditions"] = [
+            {"type": c, "status": "True", "reason": "Test", "message": "test"} for c in conditions
+        ]
     return obj
 
 
-def client_csr(host, key=None, common_names=None, organizations=('system:nodes',), extra_subject=(),
-               dns=(), ips=(), emails=(), uris=(), signer=CLIENT_SIGNER, username=BOOTSTRAP_USERNAME,
-               groups=None, usages=None, tamper=False, **kwargs):
+def client_csr(
+    host,
+    key=None,
+    common_names=None,
+    organizations=("system:nodes",),
+    extra_subject=(),
+    dns=(),
+    ips=(),
+    emails=(),
+    uris=(),
+    signer=CLIENT_SIGNER,
+    username=BOOTSTRAP_USERNAME,
+    groups=None,
+    usages=None,
+    tamper=False,
+    **kwargs,
+):
     """The kubelet's bootstrap client CSR for host, or a variant of it."""
-    pem = make_request_pem(key or make_key(),
-                           common_names=['system:node:' + host] if common_names is None else common_names,
-                           organizations=organizations, extra_subject=extra_subject,
-                           dns=dns, ips=ips, emails=emails, uris=uris)
+    pem = make_request_pem(
+        key or make_key(),
+        common_names=["system:node:" + host] if common_names is None else common_names,
+        organizations=organizations,
+        extra_subject=extra_subject,
+        dns=dns,
+        ips=ips,
+        emails=emails,
+        uris=uris,
+    )
     if tamper:
         pem = tamper_signature(pem)
-    return csr_object(pem, signer, username, BOOTSTRAP_GROUPS if groups is None else groups,
-                      CLIENT_USAGES if usages is None else usages, **kwargs)
+    return csr_object(
+        pem,
+        signer,
+        username,
+        BOOTSTRAP_GROUPS if groups is None else groups,
+        CLIENT_USAGES if usages is None else usages,
+        **kwargs,
+    )
 
 
-def serving_csr(host, ips=(), dns=(), key=None, common_names=None, organizations=('system:nodes',),
-                emails=(), uris=(), signer=SERVING_SIGNER, username=None, groups=None, usages=None,
-                tamper=False, **kwargs):
+def serving_csr(
+    host,
+    ips=(),
+    dns=(),
+    key=None,
+    common_names=None,
+    organizations=("system:nodes",),
+    emails=(),
+    uris=(),
+    signer=SERVING_SIGNER,
+    username=None,
+    groups=None,
+    usages=None,
+    tamper=False,
+    **kwargs,
+):
     """The kubelet's serving CSR for host, or a variant of it."""
-    pem = make_request_pem(key or make_key(),
-                           common_names=['system:node:' + host] if common_names is None else common_names,
-                           organizations=organizations, dns=dns, ips=ips, emails=emails, uris=uris)
+    pem = make_request_pem(
+        key or make_key(),
+        common_names=["system:node:" + host] if common_names is None else common_names,
+        organizations=organizations,
+        dns=dns,
+        ips=ips,
+        emails=emails,
+        uris=uris,
+    )
     if tamper:
         pem = tamper_signature(pem)
-    return csr_object(pem, signer, 'system:node:' + host if username is None else username,
-                      NODE_GROUPS if groups is None else groups,
-                      SERVING_USAGES if usages is None else usages, **kwargs)
+    return csr_object(
+        pem,
+        signer,
+        "system:node:" + host if username is None else username,
+        NODE_GROUPS if groups is None else groups,
+        SERVING_USAGES if usages is None else usages,
+        **kwargs,
+    )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The agent client and the poll driver against small HTTP agents on 127.0.1.x.
@@ -10,10 +9,6 @@ the tests check the requests-per-host-per-poll budget. The driver gets a fake
 clock whose sleep advances time and runs the actions planned for the next round
 (start or stop an agent, start a kubelet), so nothing really sleeps.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import http.server
@@ -87,14 +82,15 @@ class FakeAgent:
             status, stage, percentage, message = self.steps[self.step]
             if message and (not self.events or self.events[-1]["message"] != message):
                 self.events.append(event(message, "2025-01-20T10:%02d:%02dZ" % divmod(self.step, 60), self.name))
-        answer = cluster([host(self.name, status=status, stage=stage, percentage=percentage,
-                               status_info="%s info" % status)])
+        answer = cluster(
+            [host(self.name, status=status, stage=stage, percentage=percentage, status_info="%s info" % status)]
+        )
         answer["id"] = self.cluster_id
         return answer
 
 
 class AgentHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's naming
+    def do_GET(self):
         agent = self.server.agent
         url = urlsplit(self.path)
         query = parse_qs(url.query)
@@ -153,15 +149,23 @@ def free_port():
 
 def self_signed(tmp_path, address):
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, u"kubelet")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubelet")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = tmp_path / ("%s.crt" % address), tmp_path / ("%s.key" % address)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert_path), str(key_path))
     return context
@@ -232,9 +236,17 @@ class Lab:
 
     def watch(self, count, request_timeout=2, token=TOKEN, first_header=None):
         hosts = [{"name": "worker-%d" % i, "address": self.address(i)} for i in range(count)]
-        return AgentWatch(hosts, token, agent_port=self.port, kubelet_port=self.kubelet_port,
-                          request_timeout=request_timeout, first_header=first_header,
-                          clock=self.clock, sleeper=self.sleep, now=self.now)
+        return AgentWatch(
+            hosts,
+            token,
+            agent_port=self.port,
+            kubelet_port=self.kubelet_port,
+            request_timeout=request_timeout,
+            first_header=first_header,
+            clock=self.clock,
+            sleeper=self.sleep,
+            now=self.now,
+        )
 
     def close(self):
         for key in list(self.servers):
@@ -270,8 +282,13 @@ def test_three_hosts_to_rebooted_one_refusing_at_first(lab):
         assert entry["last_event"] == "reached installation stage Rebooting"
         assert entry["unreachable_since"] is None
     late = result["hosts"]["worker-2"]["timeline"]
-    assert late[0] == {"time": "2025-01-20T10:00:00Z", "status": None, "stage": None, "percentage": None,
-                       "event": "the agent does not answer"}
+    assert late[0] == {
+        "time": "2025-01-20T10:00:00Z",
+        "status": None,
+        "stage": None,
+        "percentage": None,
+        "event": "the agent does not answer",
+    }
     assert late[1]["time"] == "2025-01-20T10:00:10Z" and late[1]["status"] == "discovering"
     for agent in agents:
         assert max(per_round(agent).values()) <= 2
@@ -334,8 +351,10 @@ def test_timeout_names_the_host_that_never_answered(lab):
     agents = [lab.agent(0, TO_REBOOT[:1])]
     failure, result = lab.watch(2, request_timeout=1).run("discovered", wait_timeout=12, wait_sleep=5)
     assert failure.startswith("timed out after 12 s waiting for 1 of 2 host(s) to reach discovered: ")
-    assert "worker-1: never answered: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, " \
-           "expired token) or unreachable at %s:%d" % (lab.address(1), lab.port) in failure
+    assert (
+        "worker-1: never answered: not booted, booted a wrong ISO (another cluster, MAC not in the ISO, "
+        "expired token) or unreachable at %s:%d" % (lab.address(1), lab.port) in failure
+    )
     assert "worker-0" not in failure
     assert result["polls"] == 4 and result["duration"] == 12.0  # rounds at 0, 5, 10 and at the deadline
     assert per_round(agents[0]) == {1: 2}
@@ -368,8 +387,15 @@ def test_validation_failing_past_the_grace_fails_before_the_timeout(lab):
 
 
 def _insufficient_with_ntp():
-    return cluster([host("worker-0", status="insufficient",
-                         failing=[("ntp-synced", "Host couldn't synchronize with any NTP server")])])
+    return cluster(
+        [
+            host(
+                "worker-0",
+                status="insufficient",
+                failing=[("ntp-synced", "Host couldn't synchronize with any NTP server")],
+            )
+        ]
+    )
 
 
 def test_a_list_without_hosts_costs_one_get_of_the_cluster(lab):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Table tests of the pure agent progress logic.
@@ -6,10 +5,6 @@
 The first part builds agent JSON in the shapes of the assisted-service swagger
 (definitions cluster, host, event); test_agent_client.py serves the same JSON.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import json
@@ -22,7 +17,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.prog
     HostProgress,
     Observation,
 )
-
 
 CLUSTER_ID = "5e6bb4a4-4a35-4cfb-a9a3-7f2c52d1f0a1"
 INFRA_ENV_ID = "0b1b8c6e-1c5e-4a9e-9a39-3f4b0c0d1e2f"
@@ -42,8 +36,16 @@ def validations(failing=(), passing=("has-min-cpu-cores",)):
     return json.dumps(info)
 
 
-def host(name="worker-0", status="discovering", stage=None, percentage=None, status_info=None,
-         failing=(), mac="52:54:00:00:00:20", hostname=None):
+def host(
+    name="worker-0",
+    status="discovering",
+    stage=None,
+    percentage=None,
+    status_info=None,
+    failing=(),
+    mac="52:54:00:00:00:20",
+    hostname=None,
+):
     entry = {
         "kind": "AddToExistingClusterHost",
         "id": host_id(name),
@@ -53,16 +55,21 @@ def host(name="worker-0", status="discovering", stage=None, percentage=None, sta
         "status": status,
         "status_info": status_info if status_info is not None else "Host is %s" % status,
         "validations_info": validations(failing),
-        "inventory": json.dumps({
-            "hostname": hostname or name,
-            "interfaces": [{"name": "eth0", "mac_address": mac}],
-        }),
+        "inventory": json.dumps(
+            {
+                "hostname": hostname or name,
+                "interfaces": [{"name": "eth0", "mac_address": mac}],
+            }
+        ),
         "role": "worker",
         "progress": {},
     }
     if stage:
-        entry["progress"] = {"current_stage": stage, "installation_percentage": percentage,
-                             "stage_started_at": "2025-01-20T10:00:00.000Z"}
+        entry["progress"] = {
+            "current_stage": stage,
+            "installation_percentage": percentage,
+            "stage_started_at": "2025-01-20T10:00:00.000Z",
+        }
     return entry
 
 
@@ -104,20 +111,27 @@ def at(seconds):
 
 
 def answered(host_entry, cluster_status="adding-hosts", message=None):
-    return Observation("answered", cluster=cluster([host_entry], status=cluster_status),
-                       host=host_entry, event={"message": message} if message else None)
+    return Observation(
+        "answered",
+        cluster=cluster([host_entry], status=cluster_status),
+        host=host_entry,
+        event={"message": message} if message else None,
+    )
 
 
 def progress(name="worker-0"):
     return HostProgress(name, "127.0.111.20", 8090, "52:54:00:00:00:20")
 
 
-@pytest.mark.parametrize("until, reached_from", [
-    ("discovered", "discovering"),
-    ("validated", "known"),
-    ("installing", "preparing-for-installation"),
-    ("rebooted", "added-to-existing-cluster"),
-])
+@pytest.mark.parametrize(
+    "until, reached_from",
+    [
+        ("discovered", "discovering"),
+        ("validated", "known"),
+        ("installing", "preparing-for-installation"),
+        ("rebooted", "added-to-existing-cluster"),
+    ],
+)
 def test_until_order(until, reached_from):
     order = ["discovering", "known", "preparing-for-installation", "added-to-existing-cluster"]
     for status in order:
@@ -141,16 +155,27 @@ def test_agent_answering_without_the_host_is_not_discovered():
     assert p.describe().startswith("worker-0: reached waiting")
 
 
-@pytest.mark.parametrize("clusters, name, mac, expected_host", [
-    ([cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
-     "zzz", "52:54:00:00:00:02", "b"),
-    ([cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
-     "zzz", "52:54:00:00:00:0A", None),
-    ([cluster([host("a"), host("b", mac="52:54:00:00:00:09")])], "b", None, "b"),
-    ([cluster([host("a", hostname="localhost")])], "other", None, "a"),
-    ([cluster([])], "a", None, None),
-    ([], "a", None, None),
-])
+@pytest.mark.parametrize(
+    "clusters, name, mac, expected_host",
+    [
+        (
+            [cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
+            "zzz",
+            "52:54:00:00:00:02",
+            "b",
+        ),
+        (
+            [cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
+            "zzz",
+            "52:54:00:00:00:0A",
+            None,
+        ),
+        ([cluster([host("a"), host("b", mac="52:54:00:00:00:09")])], "b", None, "b"),
+        ([cluster([host("a", hostname="localhost")])], "other", None, "a"),
+        ([cluster([])], "a", None, None),
+        ([], "a", None, None),
+    ],
+)
 def test_find_host(clusters, name, mac, expected_host):
     found_cluster, found_host = ap.find_host(clusters, name, mac)
     if expected_host is None:
@@ -173,16 +198,21 @@ def test_find_host_returns_a_cluster_listed_without_hosts():
     assert ap.find_host([bare], "a") == (bare, None)
 
 
-@pytest.mark.parametrize("info, expected", [
-    (validations([("ntp-synced", "Host couldn't synchronize with any NTP server")]),
-     {"ntp-synced": "Host couldn't synchronize with any NTP server"}),
-    (validations(), {}),
-    ('{"network": [{"id": "x", "status": "pending", "message": "m"}, {"id": "y", "status": "error"}]}', {}),
-    ("", {}),
-    (None, {}),
-    ("not json", {}),
-    ("[1, 2]", {}),
-])
+@pytest.mark.parametrize(
+    "info, expected",
+    [
+        (
+            validations([("ntp-synced", "Host couldn't synchronize with any NTP server")]),
+            {"ntp-synced": "Host couldn't synchronize with any NTP server"},
+        ),
+        (validations(), {}),
+        ('{"network": [{"id": "x", "status": "pending", "message": "m"}, {"id": "y", "status": "error"}]}', {}),
+        ("", {}),
+        (None, {}),
+        ("not json", {}),
+        ("[1, 2]", {}),
+    ],
+)
 def test_failing_validations(info, expected):
     assert ap.failing_validations(info) == expected
 
@@ -254,8 +284,12 @@ def test_failing_validation_fails_only_after_the_grace():
     assert "since 2025-01-20T10:00:00Z" in message
     assert "worker-0" in message
     assert p.result("rebooted")["failing_validations"] == [
-        {"id": "ntp-synced", "message": "Host couldn't synchronize with any NTP server",
-         "since": "2025-01-20T10:00:00Z"}]
+        {
+            "id": "ntp-synced",
+            "message": "Host couldn't synchronize with any NTP server",
+            "since": "2025-01-20T10:00:00Z",
+        }
+    ]
 
 
 def test_a_validation_that_passes_restarts_its_grace():
@@ -271,8 +305,9 @@ def test_a_validation_that_passes_restarts_its_grace():
 def test_the_oldest_expired_validation_is_named_first():
     p = progress()
     p.observe(answered(host(status="insufficient", failing=[("ntp-synced", "ntp")])), at(0))
-    p.observe(answered(host(status="insufficient", failing=[("ntp-synced", "ntp"),
-                                                            ("has-min-memory", "mem")])), at(100))
+    p.observe(
+        answered(host(status="insufficient", failing=[("ntp-synced", "ntp"), ("has-min-memory", "mem")])), at(100)
+    )
     message = p.failure(GRACE, at(800))
     assert "validation ntp-synced" in message and "1 more failing validation" in message
 
@@ -288,23 +323,51 @@ def test_validations_do_not_matter_once_installing_or_reached():
     assert known.failure(GRACE, at(5000), until="rebooted") is not None
 
 
-@pytest.mark.parametrize("entry, cluster_status, fragments", [
-    (host(status="error", stage="Writing image to disk", percentage=40,
-          status_info="Host failed to install because its installation stage Writing image to disk took longer"),
-     "adding-hosts",
-     ["worker-0", "failed: status error at stage Writing image to disk (40%)",
-      "installation stage Writing image to disk took longer", "last agent event: boom"]),
-    (host(status="installing-in-progress", stage="Failed", status_info="coreos-installer exited 1"),
-     "adding-hosts", ["at stage Failed", "coreos-installer exited 1"]),
-    (host(status="installing-pending-user-action", stage="Rebooting",
-          status_info="Expected the host to boot from disk, but it booted the installation image"),
-     "adding-hosts",
-     ["installing-pending-user-action", "booted the installation image", "eject the virtual media",
-      "fix the boot order"]),
-    (host(status="known"), "error", ["cluster is in status error", "cluster is adding hosts"]),
-    (host(status="installing-in-progress", stage="Rebooting"), "installing-pending-user-action",
-     ["cluster is in status installing-pending-user-action", "fix the boot order"]),
-])
+@pytest.mark.parametrize(
+    "entry, cluster_status, fragments",
+    [
+        (
+            host(
+                status="error",
+                stage="Writing image to disk",
+                percentage=40,
+                status_info="Host failed to install because its installation stage Writing image to disk took longer",
+            ),
+            "adding-hosts",
+            [
+                "worker-0",
+                "failed: status error at stage Writing image to disk (40%)",
+                "installation stage Writing image to disk took longer",
+                "last agent event: boom",
+            ],
+        ),
+        (
+            host(status="installing-in-progress", stage="Failed", status_info="coreos-installer exited 1"),
+            "adding-hosts",
+            ["at stage Failed", "coreos-installer exited 1"],
+        ),
+        (
+            host(
+                status="installing-pending-user-action",
+                stage="Rebooting",
+                status_info="Expected the host to boot from disk, but it booted the installation image",
+            ),
+            "adding-hosts",
+            [
+                "installing-pending-user-action",
+                "booted the installation image",
+                "eject the virtual media",
+                "fix the boot order",
+            ],
+        ),
+        (host(status="known"), "error", ["cluster is in status error", "cluster is adding hosts"]),
+        (
+            host(status="installing-in-progress", stage="Rebooting"),
+            "installing-pending-user-action",
+            ["cluster is in status installing-pending-user-action", "fix the boot order"],
+        ),
+    ],
+)
 def test_fail_fast_states(entry, cluster_status, fragments):
     p = progress()
     p.observe(answered(entry, cluster_status=cluster_status, message="boom"), T0)
@@ -325,8 +388,10 @@ def test_a_refused_token_fails_with_the_detail_and_no_header_is_kept():
     p = progress()
     p.observe(Observation("rejected", "in Authorization: HTTP 401 on GET /clusters: expired. Rebuild the ISO"), T0)
     message = p.failure(GRACE, T0)
-    assert message == "host worker-0 (127.0.111.20): the agent at 127.0.111.20:8090 refused the token: " \
-                      "in Authorization: HTTP 401 on GET /clusters: expired. Rebuild the ISO."
+    assert (
+        message == "host worker-0 (127.0.111.20): the agent at 127.0.111.20:8090 refused the token: "
+        "in Authorization: HTTP 401 on GET /clusters: expired. Rebuild the ISO."
+    )
     assert p.answered and p.auth_header is None
     assert p.timeline[-1]["event"] == "the agent refused the token"
 
@@ -340,10 +405,13 @@ def test_the_accepted_header_is_kept_per_host():
     assert p.result("validated")["auth_header"] == "Authorization"
 
 
-@pytest.mark.parametrize("status, cluster_status, fragment", [
-    ("cancelled", "adding-hosts", "failed: status cancelled"),
-    ("known", "cancelled", "cluster is in status cancelled"),
-])
+@pytest.mark.parametrize(
+    "status, cluster_status, fragment",
+    [
+        ("cancelled", "adding-hosts", "failed: status cancelled"),
+        ("known", "cancelled", "cluster is in status cancelled"),
+    ],
+)
 def test_cancelled_fails_fast(status, cluster_status, fragment):
     p = progress()
     p.observe(answered(host(status=status), cluster_status=cluster_status), T0)
@@ -357,20 +425,27 @@ def test_other_http_errors_are_tolerated():
     assert "agent error: HTTP 503" in p.describe()
 
 
-@pytest.mark.parametrize("before, kubelet, rebooted", [
-    ("installing-in-progress", "handshake", True),
-    ("installing-in-progress", "internal_error", True),
-    ("installing-in-progress", None, False),
-    ("known", "handshake", True),
-    ("known", None, False),
-    (None, "internal_error", True),
-    (None, None, False),
-])
+@pytest.mark.parametrize(
+    "before, kubelet, rebooted",
+    [
+        ("installing-in-progress", "handshake", True),
+        ("installing-in-progress", "internal_error", True),
+        ("installing-in-progress", None, False),
+        ("known", "handshake", True),
+        ("known", None, False),
+        (None, "internal_error", True),
+        (None, None, False),
+    ],
+)
 def test_rebooted_when_the_agent_does_not_answer_and_the_kubelet_does(before, kubelet, rebooted):
     p = progress()
     if before:
-        p.observe(answered(host(status=before, stage="Writing image to disk" if "install" in before else None,
-                                percentage=100)), at(0))
+        p.observe(
+            answered(
+                host(status=before, stage="Writing image to disk" if "install" in before else None, percentage=100)
+            ),
+            at(0),
+        )
     p.observe(Observation("unreachable", "connection refused", kubelet=kubelet), at(5))
     assert p.reached("rebooted") == rebooted
     assert p.result("rebooted")["kubelet"] == kubelet
@@ -407,15 +482,21 @@ def test_never_answered_is_said_explicitly():
     p.observe(Observation("unreachable", "connection refused"), T0)
     text = p.describe()
     assert text.startswith("worker-0: never answered: not booted, booted a wrong ISO")
-    assert text.endswith("MAC not in the ISO, expired token) or unreachable at 127.0.111.20:8090 "
-                         "(last attempt: connection refused)")
+    assert text.endswith(
+        "MAC not in the ISO, expired token) or unreachable at 127.0.111.20:8090 (last attempt: connection refused)"
+    )
 
 
 def test_round_verdict_and_timeout_message():
     done, late, broken = progress("done"), progress("late"), progress("broken")
     done.observe(answered(host("done", status="added-to-existing-cluster")), T0)
-    late.observe(answered(host("late", status="installing-in-progress", stage="Writing image to disk",
-                               percentage=40), message="Writing image to disk: 40%"), T0)
+    late.observe(
+        answered(
+            host("late", status="installing-in-progress", stage="Writing image to disk", percentage=40),
+            message="Writing image to disk: 40%",
+        ),
+        T0,
+    )
     assert ap.round_verdict([done, late], [done, late], "rebooted", GRACE, T0) == ("waiting", None)
     assert ap.round_verdict([done, late], [done, late], "installing", GRACE, T0) == ("done", None)
     broken.observe(answered(host("broken", status="error")), T0)
@@ -435,11 +516,29 @@ def test_result_shape():
     p.observe(answered(host(status="known"), message="Host is ready"), T0)
     result = p.result("validated")
     assert result == {
-        "address": "127.0.111.20", "answered": True, "phase": "validated", "reached": True,
-        "status": "known", "status_info": "Host is known", "stage": None, "percentage": None,
-        "cluster_status": "adding-hosts", "failing_validations": [], "last_event": "Host is ready",
-        "auth_header": None, "auth_refused": None, "kubelet": None, "rebooted_after": None,
-        "timeline": [{"time": "2025-01-20T10:00:00Z", "status": "known", "stage": None, "percentage": None,
-                      "event": "Host is ready"}],
+        "address": "127.0.111.20",
+        "answered": True,
+        "phase": "validated",
+        "reached": True,
+        "status": "known",
+        "status_info": "Host is known",
+        "stage": None,
+        "percentage": None,
+        "cluster_status": "adding-hosts",
+        "failing_validations": [],
+        "last_event": "Host is ready",
+        "auth_header": None,
+        "auth_refused": None,
+        "kubelet": None,
+        "rebooted_after": None,
+        "timeline": [
+            {
+                "time": "2025-01-20T10:00:00Z",
+                "status": "known",
+                "stage": None,
+                "percentage": None,
+                "event": "Host is ready",
+            }
+        ],
         "unreachable_since": None,
     }

@@ -1,12 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Every host stage and status of the agent's API (4.17-4.21) and the ``until`` target it reaches."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import pytest
 
@@ -29,48 +24,77 @@ def phase_of(status, stage):
     return states.TARGETS[level - 1] if level else "waiting"
 
 
-@pytest.mark.parametrize("status, stage, phase", [
-    (None, None, "waiting"),
-    ("discovering", None, "discovered"),
-    ("insufficient", None, "discovered"),
-    ("pending-for-input", None, "discovered"),
-    ("known", None, "validated"),
-    ("preparing-for-installation", None, "installing"),
-    ("preparing-successful", None, "installing"),
-    ("installing", "Starting installation", "installing"),
-    ("installing-in-progress", "Writing image to disk", "installing"),
-    ("installing-in-progress", "Rebooting", "rebooted"),
-    ("installing-in-progress", "Configuring", "rebooted"),
-    ("installing-in-progress", "Joined", "rebooted"),
-    ("installing-in-progress", "Done", "rebooted"),
-    ("added-to-existing-cluster", None, "rebooted"),
-    ("added-to-existing-cluster", "Done", "rebooted"),
-])
+@pytest.mark.parametrize(
+    "status, stage, phase",
+    [
+        (None, None, "waiting"),
+        ("discovering", None, "discovered"),
+        ("insufficient", None, "discovered"),
+        ("pending-for-input", None, "discovered"),
+        ("known", None, "validated"),
+        ("preparing-for-installation", None, "installing"),
+        ("preparing-successful", None, "installing"),
+        ("installing", "Starting installation", "installing"),
+        ("installing-in-progress", "Writing image to disk", "installing"),
+        ("installing-in-progress", "Rebooting", "rebooted"),
+        ("installing-in-progress", "Configuring", "rebooted"),
+        ("installing-in-progress", "Joined", "rebooted"),
+        ("installing-in-progress", "Done", "rebooted"),
+        ("added-to-existing-cluster", None, "rebooted"),
+        ("added-to-existing-cluster", "Done", "rebooted"),
+    ],
+)
 def test_level_of_status_and_stage(status, stage, phase):
     assert phase_of(status, stage) == phase
 
 
 # Every host status of the swagger enum (the same 28 on 4.17-4.21) and the target it reaches on its own.
 STATUS_PHASES = {
-    "discovering": "discovered", "known": "validated", "disconnected": "discovered", "insufficient": "discovered",
-    "disabled": "discovered", "preparing-for-installation": "installing", "preparing-failed": "validated",
-    "preparing-successful": "installing", "pending-for-input": "discovered", "installing": "installing",
-    "installing-in-progress": "installing", "installing-pending-user-action": "installing",
-    "resetting-pending-user-action": "discovered", "installed": "rebooted", "error": "discovered",
-    "resetting": "discovered", "added-to-existing-cluster": "rebooted", "cancelled": "discovered",
-    "binding": "discovered", "unbinding": "discovered", "unbinding-pending-user-action": "discovered",
-    "known-unbound": "discovered", "disconnected-unbound": "discovered", "insufficient-unbound": "discovered",
-    "disabled-unbound": "discovered", "discovering-unbound": "discovered", "reclaiming": "discovered",
+    "discovering": "discovered",
+    "known": "validated",
+    "disconnected": "discovered",
+    "insufficient": "discovered",
+    "disabled": "discovered",
+    "preparing-for-installation": "installing",
+    "preparing-failed": "validated",
+    "preparing-successful": "installing",
+    "pending-for-input": "discovered",
+    "installing": "installing",
+    "installing-in-progress": "installing",
+    "installing-pending-user-action": "installing",
+    "resetting-pending-user-action": "discovered",
+    "installed": "rebooted",
+    "error": "discovered",
+    "resetting": "discovered",
+    "added-to-existing-cluster": "rebooted",
+    "cancelled": "discovered",
+    "binding": "discovered",
+    "unbinding": "discovered",
+    "unbinding-pending-user-action": "discovered",
+    "known-unbound": "discovered",
+    "disconnected-unbound": "discovered",
+    "insufficient-unbound": "discovered",
+    "disabled-unbound": "discovered",
+    "discovering-unbound": "discovered",
+    "reclaiming": "discovered",
     "reclaiming-rebooting": "discovered",
 }
 # Every host stage (12 on 4.17-4.20, plus "Copying registry data to disk" on 4.21) with a status that reaches
 # nothing by itself: the stage alone decides.
 STAGE_PHASES = {
-    "Starting installation": "installing", "Waiting for control plane": "installing",
-    "Waiting for bootkube": "installing", "Waiting for controller": "installing", "Installing": "installing",
-    "Writing image to disk": "installing", "Copying registry data to disk": "installing",
-    "Rebooting": "rebooted", "Waiting for ignition": "rebooted", "Configuring": "rebooted", "Joined": "rebooted",
-    "Done": "rebooted", "Failed": "discovered",
+    "Starting installation": "installing",
+    "Waiting for control plane": "installing",
+    "Waiting for bootkube": "installing",
+    "Waiting for controller": "installing",
+    "Installing": "installing",
+    "Writing image to disk": "installing",
+    "Copying registry data to disk": "installing",
+    "Rebooting": "rebooted",
+    "Waiting for ignition": "rebooted",
+    "Configuring": "rebooted",
+    "Joined": "rebooted",
+    "Done": "rebooted",
+    "Failed": "discovered",
 }
 
 
@@ -78,8 +102,13 @@ def test_the_tables_hold_every_enum_value():
     assert set(states.HOST_STATUSES) == set(STATUS_PHASES) and len(states.HOST_STATUSES) == 28
     assert set(states.HOST_STAGES) == set(STAGE_PHASES) and len(states.HOST_STAGES) == 13
     assert len(states.HOST_STAGES_4_17) == 12 and "Copying registry data to disk" not in states.HOST_STAGES_4_17
-    assert states.DAY2_WORKER_STAGES == ("Starting installation", "Installing", "Writing image to disk",
-                                         "Waiting for control plane", "Rebooting")
+    assert states.DAY2_WORKER_STAGES == (
+        "Starting installation",
+        "Installing",
+        "Writing image to disk",
+        "Waiting for control plane",
+        "Rebooting",
+    )
 
 
 @pytest.mark.parametrize("status", sorted(STATUS_PHASES))
@@ -92,8 +121,9 @@ def test_every_stage(stage):
     assert phase_of("discovering", stage) == STAGE_PHASES[stage]
 
 
-@pytest.mark.parametrize("status, stage", [("hibernating", None), (None, "Defragmenting"), ("", ""),
-                                           ("hibernating", "Defragmenting")])
+@pytest.mark.parametrize(
+    "status, stage", [("hibernating", None), (None, "Defragmenting"), ("", ""), ("hibernating", "Defragmenting")]
+)
 def test_unknown_values_do_not_crash(status, stage):
     assert states.level_of(status, stage) == (states.DISCOVERED if status else 0)
     assert not states.is_known_status(status) and not states.is_known_stage(stage)
@@ -118,13 +148,18 @@ def test_a_day2_worker_goes_through_its_stages_to_done():
     """The agent's sequence for a day-2 worker; its Rebooting is stored as Done (added-to-existing-cluster)."""
     p = progress()
     seen = []
-    sequence = [("known", None, None)] + [
-        ("installing-in-progress", stage, (index + 1) * 20)
-        for index, stage in enumerate(states.DAY2_WORKER_STAGES[:4])] + [("added-to-existing-cluster", "Done", 100)]
+    sequence = (
+        [("known", None, None)]
+        + [
+            ("installing-in-progress", stage, (index + 1) * 20)
+            for index, stage in enumerate(states.DAY2_WORKER_STAGES[:4])
+        ]
+        + [("added-to-existing-cluster", "Done", 100)]
+    )
     for second, (status, stage, percentage) in enumerate(sequence):
         p.observe(answered(host(status=status, stage=stage, percentage=percentage)), at(second * 5))
         seen.append(p.phase())
     assert seen == DAY2_WORKER_PHASES
     assert p.result("rebooted")["rebooted_after"] == "2025-01-20T10:00:25Z"  # when Done was seen
-    assert [e["stage"] for e in p.timeline] == [None] + list(states.DAY2_WORKER_STAGES[:4]) + ["Done"]
+    assert [e["stage"] for e in p.timeline] == [None, *list(states.DAY2_WORKER_STAGES[:4]), "Done"]
     assert p.failure(GRACE, at(30)) is None

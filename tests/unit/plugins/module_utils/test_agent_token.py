@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent-auth-token Secret as each release writes it, and the header each release's agent takes."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import datetime
@@ -21,19 +16,22 @@ EXP = 1893456000  # 2030-01-01T00:00:00Z
 def jwt(claims):
     def part(obj):
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
     return "%s.%s.c2ln" % (part({"alg": "ES256", "typ": "JWT"}), part(claims))
 
 
 def secret(**tokens):
-    data = dict((key, base64.b64encode(value.encode()).decode()) for key, value in tokens.items())
+    data = {key: base64.b64encode(value.encode()).decode() for key, value in tokens.items()}
     data["authTokenPublicKey"] = base64.b64encode(b"LS0tLS1CRUdJTi...").decode()
     return {"apiVersion": "v1", "kind": "Secret", "data": data}
 
 
 V417 = secret(agentAuthToken=jwt({"infra_env_id": "3f2b", "exp": EXP}))
-V418 = secret(agentAuthToken=jwt({"auth_scheme": "agentAuth", "exp": EXP}),
-              userAuthToken=jwt({"auth_scheme": "userAuth", "exp": EXP}),
-              watcherAuthToken=jwt({"auth_scheme": "watcherAuth", "exp": EXP - 60}))
+V418 = secret(
+    agentAuthToken=jwt({"auth_scheme": "agentAuth", "exp": EXP}),
+    userAuthToken=jwt({"auth_scheme": "userAuth", "exp": EXP}),
+    watcherAuthToken=jwt({"auth_scheme": "watcherAuth", "exp": EXP - 60}),
+)
 
 
 def test_4_17_secret_gives_the_agent_token_sent_in_authorization():
@@ -74,8 +72,10 @@ def test_only_watcher_key_still_found():
 
 
 def test_user_token_preferred_over_agent_token_without_watcher():
-    both = secret(agentAuthToken=jwt({"auth_scheme": "agentAuth", "exp": EXP}),
-                  userAuthToken=jwt({"auth_scheme": "userAuth", "exp": EXP}))
+    both = secret(
+        agentAuthToken=jwt({"auth_scheme": "agentAuth", "exp": EXP}),
+        userAuthToken=jwt({"auth_scheme": "userAuth", "exp": EXP}),
+    )
     assert tok.watch_token(both).key == "userAuthToken"
 
 
@@ -98,8 +98,12 @@ def test_describe_and_info_never_show_the_value():
     text = token.describe()
     assert token.value not in text
     assert text == "key watcherAuthToken of Secret openshift-config/agent-auth-token (persona watcherAuth)"
-    assert token.info() == {"source": "secret", "key": "watcherAuthToken", "persona": "watcherAuth",
-                            "expires": "2029-12-31T23:59:00Z"}
+    assert token.info() == {
+        "source": "secret",
+        "key": "watcherAuthToken",
+        "persona": "watcherAuth",
+        "expires": "2029-12-31T23:59:00Z",
+    }
     assert tok.watch_token(V417).describe().endswith("(4.17 agent token with infra_env_id)")
     given = tok.AgentToken("opaque")
     assert given.describe() == "the given token (no readable claims)"
@@ -107,33 +111,51 @@ def test_describe_and_info_never_show_the_value():
 
 
 # The agent's refusals (assisted-service agent-local auth, 4.17-4.21), and answers that are not refusals.
-@pytest.mark.parametrize("status, message, refused", [
-    (401, "unauthenticated for invalid credentials", True),
-    (401, "Failed to parse token: Token is expired\n", True),
-    (401, "claims are incorrectly formatted", True),
-    (403, "authClaim agentAuth is unauthorized to access", True),
-    (500, "malformed auth_scheme claim", True),
-    (400, "token missing authClaim or endpoint is missing authScheme", True),
-    (500, "internal error: database is locked", False),
-    (400, "bad request", False),
-    (404, "not found", False),
-    (200, "", False),
-])
+@pytest.mark.parametrize(
+    "status, message, refused",
+    [
+        (401, "unauthenticated for invalid credentials", True),
+        (401, "Failed to parse token: Token is expired\n", True),
+        (401, "claims are incorrectly formatted", True),
+        (403, "authClaim agentAuth is unauthorized to access", True),
+        (500, "malformed auth_scheme claim", True),
+        (400, "token missing authClaim or endpoint is missing authScheme", True),
+        (500, "internal error: database is locked", False),
+        (400, "bad request", False),
+        (404, "not found", False),
+        (200, "", False),
+    ],
+)
 def test_is_refusal(status, message, refused):
     assert tok.is_refusal(status, message) is refused
 
 
-@pytest.mark.parametrize("token, messages, cause", [
-    (jwt({"auth_scheme": "watcherAuth"}), ["Failed to parse token: Token is expired\n"], "the token has expired"),
-    (jwt({"auth_scheme": "agentAuth"}), ["authClaim agentAuth is unauthorized to access"] * 2,
-     "a token of persona agentAuth cannot follow the install: the agent wants the watcher token"),
-    (jwt({"infra_env_id": "x"}), ["malformed auth_scheme claim"] * 2,
-     "a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later"),
-    (jwt({"auth_scheme": "watcherAuth"}), ["unauthenticated for invalid credentials", "claims are incorrectly formatted"],
-     "a 4.18+ token (no infra_env_id claim) reached an agent of 4.17"),
-    (jwt({"auth_scheme": "watcherAuth"}), ["Failed to parse token: crypto/ecdsa: verification error\n"],
-     "not signed by the key of the ISO the host runs"),
-])
+@pytest.mark.parametrize(
+    "token, messages, cause",
+    [
+        (jwt({"auth_scheme": "watcherAuth"}), ["Failed to parse token: Token is expired\n"], "the token has expired"),
+        (
+            jwt({"auth_scheme": "agentAuth"}),
+            ["authClaim agentAuth is unauthorized to access"] * 2,
+            "a token of persona agentAuth cannot follow the install: the agent wants the watcher token",
+        ),
+        (
+            jwt({"infra_env_id": "x"}),
+            ["malformed auth_scheme claim"] * 2,
+            "a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later",
+        ),
+        (
+            jwt({"auth_scheme": "watcherAuth"}),
+            ["unauthenticated for invalid credentials", "claims are incorrectly formatted"],
+            "a 4.18+ token (no infra_env_id claim) reached an agent of 4.17",
+        ),
+        (
+            jwt({"auth_scheme": "watcherAuth"}),
+            ["Failed to parse token: crypto/ecdsa: verification error\n"],
+            "not signed by the key of the ISO the host runs",
+        ),
+    ],
+)
 def test_refusal_advice_names_the_cause_and_the_fix(token, messages, cause):
     advice = tok.refusal_advice(tok.AgentToken(token), messages)
     assert advice.startswith("Likely cause: ") and cause in advice
@@ -147,18 +169,23 @@ def test_refusal_advice_without_a_known_cause_still_gives_the_fix():
     assert advice.startswith("Rebuild the ISO with day2_iso (force: true)")
 
 
-@pytest.mark.parametrize("version, minor", [("4.18.3", (4, 18)), ("v4.17.0-rc.1", (4, 17)), ("4", None),
-                                            ("", None), (None, None), ("x.y", None)])
+@pytest.mark.parametrize(
+    "version, minor",
+    [("4.18.3", (4, 18)), ("v4.17.0-rc.1", (4, 17)), ("4", None), ("", None), (None, None), ("x.y", None)],
+)
 def test_release_minor(version, minor):
     assert tok.release_minor(version) == minor
 
 
-@pytest.mark.parametrize("status, version", [
-    ({"desired": {"version": "4.18.3"}, "history": [{"version": "4.17.9"}]}, "4.18.3"),
-    ({"desired": {}, "history": [{"version": "4.25.0"}]}, "4.25.0"),
-    ({"history": []}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "status, version",
+    [
+        ({"desired": {"version": "4.18.3"}, "history": [{"version": "4.17.9"}]}, "4.18.3"),
+        ({"desired": {}, "history": [{"version": "4.25.0"}]}, "4.25.0"),
+        ({"history": []}, None),
+        ({}, None),
+    ],
+)
 def test_cluster_version(status, version):
     assert tok.cluster_version({"status": status}) == version
     assert tok.cluster_version(None) is None
@@ -183,12 +210,15 @@ CV_PATH = "/apis/config.openshift.io/v1/clusterversions/version"
 SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
 
 
-@pytest.mark.parametrize("secret_data, version, header", [
-    (V418, "4.18.3", "Watcher-Authorization"),
-    (V417, "4.17.12", "Authorization"),
-    (secret(agentAuthToken="opaque-token"), "4.17.12", "Authorization"),
-    (secret(agentAuthToken="opaque-token"), "4.20.1", "Watcher-Authorization"),
-])
+@pytest.mark.parametrize(
+    "secret_data, version, header",
+    [
+        (V418, "4.18.3", "Watcher-Authorization"),
+        (V417, "4.17.12", "Authorization"),
+        (secret(agentAuthToken="opaque-token"), "4.17.12", "Authorization"),
+        (secret(agentAuthToken="opaque-token"), "4.20.1", "Watcher-Authorization"),
+    ],
+)
 def test_choose_reads_the_secret_and_the_version(secret_data, version, header):
     reader = Reader({SECRET_PATH: secret_data, CV_PATH: {"status": {"desired": {"version": version}}}})
     token, first, info, warnings = tok.choose(reader=reader)
@@ -213,6 +243,12 @@ def test_choose_with_a_forbidden_version_warns_and_follows_the_claims():
 def test_choose_a_given_token_reads_nothing():
     token, first, info, warnings = tok.choose(" %s\n" % jwt({"auth_scheme": "userAuth", "exp": EXP}))
     assert token.persona == "userAuth" and first == "Authorization"
-    assert info == {"source": "option", "key": None, "persona": "userAuth", "expires": "2030-01-01T00:00:00Z",
-                    "cluster_version": None, "first_header": "Authorization"}
+    assert info == {
+        "source": "option",
+        "key": None,
+        "persona": "userAuth",
+        "expires": "2030-01-01T00:00:00Z",
+        "cluster_version": None,
+        "first_header": "Authorization",
+    }
     assert warnings == []

@@ -1,10 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import json
@@ -56,14 +52,17 @@ def test_reused_when_inputs_file_and_token_are_good(iso):
     assert reuse and "token valid until" in reason
 
 
-@pytest.mark.parametrize("change,expected", [
-    ("digest", "the inputs changed"),
-    ("modified", "modified or damaged"),
-    ("no_sidecar", "no readable sidecar"),
-    ("missing", "does not exist"),
-    ("short_token", "less than min_token_validity (24h00m)"),
-    ("unknown_token", "expiry of"),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ("digest", "the inputs changed"),
+        ("modified", "modified or damaged"),
+        ("no_sidecar", "no readable sidecar"),
+        ("missing", "does not exist"),
+        ("short_token", "less than min_token_validity (24h00m)"),
+        ("unknown_token", "expiry of"),
+    ],
+)
 def test_rebuilt_when_something_is_wrong(iso, change, expected):
     digest, expiry = "d1", expiry_in(40)
     if change == "digest":

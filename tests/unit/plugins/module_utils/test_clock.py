@@ -1,9 +1,5 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 
@@ -19,14 +15,17 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 UTC = datetime.timezone.utc
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("2030-01-02T03:04:05Z", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
-    ("2030-01-02T03:04:05.5+02:00", datetime.datetime(2030, 1, 2, 1, 4, 5, 500000, tzinfo=UTC)),
-    ("2030-01-02t03:04:05-01:30", datetime.datetime(2030, 1, 2, 4, 34, 5, tzinfo=UTC)),
-    ("2030-01-02T03:04:05.123456789Z", datetime.datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)),
-    # Kubernetes and Go always write an offset; a bare time is read as UTC rather than refused.
-    ("2030-01-02T03:04:05", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2030-01-02T03:04:05Z", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2030-01-02T03:04:05.5+02:00", datetime.datetime(2030, 1, 2, 1, 4, 5, 500000, tzinfo=UTC)),
+        ("2030-01-02t03:04:05-01:30", datetime.datetime(2030, 1, 2, 4, 34, 5, tzinfo=UTC)),
+        ("2030-01-02T03:04:05.123456789Z", datetime.datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)),
+        # Kubernetes and Go always write an offset; a bare time is read as UTC rather than refused.
+        ("2030-01-02T03:04:05", datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
+    ],
+)
 def test_parse_rfc3339(value, expected):
     assert parse_rfc3339(value) == expected
 
@@ -47,7 +46,9 @@ def test_format_rfc3339_round_trips():
     assert parse_rfc3339(format_rfc3339(moment)) == moment
 
 
-@pytest.mark.parametrize("value, seconds", [(90, 90), ("90", 90), ("90s", 90), ("15m", 900), ("24h", 86400), ("1d12h", 129600)])
+@pytest.mark.parametrize(
+    "value, seconds", [(90, 90), ("90", 90), ("90s", 90), ("15m", 900), ("24h", 86400), ("1d12h", 129600)]
+)
 def test_parse_duration(value, seconds):
     assert parse_duration(value) == seconds
 

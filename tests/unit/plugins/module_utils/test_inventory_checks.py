@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every bad host definition is refused with a message naming the host, the field and the fix."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 
@@ -32,17 +27,26 @@ RAW_HOST = {
     "name": "extra-worker-0",
     "interfaces": [{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"}],
     "network_config": {
-        "interfaces": [{
-            "name": "eth0",
-            "type": "ethernet",
-            "state": "up",
-            "mac-address": "00:02:46:e3:9e:7c",
-            "ipv4": {"enabled": True, "dhcp": False,
-                     "address": [{"ip": "192.168.111.90", "prefix-length": 24}]},
-        }],
+        "interfaces": [
+            {
+                "name": "eth0",
+                "type": "ethernet",
+                "state": "up",
+                "mac-address": "00:02:46:e3:9e:7c",
+                "ipv4": {"enabled": True, "dhcp": False, "address": [{"ip": "192.168.111.90", "prefix-length": 24}]},
+            }
+        ],
         "dns-resolver": {"config": {"server": ["192.168.111.1"]}},
-        "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.168.111.1",
-                               "next-hop-interface": "eth0", "table-id": 254}]},
+        "routes": {
+            "config": [
+                {
+                    "destination": "0.0.0.0/0",
+                    "next-hop-address": "192.168.111.1",
+                    "next-hop-interface": "eth0",
+                    "table-id": 254,
+                }
+            ]
+        },
     },
 }
 
@@ -67,11 +71,13 @@ def _raw(mutate):
 
 def _set_nm(path, value):
     """Mutator setting a nested network_config value; path is a list of keys/indexes."""
+
     def mutate(host):
         target = host["network_config"]
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return mutate
 
 
@@ -90,24 +96,49 @@ BAD_HOSTS = [
     ("mixed-separator-mac", _host(mac_address="00:02-46:e3:9e:7c"), "mac_address", "not a MAC"),
     ("multicast-mac", _host(mac_address="01:00:5e:00:00:01"), "mac_address", "multicast"),
     ("zero-mac", _host(mac_address="00:00:00:00:00:00"), "mac_address", "all zeros"),
-    ("mac-and-interfaces", _host(interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"}]),
-     "mac_address", "not both"),
+    (
+        "mac-and-interfaces",
+        _host(interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"}]),
+        "mac_address",
+        "not both",
+    ),
     ("interfaces-not-list", _host(mac_address=_DROP, interfaces="eth0"), "interfaces", "not a list"),
-    ("interface-name-too-long",
-     _host(mac_address=_DROP, interfaces=[{"name": "a-very-long-nic-name", "mac_address": "00:02:46:e3:9e:7c"}]),
-     "interfaces[0].name", "longer than 15"),
-    ("interface-listed-twice",
-     _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"},
-                                          {"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"}]),
-     "interfaces[1].name", "listed twice"),
-    ("interfaces-bad-mac", _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "zz"}]),
-     "interfaces[0].mac_address", "not a MAC"),
-    ("interfaces-unknown-key",
-     _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c", "mtu": 9000}]),
-     "interfaces[0]", "unknown keys"),
-    ("primary-not-in-interfaces",
-     _host(mac_address=_DROP, interface="eth1", interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"}]),
-     "interface", "not one of interfaces"),
+    (
+        "interface-name-too-long",
+        _host(mac_address=_DROP, interfaces=[{"name": "a-very-long-nic-name", "mac_address": "00:02:46:e3:9e:7c"}]),
+        "interfaces[0].name",
+        "longer than 15",
+    ),
+    (
+        "interface-listed-twice",
+        _host(
+            mac_address=_DROP,
+            interfaces=[
+                {"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"},
+                {"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"},
+            ],
+        ),
+        "interfaces[1].name",
+        "listed twice",
+    ),
+    (
+        "interfaces-bad-mac",
+        _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "zz"}]),
+        "interfaces[0].mac_address",
+        "not a MAC",
+    ),
+    (
+        "interfaces-unknown-key",
+        _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c", "mtu": 9000}]),
+        "interfaces[0]",
+        "unknown keys",
+    ),
+    (
+        "primary-not-in-interfaces",
+        _host(mac_address=_DROP, interface="eth1", interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"}]),
+        "interface",
+        "not one of interfaces",
+    ),
     ("interface-with-slash", _host(interface="eth/0"), "interface", "'/'"),
     ("ip-out-of-range", _host(ip="192.168.111.300"), "ip", "not an IPv4 address"),
     ("ip-short-form", _host(ip="10.1"), "ip", "not an IPv4 address"),
@@ -135,48 +166,106 @@ BAD_HOSTS = [
     ("ipv6-invalid", _host(ipv6="fd00::zz", ipv6_prefix_length=64), "ipv6", "not an IPv6 address"),
     ("ipv6-prefix-too-long", _host(ipv6="fd00::5", ipv6_prefix_length=129), "ipv6_prefix_length", "1 to 128"),
     ("ipv6-subnet-router-anycast", _host(ipv6="fd00::", ipv6_prefix_length=64), "ipv6", "network address"),
-    ("ipv6-gateway-outside", _host(ipv6="fd00::5", ipv6_prefix_length=64, ipv6_gateway="fd01::1"),
-     "ipv6_gateway", "not inside fd00::/64"),
+    (
+        "ipv6-gateway-outside",
+        _host(ipv6="fd00::5", ipv6_prefix_length=64, ipv6_gateway="fd01::1"),
+        "ipv6_gateway",
+        "not inside fd00::/64",
+    ),
     ("hints-not-mapping", _host(root_device_hints="/dev/sda"), "root_device_hints", "not a mapping"),
-    ("hint-unknown", _host(root_device_hints={"devicename": "/dev/sda"}), "root_device_hints.devicename",
-     'did you mean "deviceName"'),
-    ("hint-wwn-with-extension", _host(root_device_hints={"wwnWithExtension": "0x5000"}),
-     "root_device_hints.wwnWithExtension", "not supported: the agent"),
-    ("hint-wwn-vendor-extension", _host(root_device_hints={"wwnVendorExtension": "0x5000"}),
-     "root_device_hints.wwnVendorExtension", "not supported: the agent"),
+    (
+        "hint-unknown",
+        _host(root_device_hints={"devicename": "/dev/sda"}),
+        "root_device_hints.devicename",
+        'did you mean "deviceName"',
+    ),
+    (
+        "hint-wwn-with-extension",
+        _host(root_device_hints={"wwnWithExtension": "0x5000"}),
+        "root_device_hints.wwnWithExtension",
+        "not supported: the agent",
+    ),
+    (
+        "hint-wwn-vendor-extension",
+        _host(root_device_hints={"wwnVendorExtension": "0x5000"}),
+        "root_device_hints.wwnVendorExtension",
+        "not supported: the agent",
+    ),
     ("hint-device-not-dev", _host(root_device_hints={"deviceName": "sda"}), "root_device_hints.deviceName", "/dev/"),
     ("hint-hctl-format", _host(root_device_hints={"hctl": "0:0:0"}), "root_device_hints.hctl", "Host:Channel"),
-    ("hint-size-zero", _host(root_device_hints={"minSizeGigabytes": 0}), "root_device_hints.minSizeGigabytes",
-     "positive integer"),
-    ("hint-size-string", _host(root_device_hints={"minSizeGigabytes": "100"}),
-     "root_device_hints.minSizeGigabytes", "positive integer"),
-    ("hint-rotational-text", _host(root_device_hints={"rotational": "yes"}), "root_device_hints.rotational",
-     "boolean"),
+    (
+        "hint-size-zero",
+        _host(root_device_hints={"minSizeGigabytes": 0}),
+        "root_device_hints.minSizeGigabytes",
+        "positive integer",
+    ),
+    (
+        "hint-size-string",
+        _host(root_device_hints={"minSizeGigabytes": "100"}),
+        "root_device_hints.minSizeGigabytes",
+        "positive integer",
+    ),
+    ("hint-rotational-text", _host(root_device_hints={"rotational": "yes"}), "root_device_hints.rotational", "boolean"),
     ("hint-empty-model", _host(root_device_hints={"model": " "}), "root_device_hints.model", "non-empty"),
     ("unknown-architecture", _host(cpu_architecture="i386"), "cpu_architecture", "not a known architecture"),
     ("s390x-on-x86-cluster", _host(cpu_architecture="s390x"), "cpu_architecture", "cannot join a x86_64 cluster"),
     ("raw-with-simple-ip", _host(RAW_HOST, ip="192.168.111.90"), "ip", "together with network_config"),
     ("raw-not-mapping", _host(RAW_HOST, network_config=["eth0"]), "network_config", "not a mapping"),
     ("raw-no-interfaces", _raw(_set_nm(["interfaces"], [])), "network_config.interfaces", "non-empty list"),
-    ("raw-mac-differs", _raw(_set_nm(["interfaces", 0, "mac-address"], "00:02:46:e3:9e:7d")),
-     "network_config.interfaces[0].mac-address", "differs from the MAC"),
-    ("raw-interface-not-declared", _raw(_set_nm(["interfaces", 0, "name"], "eth1")),
-     "network_config.interfaces[0].name", "not listed in interfaces"),
-    ("raw-declared-missing",
-     _host(RAW_HOST, interfaces=RAW_HOST["interfaces"] + [{"name": "eth1", "mac_address": "00:02:46:e3:9e:7d"}]),
-     "interfaces", "not an interface of network_config"),
-    ("raw-bad-address", _raw(_set_nm(["interfaces", 0, "ipv4", "address", 0, "ip"], "192.168.111.256")),
-     "network_config.interfaces[0].ipv4.address[0].ip", "not an IPv4 address"),
-    ("raw-bad-prefix", _raw(_set_nm(["interfaces", 0, "ipv4", "address", 0, "prefix-length"], 40)),
-     "network_config.interfaces[0].ipv4.address[0].prefix-length", "1 to 32"),
-    ("raw-bad-dns", _raw(_set_nm(["dns-resolver", "config", "server", 0], "ns1")),
-     "network_config.dns-resolver.config.server[0]", "not a unicast IP"),
-    ("raw-route-unknown-interface", _raw(_set_nm(["routes", "config", 0, "next-hop-interface"], "bond0")),
-     "network_config.routes.config[0].next-hop-interface", "not an interface of network_config"),
-    ("raw-route-bad-destination", _raw(_set_nm(["routes", "config", 0, "destination"], "default")),
-     "network_config.routes.config[0].destination", "CIDR"),
-    ("raw-route-bad-next-hop", _raw(_set_nm(["routes", "config", 0, "next-hop-address"], "gw")),
-     "network_config.routes.config[0].next-hop-address", "not an IP address"),
+    (
+        "raw-mac-differs",
+        _raw(_set_nm(["interfaces", 0, "mac-address"], "00:02:46:e3:9e:7d")),
+        "network_config.interfaces[0].mac-address",
+        "differs from the MAC",
+    ),
+    (
+        "raw-interface-not-declared",
+        _raw(_set_nm(["interfaces", 0, "name"], "eth1")),
+        "network_config.interfaces[0].name",
+        "not listed in interfaces",
+    ),
+    (
+        "raw-declared-missing",
+        _host(RAW_HOST, interfaces=RAW_HOST["interfaces"] + [{"name": "eth1", "mac_address": "00:02:46:e3:9e:7d"}]),
+        "interfaces",
+        "not an interface of network_config",
+    ),
+    (
+        "raw-bad-address",
+        _raw(_set_nm(["interfaces", 0, "ipv4", "address", 0, "ip"], "192.168.111.256")),
+        "network_config.interfaces[0].ipv4.address[0].ip",
+        "not an IPv4 address",
+    ),
+    (
+        "raw-bad-prefix",
+        _raw(_set_nm(["interfaces", 0, "ipv4", "address", 0, "prefix-length"], 40)),
+        "network_config.interfaces[0].ipv4.address[0].prefix-length",
+        "1 to 32",
+    ),
+    (
+        "raw-bad-dns",
+        _raw(_set_nm(["dns-resolver", "config", "server", 0], "ns1")),
+        "network_config.dns-resolver.config.server[0]",
+        "not a unicast IP",
+    ),
+    (
+        "raw-route-unknown-interface",
+        _raw(_set_nm(["routes", "config", 0, "next-hop-interface"], "bond0")),
+        "network_config.routes.config[0].next-hop-interface",
+        "not an interface of network_config",
+    ),
+    (
+        "raw-route-bad-destination",
+        _raw(_set_nm(["routes", "config", 0, "destination"], "default")),
+        "network_config.routes.config[0].destination",
+        "CIDR",
+    ),
+    (
+        "raw-route-bad-next-hop",
+        _raw(_set_nm(["routes", "config", 0, "next-hop-address"], "gw")),
+        "network_config.routes.config[0].next-hop-address",
+        "not an IP address",
+    ),
 ]
 
 
@@ -209,7 +298,7 @@ def test_message_format_from_the_brief():
     problems = _problems_of([_host(name="extra-worker-1", gateway="10.0.0.1")])
     assert [problem["message"] for problem in problems] == [
         'host extra-worker-1: field "gateway" value "10.0.0.1" is not inside 192.168.111.0/24 '
-        '(ip/prefix_length); set a gateway in that subnet'
+        "(ip/prefix_length); set a gateway in that subnet"
     ]
     assert problems[0]["value"] == "10.0.0.1"
 
@@ -218,9 +307,15 @@ def test_every_problem_is_collected_not_just_the_first():
     bad = _host(name="w1", ip="192.168.111.0", gateway="10.0.0.1", vlan_id=5000, colour="blue")
     other = _host(name="W2", mac_address="zz")
     problems = _problems_of([bad, other])
-    found = set((problem["host"], problem["field"]) for problem in problems)
-    assert found >= {("w1", "ip"), ("w1", "gateway"), ("w1", "vlan_id"), ("w1", "colour"),
-                     ("W2", "name"), ("W2", "mac_address")}
+    found = {(problem["host"], problem["field"]) for problem in problems}
+    assert found >= {
+        ("w1", "ip"),
+        ("w1", "gateway"),
+        ("w1", "vlan_id"),
+        ("w1", "colour"),
+        ("W2", "name"),
+        ("W2", "mac_address"),
+    }
 
 
 def test_error_text_lists_every_problem():
@@ -270,16 +365,25 @@ def test_bad_boot_artifacts_url():
 SECOND = _host(name="extra-worker-1", mac_address="00:02:46:e3:9e:7d", ip="192.168.111.91")
 
 
-@pytest.mark.parametrize("second, field", [
-    (_host(SECOND, name="extra-worker-0"), "name"),
-    (_host(SECOND, mac_address="00:02:46:E3:9E:7C"), "mac_address"),
-    (_host(SECOND, mac_address="00-02-46-e3-9e-7c"), "mac_address"),
-    (_host(SECOND, ip="192.168.111.90"), "ip"),
-    (_host(_host(RAW_HOST, name="extra-worker-1",
-                 interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"}]),
-           network_config=_host(RAW_HOST)["network_config"]),
-     "network_config.interfaces[0].ipv4.address[0].ip"),
-], ids=["hostname", "mac-case-insensitive", "mac-dash-notation", "ipv4", "raw-nmstate-ipv4"])
+@pytest.mark.parametrize(
+    "second, field",
+    [
+        (_host(SECOND, name="extra-worker-0"), "name"),
+        (_host(SECOND, mac_address="00:02:46:E3:9E:7C"), "mac_address"),
+        (_host(SECOND, mac_address="00-02-46-e3-9e-7c"), "mac_address"),
+        (_host(SECOND, ip="192.168.111.90"), "ip"),
+        (
+            _host(
+                _host(
+                    RAW_HOST, name="extra-worker-1", interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7d"}]
+                ),
+                network_config=_host(RAW_HOST)["network_config"],
+            ),
+            "network_config.interfaces[0].ipv4.address[0].ip",
+        ),
+    ],
+    ids=["hostname", "mac-case-insensitive", "mac-dash-notation", "ipv4", "raw-nmstate-ipv4"],
+)
 def test_values_must_be_unique_across_hosts(second, field):
     if field.startswith("network_config"):
         # keep the nmstate MAC consistent with the second host's interfaces
@@ -299,14 +403,20 @@ def test_ipv6_uniqueness_ignores_notation():
 
 
 def test_mac_twice_in_one_host():
-    host = _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"},
-                                                {"name": "eth1", "mac_address": "00:02:46:E3:9E:7C"}])
+    host = _host(
+        mac_address=_DROP,
+        interfaces=[
+            {"name": "eth0", "mac_address": "00:02:46:e3:9e:7c"},
+            {"name": "eth1", "mac_address": "00:02:46:E3:9E:7C"},
+        ],
+    )
     problems = _problems_of([host])
     assert [(p["host"], p["field"]) for p in problems] == [("extra-worker-0", "interfaces[1].mac_address")]
     assert "appears twice in this host" in problems[0]["message"]
 
 
 # --- accepted on purpose ----------------------------------------------------------------------
+
 
 def test_good_inventory_has_no_problems():
     raw = _host(RAW_HOST, name="extra-worker-2", interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7e"}])
@@ -322,8 +432,13 @@ def test_loopback_addresses_allowed_for_the_lab():
 
 
 def test_bmc_keys_are_accepted_and_the_password_never_shown():
-    host = _host(bmc_address="redfish-virtualmedia://127.0.0.1:8000/redfish/v1/Systems/1",
-                 bmc_username="admin", bmc_password="s3cret!", bmc_verify_certs=False, ip="bad")
+    host = _host(
+        bmc_address="redfish-virtualmedia://127.0.0.1:8000/redfish/v1/Systems/1",
+        bmc_username="admin",
+        bmc_password="s3cret!",
+        bmc_verify_certs=False,
+        ip="bad",
+    )
     problems = _problems_of([host])
     assert [p["field"] for p in problems] == ["ip"]
     assert "s3cret!" not in str(problems)
@@ -349,6 +464,7 @@ def test_point_to_point_prefixes_have_no_network_address(prefix, address):
 
 # --- machine networks -------------------------------------------------------------------------
 
+
 def test_static_addresses_of_simple_and_raw_hosts():
     dual = _host(ipv6="fd00::5", ipv6_prefix_length=64)
     assert static_addresses(dual) == [("ip", "192.168.111.90"), ("ipv6", "fd00::5")]
@@ -359,11 +475,20 @@ def test_static_addresses_of_simple_and_raw_hosts():
 def test_addresses_outside_machine_networks():
     inside = GOOD_HOST
     outside = _host(SECOND, ip="10.0.0.5", gateway="10.0.0.1")
-    v6 = _host(name="extra-worker-2", mac_address="00:02:46:e3:9e:7e", ip=_DROP, prefix_length=_DROP,
-               gateway=_DROP, ipv6="fd00::5", ipv6_prefix_length=64)
+    v6 = _host(
+        name="extra-worker-2",
+        mac_address="00:02:46:e3:9e:7e",
+        ip=_DROP,
+        prefix_length=_DROP,
+        gateway=_DROP,
+        ipv6="fd00::5",
+        ipv6_prefix_length=64,
+    )
     problems = addresses_outside_machine_networks([inside, outside, v6], [{"cidr": "192.168.111.0/24"}])
     assert [(p["host"], p["field"], p["value"]) for p in problems] == [
-        ("extra-worker-1", "ip", "10.0.0.5"), ("extra-worker-2", "ipv6", "fd00::5")]
+        ("extra-worker-1", "ip", "10.0.0.5"),
+        ("extra-worker-2", "ipv6", "fd00::5"),
+    ]
     assert "outside the cluster's machine networks (192.168.111.0/24)" in problems[0]["message"]
     assert "none of IPv6" in problems[1]["message"]
     assert addresses_outside_machine_networks([inside, v6], ["192.168.111.0/24", "fd00::/48"]) == []
@@ -375,6 +500,7 @@ def test_machine_network_must_be_a_cidr():
 
 
 # --- ppc64le and s390x only on platform none (the agent installer's rule, applied by node-joiner) ------
+
 
 @pytest.mark.parametrize("platform", ["BareMetal", "VSphere", "External"])
 def test_s390x_worker_needs_platform_none(platform):

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Good inventories become exactly the nodes-config.yaml of FACTS.md §2, rendered canonically."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 
@@ -33,10 +28,13 @@ V4_HOST = {
     "root_device_hints": {"deviceName": "/dev/sda"},
 }
 
-V4_ROUTE = {"destination": "0.0.0.0/0", "next-hop-address": "192.168.111.1",
-            "next-hop-interface": "eth0", "table-id": 254}
-V6_ROUTE = {"destination": "::/0", "next-hop-address": "fd00:1101::1",
-            "next-hop-interface": "eth0", "table-id": 254}
+V4_ROUTE = {
+    "destination": "0.0.0.0/0",
+    "next-hop-address": "192.168.111.1",
+    "next-hop-interface": "eth0",
+    "table-id": 254,
+}
+V6_ROUTE = {"destination": "::/0", "next-hop-address": "fd00:1101::1", "next-hop-interface": "eth0", "table-id": 254}
 V4_SETTINGS = {"enabled": True, "dhcp": False, "address": [{"ip": "192.168.111.90", "prefix-length": 24}]}
 V6_SETTINGS = {"enabled": True, "dhcp": False, "address": [{"ip": "fd00:1101::90", "prefix-length": 64}]}
 
@@ -52,45 +50,77 @@ def test_static_ipv4_is_the_facts_example():
     assert config == {
         "cpuArchitecture": "x86_64",
         "sshKey": "ssh-ed25519 AAAAC3Nza lab",
-        "hosts": [{
-            "hostname": "extra-worker-0",
-            "role": "worker",
-            "rootDeviceHints": {"deviceName": "/dev/sda"},
-            "interfaces": [{"name": "eth0", "macAddress": MAC0}],
-            "networkConfig": {
-                "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0,
-                                "ipv4": V4_SETTINGS}],
-                "dns-resolver": {"config": {"server": ["192.168.111.1"]}},
-                "routes": {"config": [V4_ROUTE]},
-            },
-        }],
+        "hosts": [
+            {
+                "hostname": "extra-worker-0",
+                "role": "worker",
+                "rootDeviceHints": {"deviceName": "/dev/sda"},
+                "interfaces": [{"name": "eth0", "macAddress": MAC0}],
+                "networkConfig": {
+                    "interfaces": [
+                        {"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0, "ipv4": V4_SETTINGS}
+                    ],
+                    "dns-resolver": {"config": {"server": ["192.168.111.1"]}},
+                    "routes": {"config": [V4_ROUTE]},
+                },
+            }
+        ],
     }
 
 
 def test_static_ipv6_only_disables_ipv4():
-    host = {"name": "extra-worker-0", "mac_address": MAC0.upper(), "ipv6": "fd00:1101:0::90",
-            "ipv6_prefix_length": 64, "ipv6_gateway": "fd00:1101::1", "dns_servers": ["fd00:1101::1"]}
+    host = {
+        "name": "extra-worker-0",
+        "mac_address": MAC0.upper(),
+        "ipv6": "fd00:1101:0::90",
+        "ipv6_prefix_length": 64,
+        "ipv6_gateway": "fd00:1101::1",
+        "dns_servers": ["fd00:1101::1"],
+    }
     config = _only_config([host])
-    assert config["hosts"] == [{
-        "hostname": "extra-worker-0",
-        "role": "worker",
-        "interfaces": [{"name": "eth0", "macAddress": MAC0}],
-        "networkConfig": {
-            "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0,
-                            "ipv4": {"enabled": False}, "ipv6": V6_SETTINGS}],
-            "dns-resolver": {"config": {"server": ["fd00:1101::1"]}},
-            "routes": {"config": [V6_ROUTE]},
-        },
-    }]
+    assert config["hosts"] == [
+        {
+            "hostname": "extra-worker-0",
+            "role": "worker",
+            "interfaces": [{"name": "eth0", "macAddress": MAC0}],
+            "networkConfig": {
+                "interfaces": [
+                    {
+                        "name": "eth0",
+                        "type": "ethernet",
+                        "state": "up",
+                        "mac-address": MAC0,
+                        "ipv4": {"enabled": False},
+                        "ipv6": V6_SETTINGS,
+                    }
+                ],
+                "dns-resolver": {"config": {"server": ["fd00:1101::1"]}},
+                "routes": {"config": [V6_ROUTE]},
+            },
+        }
+    ]
 
 
 def test_dual_stack_has_both_families_and_both_default_routes():
-    host = dict(V4_HOST, ipv6="fd00:1101::90", ipv6_prefix_length=64, ipv6_gateway="fd00:1101::1",
-                dns_servers=["192.168.111.1", "fd00:1101::1"])
+    host = dict(
+        V4_HOST,
+        ipv6="fd00:1101::90",
+        ipv6_prefix_length=64,
+        ipv6_gateway="fd00:1101::1",
+        dns_servers=["192.168.111.1", "fd00:1101::1"],
+    )
     network = _only_config([host])["hosts"][0]["networkConfig"]
     assert network == {
-        "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0,
-                        "ipv4": V4_SETTINGS, "ipv6": V6_SETTINGS}],
+        "interfaces": [
+            {
+                "name": "eth0",
+                "type": "ethernet",
+                "state": "up",
+                "mac-address": MAC0,
+                "ipv4": V4_SETTINGS,
+                "ipv6": V6_SETTINGS,
+            }
+        ],
         "dns-resolver": {"config": {"server": ["192.168.111.1", "fd00:1101::1"]}},
         "routes": {"config": [V4_ROUTE, V6_ROUTE]},
     }
@@ -101,10 +131,21 @@ def test_vlan_carries_the_addresses_on_top_of_the_base_interface():
     del host["root_device_hints"]
     assert _only_config([host])["hosts"][0]["networkConfig"] == {
         "interfaces": [
-            {"name": "eno1", "type": "ethernet", "state": "up", "mac-address": MAC0,
-             "ipv4": {"enabled": False}, "ipv6": {"enabled": False}},
-            {"name": "eno1.120", "type": "vlan", "state": "up", "vlan": {"base-iface": "eno1", "id": 120},
-             "ipv4": V4_SETTINGS},
+            {
+                "name": "eno1",
+                "type": "ethernet",
+                "state": "up",
+                "mac-address": MAC0,
+                "ipv4": {"enabled": False},
+                "ipv6": {"enabled": False},
+            },
+            {
+                "name": "eno1.120",
+                "type": "vlan",
+                "state": "up",
+                "vlan": {"base-iface": "eno1", "id": 120},
+                "ipv4": V4_SETTINGS,
+            },
         ],
         "dns-resolver": {"config": {"server": ["192.168.111.1"]}},
         "routes": {"config": [dict(V4_ROUTE, **{"next-hop-interface": "eno1.120"})]},
@@ -115,15 +156,33 @@ def test_vlan_carries_the_addresses_on_top_of_the_base_interface():
 def test_dhcp_host(unset):
     host = {"name": "extra-worker-0", "mac_address": MAC0}
     if unset is not None:
-        host.update(ip=unset, prefix_length=unset, gateway=unset, dns_servers=unset, vlan_id=unset,
-                    root_device_hints=unset, cpu_architecture=unset)
-    assert _only_config([host])["hosts"] == [{
-        "hostname": "extra-worker-0",
-        "role": "worker",
-        "interfaces": [{"name": "eth0", "macAddress": MAC0}],
-        "networkConfig": {"interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0,
-                                          "ipv4": {"enabled": True, "dhcp": True}}]},
-    }]
+        host.update(
+            ip=unset,
+            prefix_length=unset,
+            gateway=unset,
+            dns_servers=unset,
+            vlan_id=unset,
+            root_device_hints=unset,
+            cpu_architecture=unset,
+        )
+    assert _only_config([host])["hosts"] == [
+        {
+            "hostname": "extra-worker-0",
+            "role": "worker",
+            "interfaces": [{"name": "eth0", "macAddress": MAC0}],
+            "networkConfig": {
+                "interfaces": [
+                    {
+                        "name": "eth0",
+                        "type": "ethernet",
+                        "state": "up",
+                        "mac-address": MAC0,
+                        "ipv4": {"enabled": True, "dhcp": True},
+                    }
+                ]
+            },
+        }
+    ]
 
 
 def test_raw_nmstate_passes_through_unchanged():
@@ -131,17 +190,26 @@ def test_raw_nmstate_passes_through_unchanged():
         "interfaces": [
             {"name": "eno1", "type": "ethernet", "state": "up", "mac-address": MAC0.upper()},
             {"name": "eno2", "type": "ethernet", "state": "up", "mac-address": MAC1},
-            {"name": "bond0", "type": "bond", "state": "up",
-             "link-aggregation": {"mode": "active-backup", "port": ["eno1", "eno2"]},
-             "ipv4": {"enabled": True, "dhcp": False, "address": [{"ip": "192.168.111.90", "prefix-length": 24}]}},
+            {
+                "name": "bond0",
+                "type": "bond",
+                "state": "up",
+                "link-aggregation": {"mode": "active-backup", "port": ["eno1", "eno2"]},
+                "ipv4": {"enabled": True, "dhcp": False, "address": [{"ip": "192.168.111.90", "prefix-length": 24}]},
+            },
         ],
         "routes": {"config": [dict(V4_ROUTE, **{"next-hop-interface": "bond0"})]},
     }
-    host = {"name": "extra-worker-0", "network_config": network_config,
-            "interfaces": [{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "macAddress": MAC1}]}
+    host = {
+        "name": "extra-worker-0",
+        "network_config": network_config,
+        "interfaces": [{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "macAddress": MAC1}],
+    }
     config = _only_config([host])
-    assert config["hosts"][0]["interfaces"] == [{"name": "eno1", "macAddress": MAC0},
-                                                {"name": "eno2", "macAddress": MAC1}]
+    assert config["hosts"][0]["interfaces"] == [
+        {"name": "eno1", "macAddress": MAC0},
+        {"name": "eno2", "macAddress": MAC1},
+    ]
     assert config["hosts"][0]["networkConfig"] == network_config
     # The output is a copy: editing it must not change the caller's inventory.
     config["hosts"][0]["networkConfig"]["interfaces"].pop()
@@ -149,8 +217,17 @@ def test_raw_nmstate_passes_through_unchanged():
 
 
 def test_raw_nmstate_with_mac_address_shorthand():
-    network_config = {"interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": MAC0,
-                                      "ipv4": {"enabled": True, "dhcp": True}}]}
+    network_config = {
+        "interfaces": [
+            {
+                "name": "eth0",
+                "type": "ethernet",
+                "state": "up",
+                "mac-address": MAC0,
+                "ipv4": {"enabled": True, "dhcp": True},
+            }
+        ]
+    }
     host = {"name": "extra-worker-0", "mac_address": MAC0, "network_config": network_config}
     assert _only_config([host])["hosts"][0]["interfaces"] == [{"name": "eth0", "macAddress": MAC0}]
 
@@ -162,15 +239,24 @@ def test_multiple_interfaces_first_one_carries_the_addresses_by_default():
     assert config_host["interfaces"] == [{"name": "eno1", "macAddress": MAC0}, {"name": "eno2", "macAddress": MAC1}]
     assert config_host["networkConfig"]["interfaces"] == [
         {"name": "eno1", "type": "ethernet", "state": "up", "mac-address": MAC0, "ipv4": V4_SETTINGS},
-        {"name": "eno2", "type": "ethernet", "state": "up", "mac-address": MAC1,
-         "ipv4": {"enabled": False}, "ipv6": {"enabled": False}},
+        {
+            "name": "eno2",
+            "type": "ethernet",
+            "state": "up",
+            "mac-address": MAC1,
+            "ipv4": {"enabled": False},
+            "ipv6": {"enabled": False},
+        },
     ]
     assert config_host["networkConfig"]["routes"]["config"][0]["next-hop-interface"] == "eno1"
 
 
 def test_multiple_interfaces_named_primary():
-    host = dict(V4_HOST, interface="eno2",
-                interfaces=[{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "mac_address": MAC1}])
+    host = dict(
+        V4_HOST,
+        interface="eno2",
+        interfaces=[{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "mac_address": MAC1}],
+    )
     del host["mac_address"]
     nm_interfaces = _only_config([host])["hosts"][0]["networkConfig"]["interfaces"]
     assert [entry.get("ipv4") for entry in nm_interfaces] == [{"enabled": False}, V4_SETTINGS]
@@ -178,8 +264,9 @@ def test_multiple_interfaces_named_primary():
 
 def test_mixed_architectures_give_one_config_each():
     arm = {"name": "extra-worker-1", "mac_address": MAC1, "cpu_architecture": "arm64"}
-    configs = build_nodes_configs([arm, V4_HOST], "x86_64", ssh_key="ssh-ed25519 K",
-                                  boot_artifacts_base_url="http://127.0.0.1:8080/pxe")
+    configs = build_nodes_configs(
+        [arm, V4_HOST], "x86_64", ssh_key="ssh-ed25519 K", boot_artifacts_base_url="http://127.0.0.1:8080/pxe"
+    )
     assert sorted(configs) == ["aarch64", "x86_64"]
     for architecture, config in configs.items():
         assert list(config) == ["cpuArchitecture", "sshKey", "bootArtifactsBaseURL", "hosts"]
@@ -189,10 +276,19 @@ def test_mixed_architectures_give_one_config_each():
     assert [h["hostname"] for h in configs["x86_64"]["hosts"]] == ["extra-worker-0"]
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("amd64", "x86_64"), ("x86_64", "x86_64"), ("arm64", "aarch64"), ("AArch64", "aarch64"),
-    ("ppc64le", "ppc64le"), ("s390x", "s390x"), ("i386", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("amd64", "x86_64"),
+        ("x86_64", "x86_64"),
+        ("arm64", "aarch64"),
+        ("AArch64", "aarch64"),
+        ("ppc64le", "ppc64le"),
+        ("s390x", "s390x"),
+        ("i386", None),
+        (None, None),
+    ],
+)
 def test_architecture_names(given, expected):
     assert normalize_architecture(given) == expected
 
@@ -205,32 +301,63 @@ def test_go_architecture_names_for_cluster_and_host():
 
 
 def test_lab_host_on_loopback():
-    host = {"name": "extra-worker-0", "mac_address": MAC0, "ip": "127.0.111.20", "prefix_length": "24",
-            "gateway": "127.0.111.1", "dns_servers": "127.0.111.1, 127.0.111.2"}
+    host = {
+        "name": "extra-worker-0",
+        "mac_address": MAC0,
+        "ip": "127.0.111.20",
+        "prefix_length": "24",
+        "gateway": "127.0.111.1",
+        "dns_servers": "127.0.111.1, 127.0.111.2",
+    }
     network = _only_config([host], allow_loopback=True)["hosts"][0]["networkConfig"]
     assert network["interfaces"][0]["ipv4"]["address"] == [{"ip": "127.0.111.20", "prefix-length": 24}]
     assert network["dns-resolver"] == {"config": {"server": ["127.0.111.1", "127.0.111.2"]}}
 
 
 def test_bmc_keys_are_not_rendered():
-    host = dict(V4_HOST, bmc_address="redfish://127.0.0.1:8000/redfish/v1/Systems/1", bmc_username="admin",
-                bmc_password="s3cret!", bmc_verify_certs=False)
+    host = dict(
+        V4_HOST,
+        bmc_address="redfish://127.0.0.1:8000/redfish/v1/Systems/1",
+        bmc_username="admin",
+        bmc_password="s3cret!",
+        bmc_verify_certs=False,
+    )
     text = render_nodes_config(_only_config([host]))
     assert "bmc" not in text and "s3cret!" not in text
 
 
 def test_host_keys_constant_lists_every_model_key():
     assert set(HOST_KEYS) == {
-        "name", "mac_address", "interfaces", "interface", "ip", "prefix_length", "gateway", "dns_servers",
-        "vlan_id", "ipv6", "ipv6_prefix_length", "ipv6_gateway", "network_config", "root_device_hints",
-        "cpu_architecture", "bmc_address", "bmc_username", "bmc_password", "bmc_verify_certs"}
+        "name",
+        "mac_address",
+        "interfaces",
+        "interface",
+        "ip",
+        "prefix_length",
+        "gateway",
+        "dns_servers",
+        "vlan_id",
+        "ipv6",
+        "ipv6_prefix_length",
+        "ipv6_gateway",
+        "network_config",
+        "root_device_hints",
+        "cpu_architecture",
+        "bmc_address",
+        "bmc_username",
+        "bmc_password",
+        "bmc_verify_certs",
+    }
 
 
 # --- rendering and digest ---------------------------------------------------------------------
 
+
 def test_rendering_reads_back_to_the_same_dict():
-    config = _only_config([V4_HOST, dict(V4_HOST, name="extra-worker-1", mac_address="00:11:22:33:44:55",
-                                         ip="192.168.111.91")], ssh_key="ssh-ed25519 " + "A" * 600)
+    config = _only_config(
+        [V4_HOST, dict(V4_HOST, name="extra-worker-1", mac_address="00:11:22:33:44:55", ip="192.168.111.91")],
+        ssh_key="ssh-ed25519 " + "A" * 600,
+    )
     text = render_nodes_config(config)
     assert yaml.safe_load(text) == config
     # All-digit MACs would be base-60 numbers to a YAML 1.1 reader if they were not quoted.
@@ -243,13 +370,18 @@ def test_rendering_key_order_is_fixed():
     text = render_nodes_config(_only_config([V4_HOST], ssh_key="k"))
     top = [line.split(":")[0] for line in text.splitlines() if line and not line.startswith((" ", "-"))]
     assert top == ["cpuArchitecture", "sshKey", "hosts"]
-    assert text.index("hostname:") < text.index("role:") < text.index("rootDeviceHints:") \
-        < text.index("  interfaces:") < text.index("networkConfig:")
+    assert (
+        text.index("hostname:")
+        < text.index("role:")
+        < text.index("rootDeviceHints:")
+        < text.index("  interfaces:")
+        < text.index("networkConfig:")
+    )
 
 
 def _reversed_dicts(value):
     if isinstance(value, dict):
-        return dict((key, _reversed_dicts(value[key])) for key in reversed(list(value)))
+        return {key: _reversed_dicts(value[key]) for key in reversed(list(value))}
     if isinstance(value, list):
         return [_reversed_dicts(item) for item in value]
     return value

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure codec tests: cpio newc, embed-area payloads, kernel arguments, add-nodes summary."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import gzip
@@ -18,8 +13,8 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import cpio as _cpio
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
 CONFIG = {"ignition": {"version": "3.2.0"}, "storage": {"files": []}}
@@ -41,6 +36,7 @@ def _cpio_of(*files):
 
 # --- cpio newc -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name_len", range(1, 9))
 @pytest.mark.parametrize("data_len", [0, 1, 2, 3, 4, 5, 511])
 def test_cpio_round_trip_keeps_alignment(name_len, data_len):
@@ -51,8 +47,7 @@ def test_cpio_round_trip_keeps_alignment(name_len, data_len):
     assert archive.startswith(b"070701")
     entries, end = _cpio.read_archive(archive)
     assert end == len(archive)
-    assert entries == [_cpio.CpioEntry(name, 0o100644, data[:data_len]),
-                       _cpio.CpioEntry("second", 0o100755, b"xyz")]
+    assert entries == [_cpio.CpioEntry(name, 0o100644, data[:data_len]), _cpio.CpioEntry("second", 0o100755, b"xyz")]
 
 
 def test_cpio_archive_ends_with_trailer():
@@ -64,13 +59,16 @@ def test_cpio_is_reproducible():
     assert _cpio.build_archive([("a", b"1")]) == _cpio.build_archive([("a", b"1")])
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda a: b"070707" + a[6:], "bad cpio magic"),
-    (lambda a: a[:50], "truncated cpio header"),
-    (lambda a: a[:6] + b"ZZZZZZZZ" + a[14:], "non-hex"),
-    (lambda a: a[:140], "data bytes expected"),
-    (lambda a: a[:115], "truncated or empty cpio entry name"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda a: b"070707" + a[6:], "bad cpio magic"),
+        (lambda a: a[:50], "truncated cpio header"),
+        (lambda a: a[:6] + b"ZZZZZZZZ" + a[14:], "non-hex"),
+        (lambda a: a[:140], "data bytes expected"),
+        (lambda a: a[:115], "truncated or empty cpio entry name"),
+    ],
+)
 def test_cpio_rejects_malformed(mutate, message):
     archive = _cpio.build_archive([("config.ign", b"x" * 64)])
     with pytest.raises(_cpio.CpioError, match=message):
@@ -84,6 +82,7 @@ def test_cpio_refuses_reserved_names(name):
 
 
 # --- embed area payload ----------------------------------------------------------------------
+
 
 def test_pack_then_extract_round_trip():
     area = _iso.pack_ignition(CONFIG, AREA)
@@ -111,12 +110,15 @@ def test_written_area_is_zero_after_payload():
     assert area[payload_end:].count(b"\0") == AREA - payload_end
 
 
-@pytest.mark.parametrize("encode", [
-    pytest.param(_xz, id="xz-crc32"),
-    pytest.param(lambda archive: _xz(archive, lzma.CHECK_CRC64), id="xz-crc64"),
-    pytest.param(gzip.compress, id="gzip"),
-    pytest.param(lambda archive: archive, id="uncompressed"),
-])
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(_xz, id="xz-crc32"),
+        pytest.param(lambda archive: _xz(archive, lzma.CHECK_CRC64), id="xz-crc64"),
+        pytest.param(gzip.compress, id="gzip"),
+        pytest.param(lambda archive: archive, id="uncompressed"),
+    ],
+)
 def test_reads_every_supported_encoding(encode):
     area = _padded(encode(_cpio_of(("config.ign", CONFIG_BYTES))))
     assert _iso.extract_config(area) == CONFIG_BYTES
@@ -153,25 +155,33 @@ def _corrupt_xz():
     return bytes(good)
 
 
-@pytest.mark.parametrize("area, message", [
-    pytest.param(_corrupt_xz(), "corrupt xz stream", id="corrupt-xz"),
-    # a cut stream is followed by the area's zero fill, which the decoder sees as corrupt data
-    pytest.param(_xz(b"x" * 1000)[:30], "corrupt xz stream", id="truncated-xz"),
-    pytest.param(gzip.compress(_cpio_of(("config.ign", CONFIG_BYTES)))[:-12], "corrupt gzip", id="truncated-gzip"),
-    pytest.param(b"\x28\xb5\x2f\xfd" + b"1" * 20, "unsupported zstd", id="zstd"),
-    pytest.param(b"garbage!", "unrecognised data", id="garbage"),
-    pytest.param(_cpio_of(("config.ign", CONFIG_BYTES))[:200], "non-hex cpio header", id="truncated-cpio"),
-    pytest.param(b"\0" + _cpio_of(("config.ign", CONFIG_BYTES)), "not 4-byte aligned", id="unaligned-cpio"),
-    pytest.param(_xz(gzip.compress(b"x")), "nested", id="nested-compression"),
-])
+@pytest.mark.parametrize(
+    "area, message",
+    [
+        pytest.param(_corrupt_xz(), "corrupt xz stream", id="corrupt-xz"),
+        # a cut stream is followed by the area's zero fill, which the decoder sees as corrupt data
+        pytest.param(_xz(b"x" * 1000)[:30], "corrupt xz stream", id="truncated-xz"),
+        pytest.param(gzip.compress(_cpio_of(("config.ign", CONFIG_BYTES)))[:-12], "corrupt gzip", id="truncated-gzip"),
+        pytest.param(b"\x28\xb5\x2f\xfd" + b"1" * 20, "unsupported zstd", id="zstd"),
+        pytest.param(b"garbage!", "unrecognised data", id="garbage"),
+        pytest.param(_cpio_of(("config.ign", CONFIG_BYTES))[:200], "non-hex cpio header", id="truncated-cpio"),
+        pytest.param(b"\0" + _cpio_of(("config.ign", CONFIG_BYTES)), "not 4-byte aligned", id="unaligned-cpio"),
+        pytest.param(_xz(gzip.compress(b"x")), "nested", id="nested-compression"),
+    ],
+)
 def test_rejects_undecodable_area(area, message):
     with pytest.raises(_iso.EmbedAreaError, match=message):
         _iso.extract_config(_padded(area))
 
 
 def test_error_hierarchy_has_one_root():
-    for cls in (_iso_errors.IsoLayoutError, _iso_errors.EmbedAreaError, _iso_errors.CapacityError,
-                _iso_errors.KargsMismatchError, _iso_errors.IgnitionContentError):
+    for cls in (
+        _iso_errors.IsoLayoutError,
+        _iso_errors.EmbedAreaError,
+        _iso_errors.CapacityError,
+        _iso_errors.KargsMismatchError,
+        _iso_errors.IgnitionContentError,
+    ):
         assert issubclass(cls, _iso_errors.IsoError)
     assert _iso.IsoError is _iso_errors.IsoError
 
@@ -190,9 +200,9 @@ def test_refuses_config_that_is_not_a_json_object(value):
 
 # --- peers: the system cpio, xz and gzip ------------------------------------------------------
 
+
 def _run(cmd, data=None, cwd=None):
-    return subprocess.run(cmd, input=data, cwd=cwd, check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE).stdout
+    return subprocess.run(cmd, input=data, cwd=cwd, check=True, capture_output=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -207,11 +217,14 @@ def gnu_cpio_archive(tmp_path, system_tools):
     return _run(["cpio", "-o", "-H", "newc", "--quiet"], b"config.ign\n", cwd=str(tmp_path))
 
 
-@pytest.mark.parametrize("compressor", [
-    ["xz", "--check=crc32", "--format=xz", "-c"],
-    ["gzip", "-c"],
-    ["cat"],
-])
+@pytest.mark.parametrize(
+    "compressor",
+    [
+        ["xz", "--check=crc32", "--format=xz", "-c"],
+        ["gzip", "-c"],
+        ["cat"],
+    ],
+)
 def test_reads_archives_written_by_system_tools(gnu_cpio_archive, compressor):
     area = _padded(_run(compressor, gnu_cpio_archive))
     assert _iso.extract_config(area) == CONFIG_BYTES
@@ -236,25 +249,32 @@ def _umask():
 
 # --- kernel arguments ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, pad, end, expected", [
-    (b"a b\n####", "#", "\n", "a b"),
-    (b"a b\n\n##", "#", "\n", "a b"),
-    (b"  a  b \n#", "#", "\n", "a  b"),
-    (b"a=#1\n####", "#", "\n", "a=#1"),
-    (b"a b;    ", " ", ";", "a b"),
-    (b"\n######", "#", "\n", ""),
-])
+
+@pytest.mark.parametrize(
+    "raw, pad, end, expected",
+    [
+        (b"a b\n####", "#", "\n", "a b"),
+        (b"a b\n\n##", "#", "\n", "a b"),
+        (b"  a  b \n#", "#", "\n", "a  b"),
+        (b"a=#1\n####", "#", "\n", "a=#1"),
+        (b"a b;    ", " ", ";", "a b"),
+        (b"\n######", "#", "\n", ""),
+    ],
+)
 def test_parse_kargs_region(raw, pad, end, expected):
     assert _kargs.parse_kargs_region(raw, pad, end) == expected
 
 
-@pytest.mark.parametrize("kargs, size, pad, end, expected", [
-    ("a b", 8, "#", "\n", b"a b\n####"),
-    (" a b ", 8, "#", "\n", b"a b\n####"),
-    ("a b", 4, "#", "\n", b"a b\n"),
-    ("", 3, "#", "\n", b"\n##"),
-    ("a", 5, " ", ";", b"a;   "),
-])
+@pytest.mark.parametrize(
+    "kargs, size, pad, end, expected",
+    [
+        ("a b", 8, "#", "\n", b"a b\n####"),
+        (" a b ", 8, "#", "\n", b"a b\n####"),
+        ("a b", 4, "#", "\n", b"a b\n"),
+        ("", 3, "#", "\n", b"\n##"),
+        ("a", 5, " ", ";", b"a;   "),
+    ],
+)
 def test_format_kargs_region(kargs, size, pad, end, expected):
     formatted = _kargs.format_kargs_region(kargs, size, pad, end)
     assert formatted == expected
@@ -271,26 +291,32 @@ def test_non_utf8_kargs_region():
         _kargs.parse_kargs_region(b"\xff\xfe\n###")
 
 
-@pytest.mark.parametrize("kargs, expected", [
-    ("a b  c", ["a", "b", "c"]),
-    ('a foo="x y" b', ["a", 'foo="x y"', "b"]),
-    ('"quoted all" z', ['"quoted all"', "z"]),
-    ("", []),
-    (" \t\n", []),
-])
+@pytest.mark.parametrize(
+    "kargs, expected",
+    [
+        ("a b  c", ["a", "b", "c"]),
+        ('a foo="x y" b', ["a", 'foo="x y"', "b"]),
+        ('"quoted all" z', ['"quoted all"', "z"]),
+        ("", []),
+        (" \t\n", []),
+    ],
+)
 def test_split_kargs(kargs, expected):
     assert _kargs.split_kargs(kargs) == expected
 
 
-@pytest.mark.parametrize("current, additions, expected", [
-    ("a b", "c", "a b c"),
-    ("a b", ["c", "d e"], "a b c d e"),
-    ("a b c", ["c", "b"], "a b c"),
-    ("a", ["c", "c"], "a c"),
-    ("a", 'x="1 2"', 'a x="1 2"'),
-    ("", "ip=dhcp", "ip=dhcp"),
-    ("console=tty0", "console=ttyS0", "console=tty0 console=ttyS0"),
-])
+@pytest.mark.parametrize(
+    "current, additions, expected",
+    [
+        ("a b", "c", "a b c"),
+        ("a b", ["c", "d e"], "a b c d e"),
+        ("a b c", ["c", "b"], "a b c"),
+        ("a", ["c", "c"], "a c"),
+        ("a", 'x="1 2"', 'a x="1 2"'),
+        ("", "ip=dhcp", "ip=dhcp"),
+        ("console=tty0", "console=ttyS0", "console=tty0 console=ttyS0"),
+    ],
+)
 def test_merge_kargs(current, additions, expected):
     merged = _kargs.merge_kargs(current, additions)
     assert merged == expected
@@ -299,10 +325,14 @@ def test_merge_kargs(current, additions, expected):
 
 # --- streams cut short ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, message", [
-    (_xz(b"x" * 1000)[:30], "truncated xz stream"),
-    (gzip.compress(b"x" * 1000)[:-12], "truncated gzip stream"),
-])
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_xz(b"x" * 1000)[:30], "truncated xz stream"),
+        (gzip.compress(b"x" * 1000)[:-12], "truncated gzip stream"),
+    ],
+)
 def test_stream_cut_at_the_end_of_the_area(data, message):
     with pytest.raises(_iso.EmbedAreaError, match=message):
         _iso.extract_config(data)

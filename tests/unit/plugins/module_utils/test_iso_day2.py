@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """day2_iso's work on real node-joiner output: .jso ISOs after a build and on reuse, per-release rules."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import datetime
@@ -19,7 +14,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 
 _spec = importlib.util.spec_from_file_location(
-    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py"))
+    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
+)
 layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layout)
 
@@ -30,9 +26,18 @@ SERIAL = "console=ttyS0,115200n8"
 
 class Module:
     def __init__(self, **params):
-        self.params = dict({"min_token_validity": "24h", "pxe": False, "dest": "/nonexistent", "force": False,
-                            "live_kernel_arguments": None, "node_joiner_image": None,
-                            "boot_artifacts_base_url": None}, **params)
+        self.params = dict(
+            {
+                "min_token_validity": "24h",
+                "pxe": False,
+                "dest": "/nonexistent",
+                "force": False,
+                "live_kernel_arguments": None,
+                "node_joiner_image": None,
+                "boot_artifacts_base_url": None,
+            },
+            **params,
+        )
 
 
 class Api:
@@ -48,8 +53,15 @@ class Api:
 
 
 def cluster(version=(4, 21)):
-    return {"cluster_id": CLUSTER_ID, "version": "%d.%d.3" % version, "version_tuple": version,
-            "release_image": "quay.io/x@sha256:1", "proxy": None, "architecture": "x86_64", "platform": "BareMetal"}
+    return {
+        "cluster_id": CLUSTER_ID,
+        "version": "%d.%d.3" % version,
+        "version_tuple": version,
+        "release_image": "quay.io/x@sha256:1",
+        "proxy": None,
+        "architecture": "x86_64",
+        "platform": "BareMetal",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +69,13 @@ def node_iso(tmp_path_factory):
     assert not layout.live.required_tools() and shutil.which("cpio")
     work = tmp_path_factory.mktemp("node")
     path = str(work / "node.x86_64.iso")
-    layout.build_node_iso(str(work), path, layout.add_nodes_ignition(
-        hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2031-01-01T00:00:00Z"))
+    layout.build_node_iso(
+        str(work),
+        path,
+        layout.add_nodes_ignition(
+            hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2031-01-01T00:00:00Z"
+        ),
+    )
     os.chmod(path, 0o444)
     return path
 
@@ -86,8 +103,11 @@ def test_after_a_build_the_cluster_id_is_checked_and_kargs_added(node_iso, tmp_p
 @pytest.mark.parametrize("version, refused", [((4, 17), True), ((4, 18), False), ((4, 21), False)])
 def test_pxe_is_refused_below_4_18(version, refused):
     if refused:
-        with pytest.raises(d2.Day2IsoError, match=r"pxe: true needs OpenShift 4.18 or later, but this cluster runs "
-                                                  r"4.17.3.*unknown flag: --pxe.*Nothing was created"):
+        with pytest.raises(
+            d2.Day2IsoError,
+            match=r"pxe: true needs OpenShift 4.18 or later, but this cluster runs "
+            r"4.17.3.*unknown flag: --pxe.*Nothing was created",
+        ):
             d2.check_pxe_supported(True, cluster(version))
     else:
         d2.check_pxe_supported(True, cluster(version))
@@ -104,8 +124,13 @@ def test_node_joiner_image_only_from_openshift_config():
         def image_from_release(release):
             return "from-release:" + release
 
-    empty = Api({"/api/v1/namespaces/openshift/configmaps/installer-images": {
-        "data": {"images.json": '{"installer": "never-used"}'}}})
+    empty = Api(
+        {
+            "/api/v1/namespaces/openshift/configmaps/installer-images": {
+                "data": {"images.json": '{"installer": "never-used"}'}
+            }
+        }
+    )
     assert d2.Builder(Module(), empty, cluster()).find_image(Run()) == "from-release:quay.io/x@sha256:1"
     assert empty.asked == [path]
 
@@ -115,8 +140,10 @@ def _secret(**tokens):
 
 
 def test_pxe_expiry_from_the_secret_is_the_earliest_token():
-    secret = _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000100},
-                     watcherAuthToken={"auth_scheme": "watcherAuth", "exp": 1900000000})
+    secret = _secret(
+        agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000100},
+        watcherAuthToken={"auth_scheme": "watcherAuth", "exp": 1900000000},
+    )
     assert d2.pxe_token_expiry(secret) == "2030-03-17T17:46:40Z"
     assert d2.pxe_token_expiry({"data": {"agentAuthToken": "%%%"}}) is None and d2.pxe_token_expiry(None) is None
 
@@ -132,12 +159,20 @@ def test_read_cluster_reads_the_platform():
     def path(resource, name):
         return "/apis/config.openshift.io/v1/%s/%s" % (resource, name)
 
-    node = {"metadata": {"name": "m0", "labels": {"node-role.kubernetes.io/master": ""}},
-            "status": {"nodeInfo": {"architecture": "s390x"}, "conditions": []}}
-    api = Api({path("clusterversions", "version"): {"spec": {"clusterID": CLUSTER_ID},
-                                                    "status": {"desired": {"version": "4.19.2", "image": "r"}}},
-               path("infrastructures", "cluster"): {"spec": {"platformSpec": {"type": "None"}}},
-               "/api/v1/nodes": {"items": [node]}})
+    node = {
+        "metadata": {"name": "m0", "labels": {"node-role.kubernetes.io/master": ""}},
+        "status": {"nodeInfo": {"architecture": "s390x"}, "conditions": []},
+    }
+    api = Api(
+        {
+            path("clusterversions", "version"): {
+                "spec": {"clusterID": CLUSTER_ID},
+                "status": {"desired": {"version": "4.19.2", "image": "r"}},
+            },
+            path("infrastructures", "cluster"): {"spec": {"platformSpec": {"type": "None"}}},
+            "/api/v1/nodes": {"items": [node]},
+        }
+    )
     found = d2.read_cluster(api)
     assert (found["platform"], found["architecture"], found["version_tuple"]) == ("None", "s390x", (4, 19))
     assert path("infrastructures", "cluster") in api.asked and len(api.asked) == 4

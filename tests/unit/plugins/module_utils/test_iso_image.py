@@ -1,12 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ISO tests on a real hybrid ISO built with xorriso, checked afterwards with xorriso, xz, cpio
 and ignition-validate (independent readers of what we write)."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import importlib.util
 import json
@@ -17,9 +12,9 @@ import subprocess
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso_layout as _iso_layout
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
@@ -31,19 +26,27 @@ _spec.loader.exec_module(layout_builder)
 DEFAULT_KARGS = layout_builder.DEFAULT_KARGS
 IGNITION = {
     "ignition": {"version": "3.2.0"},
-    "storage": {"files": [{
-        "path": "/etc/assisted/add-nodes.env", "mode": 420, "overwrite": True,
-        "contents": {"source": "data:,CLUSTER_ID%3Dabc%0ACLUSTER_NAME%3Dostest%0A"},
-    }, {
-        "path": "/etc/assisted/network/host0/mac_interface.ini", "mode": 384, "overwrite": True,
-        "contents": {"source": "data:,00:02:46:e3:9e:7c%3Deth0%0A"},
-    }]},
+    "storage": {
+        "files": [
+            {
+                "path": "/etc/assisted/add-nodes.env",
+                "mode": 420,
+                "overwrite": True,
+                "contents": {"source": "data:,CLUSTER_ID%3Dabc%0ACLUSTER_NAME%3Dostest%0A"},
+            },
+            {
+                "path": "/etc/assisted/network/host0/mac_interface.ini",
+                "mode": 384,
+                "overwrite": True,
+                "contents": {"source": "data:,00:02:46:e3:9e:7c%3Deth0%0A"},
+            },
+        ]
+    },
 }
 
 
 def _run(cmd, data=None, cwd=None):
-    return subprocess.run(cmd, input=data, cwd=cwd, check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE).stdout
+    return subprocess.run(cmd, input=data, cwd=cwd, check=True, capture_output=True).stdout
 
 
 @pytest.fixture(scope="session")
@@ -100,10 +103,12 @@ def _overwrite(path, offset, data):
 
 # --- locating ---------------------------------------------------------------------------------
 
+
 def test_layout_agrees_with_xorriso(live_iso):
     layout = _layout(live_iso)
-    report = _run(["xorriso", "-indev", live_iso, "-find", "/images/ignition.img",
-                   "-exec", "report_lba", "--"]).decode()
+    report = _run(
+        ["xorriso", "-indev", live_iso, "-find", "/images/ignition.img", "-exec", "report_lba", "--"]
+    ).decode()
     # "File data lba:  0 , <start lba> , <blocks> , <bytes> , '/images/ignition.img'"
     fields = [field.strip() for field in report.split("File data lba:")[1].split(",")]
     assert layout.embed_file == "images/ignition.img"
@@ -122,6 +127,7 @@ def test_fresh_iso_has_no_config_and_default_kargs(live_iso):
 
 
 # --- editing into a new file ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def edited(live_iso, tmp_path_factory):
@@ -161,15 +167,16 @@ def test_edit_leaves_every_other_byte_alone(edited, live_iso):
     assert masked_original == masked_new
     # explicitly: the hybrid MBR, the GPT header and entries, the volume descriptors
     assert new[:512] == original[:512]
-    assert new[512:512 + 16 * 1024] == original[512:512 + 16 * 1024]
-    assert new[16 * 2048:20 * 2048] == original[16 * 2048:20 * 2048]
+    assert new[512 : 512 + 16 * 1024] == original[512 : 512 + 16 * 1024]
+    assert new[16 * 2048 : 20 * 2048] == original[16 * 2048 : 20 * 2048]
 
 
 @pytest.mark.parametrize("report", ["-report_el_torito", "-report_system_area"])
 def test_xorriso_sees_the_same_boot_records(edited, live_iso, report):
     path = edited[0]
-    assert (_run(["xorriso", "-indev", path, report, "plain"])
-            == _run(["xorriso", "-indev", live_iso, report, "plain"]).replace(live_iso.encode(), path.encode()))
+    assert _run(["xorriso", "-indev", path, report, "plain"]) == _run(
+        ["xorriso", "-indev", live_iso, report, "plain"]
+    ).replace(live_iso.encode(), path.encode())
 
 
 def test_peer_tools_decode_the_extracted_embed_area(edited, tmp_path):
@@ -186,10 +193,13 @@ def test_peer_tools_decode_the_extracted_embed_area(edited, tmp_path):
     _run(["ignition-validate", str(config)])
 
 
-@pytest.mark.parametrize("iso_file, prefix, suffix", [
-    ("/isolinux/isolinux.cfg", layout_builder.ISOLINUX_PREFIX, layout_builder.ISOLINUX_SUFFIX),
-    ("/EFI/redhat/grub.cfg", layout_builder.GRUB_PREFIX, layout_builder.GRUB_SUFFIX),
-])
+@pytest.mark.parametrize(
+    "iso_file, prefix, suffix",
+    [
+        ("/isolinux/isolinux.cfg", layout_builder.ISOLINUX_PREFIX, layout_builder.ISOLINUX_SUFFIX),
+        ("/EFI/redhat/grub.cfg", layout_builder.GRUB_PREFIX, layout_builder.GRUB_SUFFIX),
+    ],
+)
 def test_peer_reads_back_the_kargs_regions(edited, tmp_path, iso_file, prefix, suffix):
     path = edited[0]
     text = _extract(path, iso_file, str(tmp_path / "cfg")).decode()
@@ -254,6 +264,7 @@ def test_reads_gzip_area_written_by_system_tools(iso_copy, tmp_path):
 
 # --- errors ---------------------------------------------------------------------------------------
 
+
 def _assert_nothing_written(directory, expected_names):
     assert sorted(os.listdir(directory)) == sorted(expected_names)
 
@@ -282,7 +293,9 @@ def test_igninfo_offset_and_length_locate_the_area(tmp_path):
 
 def test_missing_igninfo(tmp_path):
     iso = _build(tmp_path, skip=("coreos/igninfo.json",))
-    with pytest.raises(_iso.IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"):
+    with pytest.raises(
+        _iso.IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"
+    ):
         _iso.read_embedded_ignition(iso)
 
 
@@ -296,15 +309,18 @@ def test_missing_kargs_json_still_allows_ignition_edits(tmp_path):
     assert _iso.inspect_iso(iso)["kargs"] is None
 
 
-@pytest.mark.parametrize("kargs_info, message", [
-    ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 10}], "size": 99999}, "size"),
-    ({"default": "a", "files": [], "size": 10}, "non-empty list"),
-    ({"default": "a", "files": [{"path": "isolinux/nope.cfg", "offset": 0}], "size": 10}, "not found"),
-    ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 999999}], "size": 10}, "runs past"),
-    ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 0, "pad": "##"}], "size": 10}, "pad"),
-    ({"default": "a" * 20, "files": [{"path": "isolinux/isolinux.cfg", "offset": 0}], "size": 10}, "larger"),
-    ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg"}], "size": 10}, "offset"),
-])
+@pytest.mark.parametrize(
+    "kargs_info, message",
+    [
+        ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 10}], "size": 99999}, "size"),
+        ({"default": "a", "files": [], "size": 10}, "non-empty list"),
+        ({"default": "a", "files": [{"path": "isolinux/nope.cfg", "offset": 0}], "size": 10}, "not found"),
+        ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 999999}], "size": 10}, "runs past"),
+        ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg", "offset": 0, "pad": "##"}], "size": 10}, "pad"),
+        ({"default": "a" * 20, "files": [{"path": "isolinux/isolinux.cfg", "offset": 0}], "size": 10}, "larger"),
+        ({"default": "a", "files": [{"path": "isolinux/isolinux.cfg"}], "size": 10}, "offset"),
+    ],
+)
 def test_bad_kargs_json(tmp_path, kargs_info, message):
     iso = _build(tmp_path, kargs_info=kargs_info)
     with pytest.raises(_iso.IsoLayoutError, match=message):

@@ -1,13 +1,8 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ISOs and PXE initrds laid out like node-joiner's (4.17-4.21), built with xorriso and the system cpio:
 Rock Ridge, no Joliet, 3-character extensions, gzip cpio zero-padded; plus the base RHCOS layout, xz, and
 primary-only / Joliet-only name records. Read back with _iso and _iso_info, checked against xorriso."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import importlib.util
@@ -18,22 +13,25 @@ import subprocess
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as _iso_info
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as _iso_info
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     EmbedAreaError,
     IsoLayoutError,
 )
 
 _spec = importlib.util.spec_from_file_location(
-    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py"))
+    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
+)
 layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layout)
 
 NOW = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
-HOSTS = [{"hostname": "extra-worker-0", "macs": ["52:54:00:6F:00:14"], "interfaces": ["eth0"]},
-         {"hostname": "extra-worker-1", "macs": ["52:54:00:6f:00:15", "52:54:00:6f:00:16"]}]
+HOSTS = [
+    {"hostname": "extra-worker-0", "macs": ["52:54:00:6F:00:14"], "interfaces": ["eth0"]},
+    {"hostname": "extra-worker-1", "macs": ["52:54:00:6f:00:15", "52:54:00:6f:00:16"]},
+]
 SERIAL = "console=ttyS0,115200n8"
 
 
@@ -52,8 +50,11 @@ def build(tmp_path, ignition="default", **kwargs):
 
 
 def xorriso_extract(iso, path, out):
-    subprocess.run(["xorriso", "-osirrox", "on", "-indev", iso, "-extract", path, str(out)], check=True,
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    subprocess.run(
+        ["xorriso", "-osirrox", "on", "-indev", iso, "-extract", path, str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out.read_bytes()
 
 
@@ -64,9 +65,11 @@ def node_iso(tmp_path_factory, tools):
 
 # --- node-joiner's layout ---------------------------------------------------------------------------
 
+
 def test_the_fixture_has_node_joiners_names(node_iso):
-    listing = subprocess.run(["xorriso", "-indev", node_iso, "-find", "/coreos"], check=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode()
+    listing = subprocess.run(
+        ["xorriso", "-indev", node_iso, "-find", "/coreos"], check=True, capture_output=True
+    ).stdout.decode()
     assert "'/coreos/igninfo.jso'" in listing and "'/coreos/kargs.jso'" in listing and ".json" not in listing
     with open(node_iso, "rb") as handle:
         image = _iso9660.IsoImage(handle, node_iso)
@@ -100,7 +103,10 @@ def test_iso_info_says_which_hosts_and_whether_it_still_works(node_iso):
     result = _iso_info.describe_image(node_iso, NOW, min_validity=24 * 3600)
     assert result["layout"] == "node-iso"
     assert (result["cluster_id"], result["cluster_name"], result["api_dns_name"]) == (
-        "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f", "ostest", "api.ostest.example.com")
+        "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f",
+        "ostest",
+        "api.ostest.example.com",
+    )
     assert [h["hostname"] for h in result["hosts"]] == ["extra-worker-0", "extra-worker-1"]
     assert result["hosts"][0]["interfaces"] == [{"mac_address": "52:54:00:6f:00:14", "name": "eth0"}]
     assert result["valid"] is True and result["valid_for"] == pytest.approx(9556.08, abs=0.01)
@@ -122,8 +128,12 @@ def test_validity_window(node_iso):
 
 
 def test_4_17_expiry_variable(tmp_path, tools):
-    iso = build(tmp_path, layout.add_nodes_ignition(hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY",
-                                                    expiry="2030-01-02T00:00:00Z", version="4.17.20"))
+    iso = build(
+        tmp_path,
+        layout.add_nodes_ignition(
+            hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2030-01-02T00:00:00Z", version="4.17.20"
+        ),
+    )
     result = _iso_info.describe_image(iso, NOW)
     assert result["token_expiry"] == "2030-01-02T00:00:00Z" and result["valid_for"] == 24.0
     assert result["token_expiry_source"].endswith("AGENT_AUTH_TOKEN_EXPIRY")
@@ -140,11 +150,14 @@ def test_xz_and_plain_cpio_still_read(tmp_path, tools, compression):
 
 # --- kernel arguments on a node-joiner ISO, without rebuilding it -----------------------------------
 
+
 def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
     out = str(tmp_path / "edited.iso")
     result = _iso.write_edited_iso(node_iso, out, append_kargs=SERIAL)
     assert result.changed is True and [e["what"] for e in result.edits] == [
-        "kargs isolinux/isolinux.cfg", "kargs EFI/redhat/grub.cfg"]
+        "kargs isolinux/isolinux.cfg",
+        "kargs EFI/redhat/grub.cfg",
+    ]
     assert _iso.read_kargs(out) == layout.live.DEFAULT_KARGS + " " + SERIAL
     grub = xorriso_extract(out, "/EFI/redhat/grub.cfg", tmp_path / "grub.cfg").decode()
     assert grub.startswith(layout.live.GRUB_PREFIX + layout.live.DEFAULT_KARGS + " " + SERIAL + "\n#")
@@ -166,6 +179,7 @@ def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
 
 # --- other layouts --------------------------------------------------------------------------------
 
+
 def test_base_rhcos_layout_with_json_names_and_no_config(tmp_path, tools):
     iso = build(tmp_path, ignition=None, truncate_names=False)
     info = _iso.inspect_iso(iso)
@@ -176,11 +190,15 @@ def test_base_rhcos_layout_with_json_names_and_no_config(tmp_path, tools):
     assert "without an embedded config" in result["message"]
 
 
-@pytest.mark.parametrize("records", [
-    dict(rock_ridge=False, iso_level=1),
-    dict(rock_ridge=False, joliet=True),
-    dict(rock_ridge=True, joliet=True, truncate_names=False),
-], ids=["primary-level1-only", "joliet-only", "rock-ridge-and-joliet-json"])
+@pytest.mark.parametrize(
+    "records",
+    [
+        {"rock_ridge": False, "iso_level": 1},
+        {"rock_ridge": False, "joliet": True},
+        {"rock_ridge": True, "joliet": True, "truncate_names": False},
+    ],
+    ids=["primary-level1-only", "joliet-only", "rock-ridge-and-joliet-json"],
+)
 def test_every_kind_of_name_record_is_read(tmp_path, tools, records):
     iso = build(tmp_path, **records)
     info = _iso.inspect_iso(iso)
@@ -204,6 +222,7 @@ def test_primary_level1_path_lookup(tmp_path, tools):
 
 # --- the PXE initrd ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("compression", ["gzip", "xz"])
 def test_pxe_initrd(tmp_path, tools, compression):
     path = str(tmp_path / "node.x86_64-initrd.img")
@@ -216,6 +235,7 @@ def test_pxe_initrd(tmp_path, tools, compression):
 
 
 # --- what is not a node image fails clearly --------------------------------------------------------
+
 
 def test_garbage_fails_naming_the_file(tmp_path):
     path = tmp_path / "random.bin"
@@ -237,8 +257,11 @@ def test_iso_without_igninfo(tmp_path, tools):
     (tree / "docs").mkdir(parents=True)
     (tree / "docs" / "readme.txt").write_text("not coreos")
     iso = str(tmp_path / "plain.iso")
-    subprocess.run(["xorriso", "-outdev", iso, "-map", str(tree), "/", "-commit"], check=True,
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    subprocess.run(
+        ["xorriso", "-outdev", iso, "-map", str(tree), "/", "-commit"],
+        check=True,
+        capture_output=True,
+    )
     with pytest.raises(IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"):
         _iso_info.describe_image(iso, NOW)
 
@@ -273,9 +296,25 @@ def test_joliet_names_are_used_when_the_primary_ones_are_mangled(tmp_path, tools
     (tree / "Boot-Files").mkdir(parents=True)
     (tree / "Boot-Files" / "a-long-file-name.config").write_text("joliet")
     iso = str(tmp_path / "joliet.iso")
-    subprocess.run(["xorriso", "-rockridge", "off", "-joliet", "on", "-compliance", "iso_9660_level=1",
-                    "-outdev", iso, "-map", str(tree), "/", "-commit"], check=True,
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    subprocess.run(
+        [
+            "xorriso",
+            "-rockridge",
+            "off",
+            "-joliet",
+            "on",
+            "-compliance",
+            "iso_9660_level=1",
+            "-outdev",
+            iso,
+            "-map",
+            str(tree),
+            "/",
+            "-commit",
+        ],
+        check=True,
+        capture_output=True,
+    )
     with open(iso, "rb") as handle:
         image = _iso9660.IsoImage(handle, iso)
         assert image.has_joliet and not image.has_rock_ridge

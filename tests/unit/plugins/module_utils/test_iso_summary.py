@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What an add-nodes Ignition config says (pure: configs built as node-joiner lays them out)."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import gzip
@@ -20,14 +15,19 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
 
 _spec = importlib.util.spec_from_file_location(
-    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py"))
+    "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
+)
 layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layout)
 
 HOSTS = [
     # static network on two NICs, MACs written upper case in nodes-config
-    {"hostname": "extra-worker-0", "macs": ["52:54:00:AA:00:01", "52:54:00:AA:00:02"], "interfaces": ["eth0", "eth1"],
-     "role": "worker"},
+    {
+        "hostname": "extra-worker-0",
+        "macs": ["52:54:00:AA:00:01", "52:54:00:AA:00:02"],
+        "interfaces": ["eth0", "eth1"],
+        "role": "worker",
+    },
     # no hostname: hostconfig/host-1, no hostnames file
     {"hostname": "", "macs": ["52:54:00:aa:00:11"]},
     # static network, one NIC
@@ -44,13 +44,26 @@ def test_cluster_identity_and_hosts_joined_by_mac():
     summary = summarize()
     assert summary["add_nodes"] is True
     assert (summary["cluster_id"], summary["cluster_name"], summary["api_dns_name"]) == (
-        "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f", "ostest", "api.ostest.example.com")
+        "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f",
+        "ostest",
+        "api.ostest.example.com",
+    )
     assert summary["hosts"] == [
-        {"hostname": "extra-worker-0", "mac_addresses": ["52:54:00:aa:00:01", "52:54:00:aa:00:02"], "role": "worker",
-         "interfaces": [{"mac_address": "52:54:00:aa:00:01", "name": "eth0"},
-                        {"mac_address": "52:54:00:aa:00:02", "name": "eth1"}]},
-        {"hostname": "extra-worker-2", "mac_addresses": ["52:54:00:aa:00:21"], "role": None,
-         "interfaces": [{"mac_address": "52:54:00:aa:00:21", "name": "ens3"}]},
+        {
+            "hostname": "extra-worker-0",
+            "mac_addresses": ["52:54:00:aa:00:01", "52:54:00:aa:00:02"],
+            "role": "worker",
+            "interfaces": [
+                {"mac_address": "52:54:00:aa:00:01", "name": "eth0"},
+                {"mac_address": "52:54:00:aa:00:02", "name": "eth1"},
+            ],
+        },
+        {
+            "hostname": "extra-worker-2",
+            "mac_addresses": ["52:54:00:aa:00:21"],
+            "role": None,
+            "interfaces": [{"mac_address": "52:54:00:aa:00:21", "name": "ens3"}],
+        },
         {"hostname": None, "mac_addresses": ["52:54:00:aa:00:11"], "role": None, "interfaces": []},
     ]
 
@@ -90,7 +103,9 @@ def test_never_returns_a_secret():
 def test_architecture_from_infraenv(architecture, expected):
     summary = summarize(architecture=architecture)
     assert (summary["architecture"], summary["architecture_source"]) == (
-        expected, "/etc/assisted/manifests/infraenv.yaml spec.cpuArchitecture")
+        expected,
+        "/etc/assisted/manifests/infraenv.yaml spec.cpuArchitecture",
+    )
 
 
 def _without(config, path):
@@ -120,14 +135,25 @@ def test_version_from_images_env_else_cluster_image_set():
 def test_hosts_without_hostconfig_come_from_network_and_hostnames():
     summary = summarize(with_hostconfig=False)
     assert [(h["hostname"], h["mac_addresses"]) for h in summary["hosts"]] == [
-        ("extra-worker-0", ["52:54:00:aa:00:01", "52:54:00:aa:00:02"]), ("extra-worker-2", ["52:54:00:aa:00:21"])]
+        ("extra-worker-0", ["52:54:00:aa:00:01", "52:54:00:aa:00:02"]),
+        ("extra-worker-2", ["52:54:00:aa:00:21"]),
+    ]
 
 
 def test_unrelated_ignition_says_nothing():
     assert summary_mod.summarize_add_nodes_ignition({"ignition": {"version": "3.2.0"}}) == {
-        "add_nodes": False, "cluster_id": None, "cluster_name": None, "api_dns_name": None, "token_expiry": None,
-        "token_expiry_source": None, "hosts": [], "architecture": None, "architecture_source": None,
-        "openshift_version": None, "release_image": None}
+        "add_nodes": False,
+        "cluster_id": None,
+        "cluster_name": None,
+        "api_dns_name": None,
+        "token_expiry": None,
+        "token_expiry_source": None,
+        "hosts": [],
+        "architecture": None,
+        "architecture_source": None,
+        "openshift_version": None,
+        "release_image": None,
+    }
 
 
 def test_later_file_entry_wins():
@@ -144,32 +170,46 @@ def _url_file(path, source, compression=None):
 
 
 def test_gzip_and_percent_encoded_files_are_read():
-    config = {"storage": {"files": [
-        _url_file("/etc/assisted/add-nodes.env", "data:," + quote("CLUSTER_ID=abc\n")),
-        _url_file("/etc/assisted/hostconfig/w/mac_addresses",
-                  "data:;base64," + base64.b64encode(gzip.compress(b"52:54:00:00:00:09\n")).decode(), "gzip")]}}
+    config = {
+        "storage": {
+            "files": [
+                _url_file("/etc/assisted/add-nodes.env", "data:," + quote("CLUSTER_ID=abc\n")),
+                _url_file(
+                    "/etc/assisted/hostconfig/w/mac_addresses",
+                    "data:;base64," + base64.b64encode(gzip.compress(b"52:54:00:00:00:09\n")).decode(),
+                    "gzip",
+                ),
+            ]
+        }
+    }
     summary = summary_mod.summarize_add_nodes_ignition(config)
     assert summary["cluster_id"] == "abc" and summary["hosts"][0]["hostname"] == "w"
 
 
-@pytest.mark.parametrize("path, source, message", [
-    ("/etc/assisted/add-nodes.env", "https://example.invalid/env", "expected a data: URL"),
-    ("/etc/assisted/add-nodes.env", "data:;base64,@@@", "undecodable"),
-    ("/etc/assisted/network/host0/mac_interface.ini", "data:,eth0%3Deth1", "no MAC address"),
-])
+@pytest.mark.parametrize(
+    "path, source, message",
+    [
+        ("/etc/assisted/add-nodes.env", "https://example.invalid/env", "expected a data: URL"),
+        ("/etc/assisted/add-nodes.env", "data:;base64,@@@", "undecodable"),
+        ("/etc/assisted/network/host0/mac_interface.ini", "data:,eth0%3Deth1", "no MAC address"),
+    ],
+)
 def test_undecodable_files_are_named(path, source, message):
     with pytest.raises(IgnitionContentError, match=message) as info:
         summary_mod.summarize_add_nodes_ignition({"storage": {"files": [_url_file(path, source)]}})
     assert path in str(info.value) or "mac_interface" in str(info.value)
 
 
-@pytest.mark.parametrize("source, compression, expected", [
-    ("data:,hello%20world", None, b"hello world"),
-    ("data:text/plain;base64,aGk=", None, b"hi"),
-    ("data:;base64,aGk%3D", None, b"hi"),
-    ("data:;base64," + base64.b64encode(gzip.compress(b"zipped")).decode(), "gzip", b"zipped"),
-    ("data:,", "", b""),
-])
+@pytest.mark.parametrize(
+    "source, compression, expected",
+    [
+        ("data:,hello%20world", None, b"hello world"),
+        ("data:text/plain;base64,aGk=", None, b"hi"),
+        ("data:;base64,aGk%3D", None, b"hi"),
+        ("data:;base64," + base64.b64encode(gzip.compress(b"zipped")).decode(), "gzip", b"zipped"),
+        ("data:,", "", b""),
+    ],
+)
 def test_decode_data_url(source, compression, expected):
     assert summary_mod.decode_data_url(source, compression) == expected
 

@@ -1,10 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import errno
 import json
@@ -13,8 +9,8 @@ import os
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as nj_run
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec as _pod_exec
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as nj_run
 
 ZERO = "0001-01-01T00:00:00Z"
 NAMESPACE = {"metadata": {"name": "openshift-node-joiner-abcde", "uid": "uid-1"}}
@@ -36,18 +32,29 @@ FAILED_REPORT = {
     "stages": [
         stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z", result='{"Version":"4.18.1"}'),
         stage("create-manifest", "2025-01-01T00:00:02Z"),
-        stage("fetch-base-iso", "2025-01-01T00:00:03Z", subs=[
-            stage("fetch-base-iso.extract-image", "2025-01-01T00:00:03Z"),
-            stage("fetch-base-iso.download-image", "2025-01-01T00:00:03Z")]),
+        stage(
+            "fetch-base-iso",
+            "2025-01-01T00:00:03Z",
+            subs=[
+                stage("fetch-base-iso.extract-image", "2025-01-01T00:00:03Z"),
+                stage("fetch-base-iso.download-image", "2025-01-01T00:00:03Z"),
+            ],
+        ),
     ],
-    "result": {"exit_code": 1, "error_message": "no such host",
-               "detailed_error_message": "failed to fetch Agent Installer ISO: no such host"},
+    "result": {
+        "exit_code": 1,
+        "error_message": "no such host",
+        "detailed_error_message": "failed to fetch Agent Installer ISO: no such host",
+    },
 }
 
 
 def test_stages_of_a_running_report():
-    report = {"stages": [stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z"), stage("create-manifest")],
-              "end_time": ZERO, "result": None}
+    report = {
+        "stages": [stage("add-nodes-cluster-inspection", "2025-01-01T00:00:01Z"), stage("create-manifest")],
+        "end_time": ZERO,
+        "result": None,
+    }
     rows = nj.summarize_stages(report)
     expected = [("add-nodes-cluster-inspection", "done"), ("create-manifest", "running")]
     assert [(r["id"], r["status"]) for r in rows] == expected
@@ -57,8 +64,12 @@ def test_stages_of_a_running_report():
 def test_stages_of_a_failed_report_mark_the_last_stage_and_sub_stage():
     rows = nj.summarize_stages(FAILED_REPORT)
     assert [(r["id"], r["status"]) for r in rows] == [
-        ("add-nodes-cluster-inspection", "done"), ("create-manifest", "done"), ("fetch-base-iso", "failed"),
-        ("fetch-base-iso.extract-image", "done"), ("fetch-base-iso.download-image", "failed")]
+        ("add-nodes-cluster-inspection", "done"),
+        ("create-manifest", "done"),
+        ("fetch-base-iso", "failed"),
+        ("fetch-base-iso.extract-image", "done"),
+        ("fetch-base-iso.download-image", "failed"),
+    ]
     assert rows[0]["result"] == '{"Version":"4.18.1"}'
 
 
@@ -68,7 +79,9 @@ def test_no_report_no_stages():
 
 def test_failure_message_names_the_stage_and_both_errors():
     message = nj.failure_message(FAILED_REPORT)
-    assert message.startswith("node-joiner failed at stage fetch-base-iso.download-image (FETCH-BASE-ISO.DOWNLOAD-IMAGE)")
+    assert message.startswith(
+        "node-joiner failed at stage fetch-base-iso.download-image (FETCH-BASE-ISO.DOWNLOAD-IMAGE)"
+    )
     assert "no such host (failed to fetch Agent Installer ISO: no such host)" in message
 
 
@@ -88,13 +101,18 @@ def test_manifests_are_labelled_owned_and_restricted():
         owner = {"apiVersion": "v1", "kind": "Namespace", "name": "openshift-node-joiner-abcde", "uid": "uid-1"}
         assert obj["metadata"]["ownerReferences"] == [owner]
         assert obj["metadata"]["labels"][nj.MANAGED_BY_LABEL] == nj.MANAGED_BY
-    assert binding["subjects"][0] == {"kind": "ServiceAccount", "name": "node-joiner",
-                                      "namespace": "openshift-node-joiner-abcde"}
+    assert binding["subjects"][0] == {
+        "kind": "ServiceAccount",
+        "name": "node-joiner",
+        "namespace": "openshift-node-joiner-abcde",
+    }
     proxy = {"status": {"httpProxy": "http://p:3128", "noProxy": ".cluster.local"}}
     pod = nj.node_joiner_pod_manifest(NAMESPACE, "run1", "img", True, proxy)
     container = pod["spec"]["containers"][0]
-    assert container["env"] == [{"name": "HTTP_PROXY", "value": "http://p:3128"},
-                                {"name": "NO_PROXY", "value": ".cluster.local"}]
+    assert container["env"] == [
+        {"name": "HTTP_PROXY", "value": "http://p:3128"},
+        {"name": "NO_PROXY", "value": ".cluster.local"},
+    ]
     assert "--pxe --dir=/assets" in container["command"][-1] and container["command"][-1].endswith("sleep 600")
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert pod["spec"]["restartPolicy"] == "Never"
@@ -102,12 +120,17 @@ def test_manifests_are_labelled_owned_and_restricted():
 
 
 def test_image_lookups():
-    assert nj.installer_image_from_configmap({"data": {"images.json": '{"installer": "quay.io/x@sha256:1"}'}}) == \
-        "quay.io/x@sha256:1"
+    assert (
+        nj.installer_image_from_configmap({"data": {"images.json": '{"installer": "quay.io/x@sha256:1"}'}})
+        == "quay.io/x@sha256:1"
+    )
     assert nj.installer_image_from_configmap({"data": {"images.json": "not json"}}) is None
     assert nj.installer_image_from_configmap(None) is None
-    stream = {"spec": {"tags": [{"name": "cli", "from": {"name": "a"}},
-                                {"name": "baremetal-installer", "from": {"name": "b"}}]}}
+    stream = {
+        "spec": {
+            "tags": [{"name": "cli", "from": {"name": "a"}}, {"name": "baremetal-installer", "from": {"name": "b"}}]
+        }
+    }
     assert nj.node_joiner_image_from_references(json.dumps(stream)) == "b"
     with pytest.raises(nj.ReportError):
         nj.node_joiner_image_from_references(json.dumps({"spec": {"tags": []}}))
@@ -115,12 +138,15 @@ def test_image_lookups():
         nj.node_joiner_image_from_references("{")
 
 
-@pytest.mark.parametrize("status,code", [
-    ({"metadata": {}, "status": "Success"}, 0),
-    ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}, 3),
-    ({"status": "Failure", "message": "exec failed"}, 1),
-    ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "x"}]}}, 1),
-])
+@pytest.mark.parametrize(
+    "status,code",
+    [
+        ({"metadata": {}, "status": "Success"}, 0),
+        ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}, 3),
+        ({"status": "Failure", "message": "exec failed"}, 1),
+        ({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "x"}]}}, 1),
+    ],
+)
 def test_exit_code_from_channel_3_status(status, code):
     assert _pod_exec.exit_code(status) == code
 
@@ -131,7 +157,8 @@ def test_refused_exec_upgrade_says_why():
         resp_body = json.dumps({"kind": "Status", "message": 'pods "p" is forbidden: cannot create "pods/exec"'})
 
     assert _pod_exec._handshake_problem(Refused("Handshake status 403")) == (
-        'HTTP 403: pods "p" is forbidden: cannot create "pods/exec": the identity needs \'create\' on pods/exec')
+        'HTTP 403: pods "p" is forbidden: cannot create "pods/exec": the identity needs \'create\' on pods/exec'
+    )
     assert _pod_exec._handshake_problem(ValueError("boom")) == "boom"
 
 
@@ -153,6 +180,7 @@ class FakePod:
         data = self.content if outcome == "ok" else b"X" + self.content[1:]
         fileobj.write(data)
         import hashlib
+
         return len(data), hashlib.sha256(data).hexdigest()
 
 
@@ -180,11 +208,14 @@ def test_fetch_succeeds_within_two_attempts(fetcher, tmp_path, outcomes):
     assert os.listdir(str(tmp_path)) == ["node.iso"] and pod.outcomes == []
 
 
-@pytest.mark.parametrize("outcomes,message", [
-    (["cut", "cut"], "transfer of /assets/node.x86_64.iso interrupted: connection cut (after 2 attempts)"),
-    (["cut", "corrupt"], "checksum mismatch for /assets/node.x86_64.iso"),
-    (["efbig"], "no space left to write node.iso"),
-])
+@pytest.mark.parametrize(
+    "outcomes,message",
+    [
+        (["cut", "cut"], "transfer of /assets/node.x86_64.iso interrupted: connection cut (after 2 attempts)"),
+        (["cut", "corrupt"], "checksum mismatch for /assets/node.x86_64.iso"),
+        (["efbig"], "no space left to write node.iso"),
+    ],
+)
 def test_fetch_failures_leave_nothing(fetcher, tmp_path, outcomes, message):
     run, _pod = fetcher(outcomes)
     with pytest.raises(nj_run.RunError) as caught:
@@ -211,14 +242,18 @@ def test_finish_edits_the_copy_before_the_rename(fetcher, tmp_path):
 # ----- per-release behaviour: ClusterRole, completion signal, fatal log lines ---------------------------------
 def test_cluster_role_rules_follow_oc_of_the_release():
     def groups(minor):
-        return {(rule["apiGroups"][0], resource) for rule in nj.cluster_role_rules(minor) for resource in rule["resources"]}
+        return {
+            (rule["apiGroups"][0], resource) for rule in nj.cluster_role_rules(minor) for resource in rule["resources"]
+        }
 
     for minor in ((4, 17), (4, 18), (4, 20)):
         assert ("config.openshift.io", "imagecontentpolicies") in groups(minor)
         assert ("operator.openshift.io", "imagecontentsourcepolicies") not in groups(minor)
     assert ("operator.openshift.io", "imagecontentsourcepolicies") in groups((4, 21))
     assert ("config.openshift.io", "imagecontentpolicies") not in groups((4, 21))
-    assert ("", "secrets") in groups((4, 17)) and ("certificates.k8s.io", "certificatesigningrequests") in groups((4, 21))
+    assert ("", "secrets") in groups((4, 17)) and ("certificates.k8s.io", "certificatesigningrequests") in groups(
+        (4, 21)
+    )
 
 
 def test_report_is_finished_only_when_its_end_time_is_set():
@@ -233,13 +268,18 @@ def test_report_is_finished_only_when_its_end_time_is_set():
     assert "without a result" in nj.failure_message(no_result)
 
 
-@pytest.mark.parametrize("log, line", [
-    ('time="2025-01-01T00:00:00Z" level=info msg="x"\ntime="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"\n',
-     'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"'),
-    ("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n", "Error: unknown flag: --pxe"),
-    ("level=debug msg=\"Error: not at the start\"\nlevel=info msg=\"done\"\n", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "log, line",
+    [
+        (
+            'time="2025-01-01T00:00:00Z" level=info msg="x"\ntime="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"\n',
+            'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"',
+        ),
+        ("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n", "Error: unknown flag: --pxe"),
+        ('level=debug msg="Error: not at the start"\nlevel=info msg="done"\n', None),
+        ("", None),
+    ],
+)
 def test_fatal_line(log, line):
     assert nj.fatal_line(log) == line
 

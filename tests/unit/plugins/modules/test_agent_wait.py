@@ -1,22 +1,16 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The agent_wait module: input checks, the token from the Secret, and one run of main()."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import json
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ForbiddenError, NotFoundError
 
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
     TO_REBOOT,
@@ -35,20 +29,28 @@ def lab(tmp_path):
 
 
 def params(**overrides):
-    values = {"hosts": [{"name": "a", "address": "127.0.1.1"}], "wait_sleep": 5, "request_timeout": 5,
-              "wait_timeout": 3600, "validation_grace": 600}
+    values = {
+        "hosts": [{"name": "a", "address": "127.0.1.1"}],
+        "wait_sleep": 5,
+        "request_timeout": 5,
+        "wait_timeout": 3600,
+        "validation_grace": 600,
+    }
     values.update(overrides)
     return values
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"hosts": []}, "hosts is empty"),
-    ({"hosts": [{"name": "a", "address": "x"}, {"name": "a", "address": "y"}]}, "repeated: a"),
-    ({"wait_sleep": 0}, "wait_sleep must be at least 1 second"),
-    ({"request_timeout": 0}, "request_timeout must be at least 1 second"),
-    ({"wait_timeout": -1}, "wait_timeout cannot be negative"),
-    ({"validation_grace": "ten minutes"}, "validation_grace: 'ten minutes' is not a duration"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"hosts": []}, "hosts is empty"),
+        ({"hosts": [{"name": "a", "address": "x"}, {"name": "a", "address": "y"}]}, "repeated: a"),
+        ({"wait_sleep": 0}, "wait_sleep must be at least 1 second"),
+        ({"request_timeout": 0}, "request_timeout must be at least 1 second"),
+        ({"wait_timeout": -1}, "wait_timeout cannot be negative"),
+        ({"validation_grace": "ten minutes"}, "validation_grace: 'ten minutes' is not a duration"),
+    ],
+)
 def test_check_inputs_rejects(overrides, message):
     with pytest.raises(agent_wait.InputError, match=message):
         agent_wait.check_inputs(params(**overrides))
@@ -104,8 +106,12 @@ def install_client(monkeypatch, secret, clusterversion=None):
 
 
 def secret_with(data):
-    return {"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "agent-auth-token", "namespace": "openshift-config"}, "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "agent-auth-token", "namespace": "openshift-config"},
+        "data": data,
+    }
 
 
 def b64(text):
@@ -114,23 +120,38 @@ def b64(text):
 
 def test_the_token_and_the_version_come_from_the_cluster(monkeypatch):
     watcher = jwt({"auth_scheme": "watcherAuth", "exp": 1893456000})
-    dynamic = install_client(monkeypatch, secret_with({
-        "agentAuthToken": b64(jwt({"auth_scheme": "agentAuth"})), "watcherAuthToken": b64(watcher + "\n"),
-        "authTokenPublicKey": "cHVibGlj"}), {"status": {"desired": {"version": "4.19.2"}}})
+    dynamic = install_client(
+        monkeypatch,
+        secret_with(
+            {
+                "agentAuthToken": b64(jwt({"auth_scheme": "agentAuth"})),
+                "watcherAuthToken": b64(watcher + "\n"),
+                "authTokenPublicKey": "cHVibGlj",
+            }
+        ),
+        {"status": {"desired": {"version": "4.19.2"}}},
+    )
     module = FakeModule()
     token, first, info, warnings = agent_wait.choose_token(module, params(token=None))
     assert token.value == watcher and first == "Watcher-Authorization" and warnings == []
-    assert info == {"source": "secret", "key": "watcherAuthToken", "persona": "watcherAuth",
-                    "expires": "2030-01-01T00:00:00Z", "cluster_version": "4.19.2",
-                    "first_header": "Watcher-Authorization"}
+    assert info == {
+        "source": "secret",
+        "key": "watcherAuthToken",
+        "persona": "watcherAuth",
+        "expires": "2030-01-01T00:00:00Z",
+        "cluster_version": "4.19.2",
+        "first_header": "Watcher-Authorization",
+    }
     assert module.required == ["kubernetes"]
     assert dynamic.paths == [("GET", SECRET_PATH), ("GET", CV_PATH)]
 
 
 def test_a_4_17_cluster_gives_the_agent_token_in_authorization(monkeypatch):
-    install_client(monkeypatch, secret_with({"agentAuthToken": b64(jwt({"infra_env_id": "e"})),
-                                             "authTokenPublicKey": "cHVibGlj"}),
-                   {"status": {"history": [{"version": "4.17.3"}]}})
+    install_client(
+        monkeypatch,
+        secret_with({"agentAuthToken": b64(jwt({"infra_env_id": "e"})), "authTokenPublicKey": "cHVibGlj"}),
+        {"status": {"history": [{"version": "4.17.3"}]}},
+    )
     _token, first, info, _warnings = agent_wait.choose_token(FakeModule(), params(token=None))
     assert first == "Authorization" and info["key"] == "agentAuthToken" and info["cluster_version"] == "4.17.3"
 
@@ -150,11 +171,17 @@ def test_a_given_token_reads_nothing(monkeypatch):
     assert dynamic.paths == [] and module.required == []
 
 
-@pytest.mark.parametrize("secret, message", [
-    (None, "does not exist. node-joiner creates it when it builds the ISO: build the ISO first"),
-    (secret_with({"authTokenPublicKey": "cHVibGlj"}), "holds no readable \\*AuthToken key .keys: authTokenPublicKey"),
-    (secret_with({"agentAuthToken": "%%%not base64"}), "keys: agentAuthToken"),
-])
+@pytest.mark.parametrize(
+    "secret, message",
+    [
+        (None, "does not exist. node-joiner creates it when it builds the ISO: build the ISO first"),
+        (
+            secret_with({"authTokenPublicKey": "cHVibGlj"}),
+            "holds no readable \\*AuthToken key .keys: authTokenPublicKey",
+        ),
+        (secret_with({"agentAuthToken": "%%%not base64"}), "keys: agentAuthToken"),
+    ],
+)
 def test_choose_token_explains_what_is_missing(monkeypatch, secret, message):
     install_client(monkeypatch, secret)
     with pytest.raises(agent_wait.InputError, match=message):
@@ -162,22 +189,35 @@ def test_choose_token_explains_what_is_missing(monkeypatch, secret, message):
 
 
 def run_main(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            agent_wait.main()
+    with patch_module_args(args), pytest.raises(SystemExit):
+        agent_wait.main()
     return json.loads(capsys.readouterr().out)
 
 
 def test_main_returns_one_snapshot_without_changing_anything(lab, capsys):
     lab.agent(0, TO_REBOOT)
-    result = run_main({"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN,
-                       "agent_port": lab.port, "wait": False, "_ansible_check_mode": True}, capsys)
+    result = run_main(
+        {
+            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
+            "token": TOKEN,
+            "agent_port": lab.port,
+            "wait": False,
+            "_ansible_check_mode": True,
+        },
+        capsys,
+    )
     assert result["changed"] is False and "failed" not in result
     assert result["polls"] == 1 and result["requests"] == 2
     assert result["hosts"]["worker-0"]["status"] == "discovering"
     assert result["auth_header"] == result["hosts"]["worker-0"]["auth_header"] == "Watcher-Authorization"
-    assert result["token_info"] == {"source": "option", "key": None, "persona": None, "expires": None,
-                                    "cluster_version": None, "first_header": "Watcher-Authorization"}
+    assert result["token_info"] == {
+        "source": "option",
+        "key": None,
+        "persona": None,
+        "expires": None,
+        "cluster_version": None,
+        "first_header": "Watcher-Authorization",
+    }
     assert TOKEN not in json.dumps(result)
 
 
@@ -186,8 +226,15 @@ def test_main_reports_the_header_that_worked_on_a_4_17_agent(lab, capsys):
     agent.header = USER
     token = jwt({"infra_env_id": "e", "exp": 1893456000})
     agent.token = token
-    result = run_main({"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": token,
-                       "agent_port": lab.port, "wait": False}, capsys)
+    result = run_main(
+        {
+            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
+            "token": token,
+            "agent_port": lab.port,
+            "wait": False,
+        },
+        capsys,
+    )
     assert "failed" not in result and result["requests"] == 2
     assert result["auth_header"] == "Authorization" and result["token_info"]["first_header"] == "Authorization"
     assert token not in json.dumps(result)
@@ -196,8 +243,9 @@ def test_main_reports_the_header_that_worked_on_a_4_17_agent(lab, capsys):
 def test_main_fails_with_the_partial_result(lab, capsys):
     agent = lab.agent(0, TO_REBOOT)
     agent.token = "rotated"
-    result = run_main({"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN,
-                       "agent_port": lab.port}, capsys)
+    result = run_main(
+        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "agent_port": lab.port}, capsys
+    )
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("agent_wait: host worker-0 (%s): the agent at" % lab.address(0))
     assert "refused the token: in Watcher-Authorization: HTTP 401" in result["msg"]

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The iso_info module: one run of main() on node-joiner-laid-out images, check mode, failures, its docs."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import importlib.util
 import json
@@ -13,25 +8,27 @@ import os
 
 import pytest
 import yaml
-
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.openshift_agent.day2.plugins.modules import iso_info
 
-_spec = importlib.util.spec_from_file_location("node_iso_layout", os.path.join(
-    os.path.dirname(__file__), "..", "module_utils", "fixtures", "iso", "node_iso_layout.py"))
+_spec = importlib.util.spec_from_file_location(
+    "node_iso_layout",
+    os.path.join(os.path.dirname(__file__), "..", "module_utils", "fixtures", "iso", "node_iso_layout.py"),
+)
 layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layout)
 
-HOSTS = [{"hostname": "extra-worker-0", "macs": ["52:54:00:6f:00:14"], "interfaces": ["eth0"]},
-         {"hostname": "extra-worker-1", "macs": ["52:54:00:6f:00:15"]}]
+HOSTS = [
+    {"hostname": "extra-worker-0", "macs": ["52:54:00:6f:00:14"], "interfaces": ["eth0"]},
+    {"hostname": "extra-worker-1", "macs": ["52:54:00:6f:00:15"]},
+]
 FAR = "2999-01-01T00:00:00Z"
 
 
 def run_main(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            iso_info.main()
+    with patch_module_args(args), pytest.raises(SystemExit):
+        iso_info.main()
     return json.loads(capsys.readouterr().out)
 
 
@@ -69,10 +66,13 @@ def test_group_authentication_defaults_are_accepted(node_iso, capsys):
     assert "failed" not in result and result["cluster_id"]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"PK\x03\x04 a zip file" * 4000, "is neither an ISO 9660 image"),
-    (None, "cannot read it"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"PK\x03\x04 a zip file" * 4000, "is neither an ISO 9660 image"),
+        (None, "cannot read it"),
+    ],
+)
 def test_fails_naming_the_file_and_what_was_expected(tmp_path, capsys, content, message):
     path = tmp_path / "thing.iso"
     if content is not None:
