@@ -40,6 +40,19 @@ def parse_rfc3339(text):
     return datetime.datetime.strptime("%sT%s.%s%s" % (day, clock, micro, zone), "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
+def as_utc(value):
+    """An aware UTC datetime from a datetime (naive means UTC) or an RFC 3339 text; None for None or ""."""
+    if isinstance(value, datetime.datetime):
+        moment = value
+    else:
+        moment = parse_rfc3339(value if value is None else "%s" % value)
+        if moment is None:
+            return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc)
+
+
 def format_rfc3339(moment):
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

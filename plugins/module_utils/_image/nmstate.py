@@ -9,17 +9,12 @@ an inventory are collected in one run instead of failing on the first.
 """
 
 import re
-import traceback
 
-try:
-    import netaddr
-except ImportError:
-    netaddr = None
-    NETADDR_IMPORT_ERROR = traceback.format_exc()
-else:
-    NETADDR_IMPORT_ERROR = None
-
-HAS_NETADDR = netaddr is not None
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
+    netaddr,
+    normalize_mac,
+    parse_ip,
+)
 
 MAIN_ROUTE_TABLE = 254
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
@@ -28,9 +23,6 @@ MAX_PREFIX = {4: 32, 6: 128}
 # Linux IFNAMSIZ is 16 bytes including the terminating NUL.
 MAX_INTERFACE_NAME = 15
 VLAN_ID_RANGE = (1, 4094)
-
-_MAC_PATTERN = re.compile(r"^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(?:\1[0-9a-fA-F]{2}){4}$")
-
 
 # --- scalar parsing ---------------------------------------------------------------------------
 
@@ -44,13 +36,6 @@ def parse_int(value):
     if isinstance(value, str) and re.match(r"^[0-9]+$", value.strip()):
         return int(value.strip())
     return None
-
-
-def normalize_mac(value):
-    """Return a MAC as lower-case colon-separated text, or None when it is not a 6-octet MAC."""
-    if not isinstance(value, str) or not _MAC_PATTERN.match(value):
-        return None
-    return value.replace("-", ":").lower()
 
 
 def mac_problem(mac):
@@ -73,23 +58,9 @@ def interface_name_problem(name):
     return None
 
 
-def parse_ip(value, version):
-    """Return a netaddr.IPAddress when value is a plain address of that IP version, else None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        # INET_PTON refuses the legacy short forms ("10.1") that would silently mean another address.
-        address = netaddr.IPAddress(value, version, flags=netaddr.INET_PTON)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        return None
-    return address
-
-
 def parse_any_ip(value):
     """Return a netaddr.IPAddress of either version, or None."""
-    # Not "parse_ip(4) or parse_ip(6)": an IPAddress of value 0 (0.0.0.0) is falsy.
-    address = parse_ip(value, 4)
-    return address if address is not None else parse_ip(value, 6)
+    return parse_ip(value)
 
 
 def _reserved_reason(address, allow_loopback):

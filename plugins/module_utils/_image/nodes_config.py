@@ -29,10 +29,10 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
     given,
     normalize_architecture,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
     NETADDR_IMPORT_ERROR,
     netaddr,
-    parse_any_ip,
+    parse_ip,
 )
 
 SECRET_HOST_KEYS = ("bmc_password",)
@@ -294,7 +294,7 @@ def addresses_outside_machine_networks(hosts, machine_networks):
     problems = _Problems()
     for host in hosts if isinstance(hosts, list) else []:
         for field, address in static_addresses(host):
-            ip = parse_any_ip(address)
+            ip = parse_ip(address)
             same_version = [net for net in networks if net.version == ip.version]
             if not any(ip in net for net in same_version):
                 shown = ", ".join(str(net.cidr) for net in same_version) or "none of IPv%d" % ip.version

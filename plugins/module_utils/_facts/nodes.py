@@ -1,0 +1,51 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a Node object says, read in one place for the whole collection (facts, image, join)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROLE_PREFIX = "node-role.kubernetes.io/"
+# node-joiner takes the architecture of the first Node labelled master (the control-plane label is not read) --
+# openshift/installer pkg/asset/agent/joiner/clusterinfo.go@ead4c47ae829a90629f8c39693ed0bf61e24412f.
+MASTER_LABEL = ROLE_PREFIX + "master"
+CONTROL_PLANE_ROLES = ("master", "control-plane")
+
+
+def _condition(node: dict[str, Any], kind: str) -> dict[str, Any]:
+    for condition in ((node.get("status") or {}).get("conditions")) or []:
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition
+    return {}
+
+
+def node_summary(node: dict[str, Any]) -> dict[str, Any]:
+    """Name, roles, addresses, architecture, readiness and creation time of a Node object."""
+    metadata = node.get("metadata") or {}
+    status = node.get("status") or {}
+    labels = metadata.get("labels") or {}
+    addresses = [a for a in status.get("addresses") or [] if isinstance(a, dict)]
+    return {
+        "name": metadata.get("name"),
+        "roles": sorted(
+            key[len(ROLE_PREFIX) :] for key in labels if key.startswith(ROLE_PREFIX) and key[len(ROLE_PREFIX) :]
+        ),
+        "internal_ips": [a.get("address") for a in addresses if a.get("type") == "InternalIP"],
+        "addresses": [
+            a.get("address") for a in addresses if str(a.get("type", "")).endswith("IP") and a.get("address")
+        ],
+        "hostname": next((a.get("address") for a in addresses if a.get("type") == "Hostname"), None),
+        "architecture": (status.get("nodeInfo") or {}).get("architecture"),
+        "ready": _condition(node, "Ready").get("status") == "True",
+        "created": metadata.get("creationTimestamp"),
+        "master": MASTER_LABEL in labels,
+    }
+
+
+def master_architecture(summaries: list[dict[str, Any]]) -> str | None:
+    """The architecture of the first master-labelled Node (what node-joiner builds for), or None."""
+    for summary in summaries:
+        if summary.get("master") and summary.get("architecture"):
+            return summary["architecture"]
+    return None
