@@ -350,35 +350,15 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions imp
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
-    READS,
-    REQUIRED,
     FactsError,
     build_facts,
+    read_objects,
 )
-
-
-def read_cluster(reader):
-    """Fetch every object of READS; return (objects, unreadable reasons)."""
-    objects, unreadable = {}, {}
-    for key, target, role in READS:
-        try:
-            objects[key] = reader.get(target)
-        except ApiAccessError as error:
-            if role == REQUIRED or error.status != 403:
-                raise
-            objects[key] = None
-            unreadable[key] = str(error)
-        if role == REQUIRED and objects[key] is None:
-            raise FactsError(
-                "%s does not exist: this does not look like an OpenShift cluster installed by the "
-                "OpenShift installer (check that the kubeconfig points at the right cluster)" % target.describe()
-            )
-    return objects, unreadable
 
 
 def gather(module):
     reader = connect(module)[1]
-    objects, unreadable = read_cluster(reader)
+    objects, unreadable = read_objects(reader)
     return build_facts(objects, unreadable), reader.calls
 
 

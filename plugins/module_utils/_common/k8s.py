@@ -103,7 +103,7 @@ def describe_api_error(error, target, api_url):
     return ApiAccessError(message, status=status, target=target)
 
 
-class ApiReader:
+class ApiClient:
     """Read objects by path; ``get`` returns None on 404."""
 
     def __init__(self, dynamic_client):
@@ -213,7 +213,7 @@ def group_target(group, version, resource, name=None, namespace=None, verb=None)
 
 
 def connect(module):
-    """(kubernetes.core K8SClient, ApiReader) for a module; connection problems become ApiAccessError.
+    """(kubernetes.core K8SClient, ApiClient) for a module; connection problems become ApiAccessError.
 
     Creating the client already talks to the server (version and discovery), so an unreachable
     API or bad credentials surface here first.
@@ -230,4 +230,4 @@ def connect(module):
             "%s://%s:%s" % (getattr(pool, "scheme", "https"), pool.host, pool.port) if pool else "(from the kubeconfig)"
         )
         raise describe_api_error(error, Target("/version", "get", "version"), host)
-    return client, ApiReader(client.client)
+    return client, ApiClient(client.client)

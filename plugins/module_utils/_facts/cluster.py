@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyY
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
+    ApiAccessError,
     core_target,
     group_target,
 )
@@ -475,3 +476,28 @@ def build_facts(objects, unreadable=None):
     facts["unsupported_reasons"] = reasons
     facts["warnings"] = warnings
     return facts
+
+
+def read_objects(client, keys=None):
+    """Fetch the objects of READS (only ``keys`` when given); return (objects, unreadable reasons).
+
+    A required object that is missing or cannot be read fails; another one that is forbidden is recorded in
+    the unreadable reasons. Used by day1_facts (everything) and by the image step (what it needs).
+    """
+    objects, unreadable = {}, {}
+    for key, target, role in READS:
+        if keys is not None and key not in keys:
+            continue
+        try:
+            objects[key] = client.get(target)
+        except ApiAccessError as error:
+            if role == REQUIRED or error.status != 403:
+                raise
+            objects[key] = None
+            unreadable[key] = str(error)
+        if role == REQUIRED and objects[key] is None:
+            raise FactsError(
+                "%s does not exist: this does not look like an OpenShift cluster installed by the "
+                "OpenShift installer (check that the kubeconfig points at the right cluster)" % target.describe()
+            )
+    return objects, unreadable

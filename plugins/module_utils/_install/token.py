@@ -263,7 +263,7 @@ CLUSTER_VERSION_TARGET = group_target("config.openshift.io", "v1", "clusterversi
 def choose(given=None, reader=None):
     """``(AgentToken, first header, info, warnings)`` for a given token, else read with ``reader`` (two GETs).
 
-    ``reader`` is a ``_k8s.ApiReader``; its errors other than a forbidden ClusterVersion propagate. ``info`` is
+    ``reader`` is a ``_common.k8s.ApiClient``; its errors other than a forbidden ClusterVersion propagate. ``info`` is
     the token's source, persona and expiry, the cluster's version and the first header; never the value.
     """
     warnings = []

@@ -166,7 +166,7 @@ def normalize_nodes(nodes):
 
 
 class KubeCsrApi:
-    """CSRs and Nodes through kubernetes.core's client: ApiReader for plain requests,
+    """CSRs and Nodes through kubernetes.core's client: ApiClient for plain requests,
     the DynamicClient itself for the streaming watch."""
 
     def __init__(self, reader, dynamic_client):

@@ -192,7 +192,7 @@ def test_cluster_version(status, version):
 
 
 class Reader:
-    """A _k8s.ApiReader stand-in: answers by path, or raises what it was given."""
+    """A _common.k8s.ApiClient stand-in: answers by path, or raises what it was given."""
 
     def __init__(self, answers):
         self.answers = answers
