@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both set themselves up.
 SHELL := /bin/bash
 
-.PHONY: setup demo test units sanity lint integration lab-tests clean
+.PHONY: setup demo test units sanity lint format integration lab-tests mutation bench clean
 
 setup:
 	bash .ci/setup.sh
@@ -26,6 +26,18 @@ integration: setup
 
 lab-tests: setup
 	.venv/bin/python -m pytest -q -n 3 tests/lab_tests
+
+# Rewrites the Python files the way `make lint` checks them.
+format: setup
+	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+# Disables each rule of the CSR approval policy in turn; every mutant must be killed by the unit table.
+mutation: setup
+	PYTHONPATH=.collections .venv/bin/python tests/mutation/csr_policy_mutations.py
+
+# The benchmarks of docs/performance.md (BENCH=--quick for small sizes).
+bench: setup
+	bash .ci/bench.sh $(BENCH)
 
 clean:
 	rm -rf .build .collections tests/output .pytest_cache

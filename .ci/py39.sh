@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The controller code must run on Python 3.9 (DESIGN.md): compile every plugin with the oldest supported Python.
+# The controller code must run on Python 3.9 (tests/config.yml): compile every plugin with the oldest supported Python.
 # ansible-test sanity runs on 3.12 only, to stay fast; this catches 3.10+ syntax in plugins/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
