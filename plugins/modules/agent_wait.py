@@ -114,11 +114,15 @@ options:
   agent_port:
     description:
       - TCP port of the agent API on every host.
+      - When not given, the environment variable E(OPENSHIFT_AGENT_DAY2_AGENT_PORT) of the module's process is used
+        if set, else the default. Only a test bed needs another port than the agent's own.
     type: int
     default: 8090
   kubelet_port:
     description:
       - TCP port of the kubelet on every host, probed with a TLS handshake once the agent is gone.
+      - When not given, the environment variable E(OPENSHIFT_AGENT_DAY2_KUBELET_PORT) of the module's process is
+        used if set, else the default. Only a test bed needs another port than the kubelet's own.
     type: int
     default: 10250
   request_timeout:
@@ -180,7 +184,7 @@ EXAMPLES = r"""
     msg: "{{ item.key }}: {{ item.value.timeline | map(attribute='stage') | unique | join(' -> ') }}"
   loop: "{{ install.hosts | dict2items }}"
 
-- name: Wait for the hosts of a list, giving NTP 20 minutes to sync before a failing ntp-synced validation fails the task
+- name: Wait for the hosts of a list; a failing ntp-synced validation fails the task after 20 minutes, not 10
   openshift_agent.day2.agent_wait:
     hosts: "{{ new_hosts }}"
     validation_grace: 20m
@@ -352,15 +356,14 @@ token_info:
 
 import copy
 
+from ansible.module_utils.basic import env_fallback
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import TARGETS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentTokenError, choose
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.wait import FIRST_HEADER_CHOICES, run
 
 ARGUMENT_SPEC = {
     "hosts": {
@@ -377,87 +380,29 @@ ARGUMENT_SPEC = {
     "wait": {"type": "bool", "default": True},
     "wait_timeout": {"type": "int", "default": 3600},
     "wait_sleep": {"type": "int", "default": 5},
-    "agent_port": {"type": "int", "default": 8090},
-    "kubelet_port": {"type": "int", "default": 10250},
+    "agent_port": {"type": "int", "default": 8090, "fallback": (env_fallback, ["OPENSHIFT_AGENT_DAY2_AGENT_PORT"])},
+    "kubelet_port": {
+        "type": "int",
+        "default": 10250,
+        "fallback": (env_fallback, ["OPENSHIFT_AGENT_DAY2_KUBELET_PORT"]),
+    },
     "request_timeout": {"type": "int", "default": 5},
     "validation_grace": {"type": "raw", "default": 600},
     "token": {"type": "str", "no_log": True},
-    "first_header": {"type": "str", "choices": ["auto", "Watcher-Authorization", "Authorization"], "default": "auto"},
+    "first_header": {"type": "str", "choices": list(FIRST_HEADER_CHOICES), "default": "auto"},
 }
-
-
-class InputError(Exception):
-    pass
-
-
-def check_inputs(params):
-    """Return the validation grace in seconds; raise InputError for what the spec cannot check."""
-    if not params["hosts"]:
-        raise InputError("hosts is empty: give at least one {name, address}")
-    names = [h["name"] for h in params["hosts"]]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise InputError("hosts names must be unique; repeated: %s" % ", ".join(duplicates))
-    for option in ("wait_sleep", "request_timeout"):
-        if params[option] < 1:
-            raise InputError("%s must be at least 1 second, got %s" % (option, params[option]))
-    if params["wait_timeout"] < 0:
-        raise InputError("wait_timeout cannot be negative, got %s" % params["wait_timeout"])
-    try:
-        return parse_duration(params["validation_grace"])
-    except ValueError as error:
-        raise InputError("validation_grace: %s" % error)
-
-
-def choose_token(module, params):
-    """``(AgentToken, first header, token_info, warnings)``: the given token, else the cluster's (two GETs)."""
-    if params["token"]:
-        return choose(params["token"])
-    module.requires("kubernetes")
-    # connect() turns an unreachable API server or rejected credentials into a clear ApiAccessError.
-    try:
-        return choose(reader=connect(module)[1])
-    except AgentTokenError as error:
-        raise InputError(str(error))
 
 
 def main():
     argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
     argument_spec.update(ARGUMENT_SPEC)
-    # The kubernetes library is only required to read the default token (see choose_token).
+    # The kubernetes library is only required to read the default token (see _install.wait.choose_token).
     module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True, check_k8s=False)
-    params = module.params
     try:
-        grace = check_inputs(params)
-        token, first_header, token_info, warnings = choose_token(module, params)
-    except (InputError, ApiAccessError, CoreException) as error:
-        module.fail_json(msg="agent_wait: %s" % error)
-    # A token read from the cluster is as secret as a given one: keep it out of every output.
-    module._module.no_log_values.add(token.value)
-    for warning in warnings:
-        module.warn(warning)
-    if params["first_header"] != "auto":
-        first_header = token_info["first_header"] = params["first_header"]
-
-    watch = AgentWatch(
-        params["hosts"],
-        token,
-        agent_port=params["agent_port"],
-        kubelet_port=params["kubelet_port"],
-        request_timeout=params["request_timeout"],
-        first_header=first_header,
-    )
-    failure, result = watch.run(
-        params["until"],
-        wait=params["wait"],
-        wait_timeout=params["wait_timeout"],
-        wait_sleep=params["wait_sleep"],
-        grace_seconds=grace,
-    )
-    result["token_info"] = token_info
-    if failure:
-        module.fail_json(msg="agent_wait: %s" % failure, changed=False, **result)
-    module.exit_json(changed=False, **result)
+        result = run(module)
+    except Day2Error as error:
+        fail(module, "agent_wait", error)
+    finish(module, result)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The agent_wait module: input checks, the token from the Secret, and one run of main()."""
+"""The agent_wait module: its argument spec (the port fallbacks) and runs of main() (the run is _install.wait)."""
 
-import base64
 import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
-from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic.exceptions import ForbiddenError, NotFoundError
 
 from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
@@ -26,166 +22,6 @@ def lab(tmp_path):
     created = Lab(tmp_path)
     yield created
     created.close()
-
-
-def params(**overrides):
-    values = {
-        "hosts": [{"name": "a", "address": "127.0.1.1"}],
-        "wait_sleep": 5,
-        "request_timeout": 5,
-        "wait_timeout": 3600,
-        "validation_grace": 600,
-    }
-    values.update(overrides)
-    return values
-
-
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        ({"hosts": []}, "hosts is empty"),
-        ({"hosts": [{"name": "a", "address": "x"}, {"name": "a", "address": "y"}]}, "repeated: a"),
-        ({"wait_sleep": 0}, "wait_sleep must be at least 1 second"),
-        ({"request_timeout": 0}, "request_timeout must be at least 1 second"),
-        ({"wait_timeout": -1}, "wait_timeout cannot be negative"),
-        ({"validation_grace": "ten minutes"}, "validation_grace: 'ten minutes' is not a duration"),
-    ],
-)
-def test_check_inputs_rejects(overrides, message):
-    with pytest.raises(agent_wait.InputError, match=message):
-        agent_wait.check_inputs(params(**overrides))
-
-
-@pytest.mark.parametrize("grace, seconds", [(600, 600), ("10m", 600), ("90s", 90), ("0", 0)])
-def test_validation_grace_forms(grace, seconds):
-    assert agent_wait.check_inputs(params(validation_grace=grace)) == seconds
-
-
-class FakeResponse:
-    def __init__(self, body):
-        self.data = json.dumps(body).encode() if body is not None else b""
-
-
-SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
-CV_PATH = "/apis/config.openshift.io/v1/clusterversions/version"
-
-
-class FakeDynamicClient:
-    """Answers the GETs of Secret openshift-config/agent-auth-token and ClusterVersion version by path."""
-
-    def __init__(self, answers):
-        self.answers = answers
-        self.paths = []
-
-    def request(self, method, path, body=None, serialize=False, **params):
-        self.paths.append((method, path))
-        answer = self.answers.get(path)
-        if answer is None:
-            raise NotFoundError(ApiException(status=404, reason="Not Found"))
-        if isinstance(answer, int):
-            raise ForbiddenError(ApiException(status=answer, reason="Forbidden"))
-        return FakeResponse(answer)
-
-
-class FakeModule:
-    def __init__(self):
-        self.required = []
-
-    def requires(self, dependency):
-        self.required.append(dependency)
-
-
-def install_client(monkeypatch, secret, clusterversion=None):
-    dynamic = FakeDynamicClient({SECRET_PATH: secret, CV_PATH: clusterversion})
-
-    class Wrapper:
-        client = dynamic
-
-    monkeypatch.setattr(k8s_client, "get_api_client", lambda module=None: Wrapper())
-    return dynamic
-
-
-def secret_with(data):
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "agent-auth-token", "namespace": "openshift-config"},
-        "data": data,
-    }
-
-
-def b64(text):
-    return base64.b64encode(text.encode()).decode()
-
-
-def test_the_token_and_the_version_come_from_the_cluster(monkeypatch):
-    watcher = jwt({"auth_scheme": "watcherAuth", "exp": 1893456000})
-    dynamic = install_client(
-        monkeypatch,
-        secret_with(
-            {
-                "agentAuthToken": b64(jwt({"auth_scheme": "agentAuth"})),
-                "watcherAuthToken": b64(watcher + "\n"),
-                "authTokenPublicKey": "cHVibGlj",
-            }
-        ),
-        {"status": {"desired": {"version": "4.19.2"}}},
-    )
-    module = FakeModule()
-    token, first, info, warnings = agent_wait.choose_token(module, params(token=None))
-    assert token.value == watcher and first == "Watcher-Authorization" and warnings == []
-    assert info == {
-        "source": "secret",
-        "key": "watcherAuthToken",
-        "persona": "watcherAuth",
-        "expires": "2030-01-01T00:00:00Z",
-        "cluster_version": "4.19.2",
-        "first_header": "Watcher-Authorization",
-    }
-    assert module.required == ["kubernetes"]
-    assert dynamic.paths == [("GET", SECRET_PATH), ("GET", CV_PATH)]
-
-
-def test_a_4_17_cluster_gives_the_agent_token_in_authorization(monkeypatch):
-    install_client(
-        monkeypatch,
-        secret_with({"agentAuthToken": b64(jwt({"infra_env_id": "e"})), "authTokenPublicKey": "cHVibGlj"}),
-        {"status": {"history": [{"version": "4.17.3"}]}},
-    )
-    _token, first, info, _warnings = agent_wait.choose_token(FakeModule(), params(token=None))
-    assert first == "Authorization" and info["key"] == "agentAuthToken" and info["cluster_version"] == "4.17.3"
-
-
-def test_a_forbidden_clusterversion_is_a_warning(monkeypatch):
-    install_client(monkeypatch, secret_with({"agentAuthToken": b64("opaque")}), 403)
-    _token, first, info, warnings = agent_wait.choose_token(FakeModule(), params(token=None))
-    assert first == "Watcher-Authorization" and info["cluster_version"] is None
-    assert "cannot read the cluster's version" in warnings[0]
-
-
-def test_a_given_token_reads_nothing(monkeypatch):
-    dynamic = install_client(monkeypatch, None)
-    module = FakeModule()
-    token, first, info, _warnings = agent_wait.choose_token(module, params(token="opaque"))
-    assert token.value == "opaque" and first == "Watcher-Authorization" and info["source"] == "option"
-    assert dynamic.paths == [] and module.required == []
-
-
-@pytest.mark.parametrize(
-    "secret, message",
-    [
-        (None, "does not exist. node-joiner creates it when it builds the ISO: build the ISO first"),
-        (
-            secret_with({"authTokenPublicKey": "cHVibGlj"}),
-            "holds no readable \\*AuthToken key .keys: authTokenPublicKey",
-        ),
-        (secret_with({"agentAuthToken": "%%%not base64"}), "keys: agentAuthToken"),
-    ],
-)
-def test_choose_token_explains_what_is_missing(monkeypatch, secret, message):
-    install_client(monkeypatch, secret)
-    with pytest.raises(agent_wait.InputError, match=message):
-        agent_wait.choose_token(FakeModule(), params(token=None))
 
 
 def run_main(args, capsys):
@@ -252,3 +88,53 @@ def test_main_fails_with_the_partial_result(lab, capsys):
     assert "Rebuild the ISO with day2_iso (force: true)" in result["msg"]
     assert result["token_info"]["source"] == "option"
     assert result["hosts"]["worker-0"]["answered"] is True
+
+
+def test_the_agent_port_comes_from_the_environment_when_not_given(lab, capsys, monkeypatch):
+    lab.agent(0, TO_REBOOT)
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", str(lab.port))
+    result = run_main(
+        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "wait": False}, capsys
+    )
+    assert "failed" not in result and result["hosts"]["worker-0"]["answered"] is True
+    assert result["hosts"]["worker-0"]["status"] == "discovering"
+
+
+def test_the_kubelet_port_comes_from_the_environment_when_not_given(lab, capsys, monkeypatch):
+    lab.start_kubelet(0)  # no agent: the host rebooted from its disk
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", str(lab.port))
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_KUBELET_PORT", str(lab.kubelet_port))
+    result = run_main(
+        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "wait": False}, capsys
+    )
+    assert "failed" not in result
+    assert result["hosts"]["worker-0"]["kubelet"] == "handshake" and result["hosts"]["worker-0"]["reached"] is True
+
+
+def test_a_given_port_wins_over_the_environment(lab, capsys, monkeypatch):
+    lab.agent(0, TO_REBOOT)
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", "1")
+    result = run_main(
+        {
+            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
+            "token": TOKEN,
+            "agent_port": lab.port,
+            "wait": False,
+        },
+        capsys,
+    )
+    assert result["hosts"]["worker-0"]["answered"] is True
+
+
+def test_without_the_environment_the_ports_are_the_agent_and_kubelet_ones(monkeypatch):
+    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", raising=False)
+    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_KUBELET_PORT", raising=False)
+    with patch_module_args({"hosts": [{"name": "a", "address": "192.0.2.1"}], "token": TOKEN}):
+        module = agent_wait.AnsibleK8SModule(argument_spec=agent_wait.ARGUMENT_SPEC, check_k8s=False)
+    assert module.params["agent_port"] == 8090 and module.params["kubelet_port"] == 10250
+
+
+def test_a_port_in_the_environment_that_is_no_number_fails_clearly(capsys, monkeypatch):
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", "eighty")
+    result = run_main({"hosts": [{"name": "a", "address": "192.0.2.1"}], "token": TOKEN}, capsys)
+    assert result["failed"] is True and "agent_port" in result["msg"]
