@@ -3,14 +3,17 @@
 
 """Time helpers shared by the waiting modules: durations, deadlines, RFC 3339."""
 
+from __future__ import annotations
+
 import datetime
 import re
 import time
+from typing import Any, Callable
 
 _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s?)?\s*$")
 
 
-def parse_duration(value):
+def parse_duration(value: Any) -> int:
     """Seconds in ``value``: an int, or text like ``90``, ``90s``, ``15m``, ``24h``, ``1d12h``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < 0:
@@ -23,11 +26,12 @@ def parse_duration(value):
     return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
-def utcnow():
+def utcnow() -> datetime.datetime:
+    """The current time, aware, in UTC."""
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def parse_rfc3339(text):
+def parse_rfc3339(text: str | None) -> datetime.datetime | None:
     """Parse an RFC 3339 timestamp (``Z`` or an offset, optional fraction) into an aware datetime."""
     if not text:
         return None
@@ -40,41 +44,44 @@ def parse_rfc3339(text):
     return datetime.datetime.strptime("%sT%s.%s%s" % (day, clock, micro, zone), "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
-def as_utc(value):
+def as_utc(value: Any) -> datetime.datetime | None:
     """An aware UTC datetime from a datetime (naive means UTC) or an RFC 3339 text; None for None or ""."""
-    if isinstance(value, datetime.datetime):
-        moment = value
-    else:
-        moment = parse_rfc3339(value if value is None else "%s" % value)
-        if moment is None:
-            return None
+    moment = value if isinstance(value, datetime.datetime) else parse_rfc3339(None if value is None else "%s" % value)
+    if moment is None:
+        return None
     if moment.tzinfo is None:
         return moment.replace(tzinfo=datetime.timezone.utc)
     return moment.astimezone(datetime.timezone.utc)
 
 
-def format_rfc3339(moment):
+def format_rfc3339(moment: datetime.datetime) -> str:
+    """``moment`` as RFC 3339 text in UTC, to the second (``2024-05-01T12:00:00Z``)."""
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Deadline:
     """A monotonic deadline; ``sleep`` never sleeps past it."""
 
-    def __init__(self, seconds, clock=time.monotonic, sleeper=time.sleep):
+    def __init__(
+        self,
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleeper: Callable[[float], Any] = time.sleep,
+    ) -> None:
         self._clock = clock
         self._sleep = sleeper
         self.started = clock()
         self.seconds = seconds
         self.expires = self.started + seconds
 
-    def remaining(self):
+    def remaining(self) -> float:
         return max(0.0, self.expires - self._clock())
 
-    def expired(self):
+    def expired(self) -> bool:
         return self._clock() >= self.expires
 
-    def elapsed(self):
+    def elapsed(self) -> float:
         return self._clock() - self.started
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> None:
         self._sleep(max(0.0, min(seconds, self.remaining())))
