@@ -4,9 +4,9 @@
 """Poll the agents (assisted-service) of new hosts and drive the wait.
 
 The agent API of a booted host is plain HTTP on ``<address>:8090`` under ``/api/assisted-install/v2``. The
-token goes in the header its release reads (``_agent_token``): ``Authorization`` on 4.17, ``Watcher-Authorization``
+token goes in the header its release reads (``token``): ``Authorization`` on 4.17, ``Watcher-Authorization``
 from 4.18 (openshift/installer pkg/agent/rest.go@3075c3231aef1a206c4ce065b74b61187ecf6229 and
-@013f25cacd773a040b1b2f40ff7d211314bbb8b0). When an agent refuses it (``_agent_token.is_refusal``) the same
+@013f25cacd773a040b1b2f40ff7d211314bbb8b0). When an agent refuses it (``token.is_refusal``) the same
 request is sent once more in the other header; the header that worked is kept for that host and tried first
 for the hosts not settled yet.
 
@@ -16,9 +16,12 @@ poll where the other header is tried. When the agent does not answer, one TLS ha
 takes the place of the second request.
 
 Only the standard library is used (http.client, ssl), so the module needs no extra Python package for this
-part. Decisions live in ``_agent_progress``.
+part. Decisions live in ``progress``.
 """
 
+from __future__ import annotations
+
+import datetime
 import http.client
 import json
 import socket
@@ -26,17 +29,17 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 from urllib.parse import quote, urlencode
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline, utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.answers import find_host, newest_event
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.progress import (
     KUBELET_HANDSHAKE,
     KUBELET_INTERNAL_ERROR,
     HostProgress,
     Observation,
-    find_host,
-    newest_event,
     round_verdict,
     timeout_message,
 )
@@ -54,14 +57,14 @@ MAX_WORKERS = 32
 class AgentRequestError(Day2Error):
     """A request to an agent failed. ``kind`` is one of the Observation kinds."""
 
-    def __init__(self, kind, detail, status=None):
+    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.status = status
 
 
-def describe_connection_error(error, timeout):
+def describe_connection_error(error: BaseException, timeout: float) -> str:
     if isinstance(error, ConnectionRefusedError):
         return "connection refused"
     if isinstance(error, ConnectionResetError):
@@ -73,7 +76,7 @@ def describe_connection_error(error, timeout):
     return "%s: %s" % (type(error).__name__, error)
 
 
-def _error_text(body):
+def _error_text(body: bytes) -> str:
     """The message of an assisted-service error body (``infra_error.message`` or ``error.reason``)."""
     try:
         data = json.loads(body)
@@ -87,17 +90,17 @@ def _error_text(body):
 class AuthChoice:
     """The token and the header to send it in first, shared by the hosts of one run (thread-safe)."""
 
-    def __init__(self, token, first_header=None):
+    def __init__(self, token: AgentToken | str, first_header: str | None = None) -> None:
         self.token = token if isinstance(token, AgentToken) else AgentToken(token)
         self.first = first_header or self.token.header()
-        self.accepted = None  # the header an agent accepted last
+        self.accepted: str | None = None  # the header an agent accepted last
         self._lock = threading.Lock()
 
-    def preferred(self):
+    def preferred(self) -> str:
         with self._lock:
             return self.accepted or self.first
 
-    def accept(self, header):
+    def accept(self, header: str) -> None:
         with self._lock:
             self.accepted = header
 
@@ -105,21 +108,21 @@ class AuthChoice:
 class AgentClient:
     """GET requests to one host's agent; ``requests`` counts every attempt, ``header`` is the one it accepted."""
 
-    def __init__(self, address, port, auth, timeout):
+    def __init__(self, address: str, port: int, auth: AuthChoice | AgentToken | str, timeout: float) -> None:
         self.address = address
         self.port = port
         self.timeout = timeout
         self.auth = auth if isinstance(auth, AuthChoice) else AuthChoice(auth)
-        self.header = None
-        self.recovered = None  # the refusal in the first header when the other one then worked
+        self.header: str | None = None
+        self.recovered: dict[str, Any] | None = None  # the refusal in the first header when the other one worked
         self.requests = 0
         self._may_switch = True
 
-    def begin_poll(self):
+    def begin_poll(self) -> None:
         """Allow one try of the other header in this poll (this bounds the requests per poll)."""
         self._may_switch = True
 
-    def _send(self, url, header):
+    def _send(self, url: str, header: str) -> tuple[int, bytes]:
         connection = http.client.HTTPConnection(self.address, self.port, timeout=self.timeout)
         self.requests += 1
         try:
@@ -131,7 +134,7 @@ class AgentClient:
         finally:
             connection.close()
 
-    def get(self, path, query=None):
+    def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
         url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
         header = self.header or self.auth.preferred()
         status, body = self._send(url, header)
@@ -160,7 +163,7 @@ class AgentClient:
         except ValueError:
             raise AgentRequestError("http_error", "GET %s answered 200 with a body that is not JSON" % path, status)
 
-    def _refusal(self, path, attempts):
+    def _refusal(self, path: str, attempts: list[tuple[str, int, str]]) -> str:
         """The refusal in every header tried, the token (never its value) and what to do."""
         tried = "; ".join(
             "in %s: HTTP %d on GET %s: %s" % (header, status, path, text or "(no message)")
@@ -172,18 +175,18 @@ class AgentClient:
             refusal_advice(self.auth.token, [text for _h, _s, text in attempts]),
         )
 
-    def list_clusters(self):
+    def list_clusters(self) -> Any:
         return self.get("/clusters", {"with_hosts": "true"})
 
-    def get_cluster(self, cluster_id):
+    def get_cluster(self, cluster_id: str) -> Any:
         return self.get("/clusters/%s" % quote(str(cluster_id), safe=""))
 
-    def list_events(self, infra_env_id=None, cluster_id=None):
+    def list_events(self, infra_env_id: str | None = None, cluster_id: str | None = None) -> Any:
         query = {"infra_env_id": infra_env_id} if infra_env_id else {"cluster_id": cluster_id}
         return self.get("/events", query)
 
 
-def kubelet_state(address, port, timeout):
+def kubelet_state(address: str, port: int, timeout: float) -> str | None:
     """How ``address:port`` answers a TLS handshake: ``handshake``, ``internal_error`` or None.
 
     Upstream's add-nodes monitor counts a kubelet as running when its handshake fails with the alert
@@ -207,19 +210,21 @@ def kubelet_state(address, port, timeout):
 class HostPoller:
     """Polls one host; remembers the agent's ids so later polls ask for exactly this cluster."""
 
-    def __init__(self, client, name, mac_address=None, kubelet_port=10250):
+    def __init__(
+        self, client: AgentClient, name: str, mac_address: str | None = None, kubelet_port: int = 10250
+    ) -> None:
         self.client = client
         self.name = name
         self.mac_address = mac_address
         self.kubelet_port = kubelet_port
         self.kubelet_probes = 0
-        self.cluster_id = None
+        self.cluster_id: str | None = None
 
     @property
-    def requests(self):
+    def requests(self) -> int:
         return self.client.requests + self.kubelet_probes
 
-    def poll(self):
+    def poll(self) -> Observation:
         """One poll: at most two requests (or one request and one TLS handshake), three when the header changes."""
         self.client.begin_poll()
         try:
@@ -234,7 +239,7 @@ class HostPoller:
                 kubelet = kubelet_state(self.client.address, self.kubelet_port, self.client.timeout)
             return Observation(error.kind, error.detail, kubelet=kubelet)
         event = None
-        if host and not complete:
+        if cluster and host and not complete:
             try:
                 events = self.client.list_events(host.get("infra_env_id"), cluster.get("id"))
                 event = newest_event(events if isinstance(events, list) else [], host.get("id"))
@@ -247,7 +252,7 @@ class HostPoller:
             "answered", cluster=cluster, host=host, event=event, header=self.client.header, recovered=recovered
         )
 
-    def _cluster_and_host(self):
+    def _cluster_and_host(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:
         """``(cluster, host, budget_spent)``; budget_spent when two requests were needed."""
         if self.cluster_id:
             cluster = self.client.get_cluster(self.cluster_id)
@@ -269,16 +274,16 @@ class AgentWatch:
 
     def __init__(
         self,
-        hosts,
-        token,
-        agent_port=8090,
-        kubelet_port=10250,
-        request_timeout=5,
-        first_header=None,
-        clock=time.monotonic,
-        sleeper=time.sleep,
-        now=utcnow,
-    ):
+        hosts: list[dict[str, Any]],
+        token: AgentToken | str,
+        agent_port: int = 8090,
+        kubelet_port: int = 10250,
+        request_timeout: float = 5,
+        first_header: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleeper: Callable[[float], None] = time.sleep,
+        now: Callable[[], datetime.datetime] = utcnow,
+    ) -> None:
         self.progress = [HostProgress(h["name"], h["address"], agent_port, h.get("mac_address")) for h in hosts]
         self.auth = AuthChoice(token, first_header)
         self._pollers = {
@@ -294,13 +299,15 @@ class AgentWatch:
         self._sleep = sleeper
         self._now = now
         self.polls = 0
-        self.started = None
+        self.started: float | None = None
 
     @property
-    def requests(self):
+    def requests(self) -> int:
         return sum(poller.requests for poller in self._pollers.values())
 
-    def run(self, until, wait=True, wait_timeout=3600, wait_sleep=5, grace_seconds=600):
+    def run(
+        self, until: str, wait: bool = True, wait_timeout: int = 3600, wait_sleep: int = 5, grace_seconds: int = 600
+    ) -> tuple[str | None, dict[str, Any]]:
         """Return ``(failure message or None, result)``. ``wait=False`` polls once."""
         deadline = Deadline(wait_timeout, self._clock, self._sleep)
         self.started = deadline.started
@@ -318,18 +325,18 @@ class AgentWatch:
                 # Rounds start on a fixed cadence, so slow answers do not stretch the interval.
                 deadline.sleep(deadline.started + self.polls * wait_sleep - self._clock())
 
-    def _poll_round(self, pool, polled):
+    def _poll_round(self, pool: ThreadPoolExecutor, polled: list[HostProgress]) -> None:
         self.polls += 1
         futures = [(p, pool.submit(self._poll_one, p)) for p in polled]
         for progress, future in futures:
             observation, seen_at = future.result()
             progress.observe(observation, seen_at)
 
-    def _poll_one(self, progress):
+    def _poll_one(self, progress: HostProgress) -> tuple[Observation, datetime.datetime]:
         observation = self._pollers[progress.name].poll()
         return observation, self._now()
 
-    def result(self, until):
+    def result(self, until: str) -> dict[str, Any]:
         return {
             "hosts": {p.name: p.result(until) for p in self.progress},
             "duration": round(self._clock() - self.started, 1) if self.started is not None else 0.0,

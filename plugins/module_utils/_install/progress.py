@@ -3,7 +3,7 @@
 
 """Interpret what the agents of new hosts report; decide progress, success and failure.
 
-Pure code: no network, no clock of its own. The caller (``_agent_client``) polls
+Pure code: no network, no clock of its own. The caller (``client``) polls
 every host, turns each poll into an :class:`Observation` and hands it to the
 host's :class:`HostProgress` with the time of the poll. The field names are the
 assisted-service ones (``cluster``/``host``/``event`` definitions of its swagger):
@@ -11,12 +11,16 @@ assisted-service ones (``cluster``/``host``/``event`` definitions of its swagger
 ``host.progress.installation_percentage``, ``host.validations_info`` (a JSON
 string ``{category: [{id, status, message}]}``), ``cluster.status``,
 ``event.message``, ``event.event_time``. Which stage and status reaches which ``until`` is in
-``_agent_states``.
+``states``.
 """
 
-import json
+from __future__ import annotations
+
+import datetime
+from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.answers import failing_validations
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.states import (
     FAILED_CLUSTER_STATUSES,
     FAILED_STAGE,
@@ -29,7 +33,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.stat
     target_level,
 )
 
-# How the kubelet port answered a probe; either means the installed system runs (see _agent_client).
+# How the kubelet port answered a probe; either means the installed system runs (see client.kubelet_state).
 KUBELET_HANDSHAKE = "handshake"
 KUBELET_INTERNAL_ERROR = "internal_error"
 _KUBELET_TEXT = {
@@ -62,8 +66,16 @@ class Observation:
     """
 
     def __init__(
-        self, kind, detail=None, cluster=None, host=None, event=None, kubelet=None, header=None, recovered=None
-    ):
+        self,
+        kind: str,
+        detail: str | None = None,
+        cluster: dict[str, Any] | None = None,
+        host: dict[str, Any] | None = None,
+        event: dict[str, Any] | None = None,
+        kubelet: str | None = None,
+        header: str | None = None,
+        recovered: dict[str, Any] | None = None,
+    ) -> None:
         self.kind = kind
         self.recovered = recovered
         self.detail = detail
@@ -74,112 +86,39 @@ class Observation:
         self.header = header
 
 
-def find_host(clusters, name, mac_address=None):
-    """Return ``(cluster, host)`` for the host called ``name`` in an agent's cluster list.
-
-    In the add-nodes flow every node runs its own assisted-service with one cluster
-    that holds only that node, so a cluster with a single host is taken even when
-    the names differ (the hostname may not be set yet while discovering). A host
-    matches by MAC address in its inventory, ``requested_hostname`` or inventory
-    hostname. A cluster without ``hosts`` (the list was served without them) is
-    returned with ``host`` None so the caller can fetch it.
-    """
-    clusters = [c for c in (clusters or []) if isinstance(c, dict)]
-    for cluster in clusters:
-        for host in cluster.get("hosts") or []:
-            if _host_matches(host, name, mac_address):
-                return cluster, host
-    for cluster in clusters:
-        hosts = cluster.get("hosts") or []
-        if len(hosts) == 1:
-            return cluster, hosts[0]
-    for cluster in clusters:
-        if "hosts" not in cluster:
-            return cluster, None
-    return (clusters[0], None) if clusters else (None, None)
-
-
-def _host_matches(host, name, mac_address):
-    inventory = _json_object(host.get("inventory"))
-    if mac_address:
-        wanted = mac_address.lower()
-        for interface in inventory.get("interfaces") or []:
-            if str(interface.get("mac_address") or "").lower() == wanted:
-                return True
-    return name in (host.get("requested_hostname"), inventory.get("hostname"))
-
-
-def _json_object(text):
-    """The agent sends several fields as JSON strings; an unreadable one counts as empty."""
-    if isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text) if text else {}
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def failing_validations(validations_info):
-    """``{id: message}`` of the validations in status ``failure``, in the agent's order."""
-    failing = {}
-    for results in _json_object(validations_info).values():
-        for result in results if isinstance(results, list) else []:
-            if isinstance(result, dict) and result.get("status") == "failure":
-                failing[str(result.get("id"))] = result.get("message") or ""
-    return failing
-
-
-def newest_event(events, host_id=None):
-    """The newest event of a list (by ``event_time``; the later one in the list on a tie).
-
-    Events of other hosts are skipped; events without ``host_id`` (cluster or
-    infra-env events) are kept.
-    """
-    newest = None
-    for event in events or []:
-        if not isinstance(event, dict):
-            continue
-        if host_id and event.get("host_id") not in (None, "", host_id):
-            continue
-        if newest is None or str(event.get("event_time") or "") >= str(newest.get("event_time") or ""):
-            newest = event
-    return newest
-
-
 class HostProgress:
     """Everything known about one host across polls."""
 
-    def __init__(self, name, address, agent_port, mac_address=None):
+    def __init__(self, name: str, address: str, agent_port: int, mac_address: str | None = None) -> None:
         self.name = name
         self.address = address
         self.agent_port = agent_port
         self.mac_address = mac_address
-        self.status = None
-        self.status_info = None
-        self.stage = None
-        self.percentage = None
-        self.cluster_status = None
-        self.cluster_status_info = None
-        self.last_event = None
-        self.failing = {}  # validation id -> {"message": ..., "since": datetime}
-        self.timeline = []
-        self.unreachable_since = None
-        self.unreachable_reason = None
-        self.agent_error = None
-        self.rejected = None
-        self.auth_header = None
-        self.auth_refused = None  # the refusal the other header recovered from
-        self.kubelet = None
-        self.last_answer = None  # when the agent (in the live ISO) last answered
-        self.rebooted_after = None  # the last time the live ISO was seen before the reboot
+        self.status: str | None = None
+        self.status_info: str | None = None
+        self.stage: str | None = None
+        self.percentage: int | None = None
+        self.cluster_status: str | None = None
+        self.cluster_status_info: str | None = None
+        self.last_event: str | None = None
+        self.failing: dict[str, dict[str, Any]] = {}  # validation id -> {"message": ..., "since": datetime}
+        self.timeline: list[dict[str, Any]] = []
+        self.unreachable_since: datetime.datetime | None = None
+        self.unreachable_reason: str | None = None
+        self.agent_error: str | None = None
+        self.rejected: str | None = None
+        self.auth_header: str | None = None
+        self.auth_refused: dict[str, Any] | None = None  # the refusal the other header recovered from
+        self.kubelet: str | None = None
+        self.last_answer: datetime.datetime | None = None  # when the agent (in the live ISO) last answered
+        self.rebooted_after: datetime.datetime | None = None  # the live ISO's last sign before the reboot
         self.answered = False
         self.level = 0
-        self._last_key = None
+        self._last_key: tuple[Any, ...] | None = None
 
     # -- observing ---------------------------------------------------------------------
 
-    def observe(self, seen, now):
+    def observe(self, seen: Observation, now: datetime.datetime) -> None:
         """Fold one poll (an Observation) taken at ``now`` (aware datetime) into the state."""
         note = None
         if seen.kind == "unreachable":
@@ -214,7 +153,7 @@ class HostProgress:
                     )
         self._record(note, now)
 
-    def _observe_unreachable(self, seen, now):
+    def _observe_unreachable(self, seen: Observation, now: datetime.datetime) -> str:
         if self.unreachable_since is None:
             self.unreachable_since = now
         self.unreachable_reason = seen.detail
@@ -233,7 +172,7 @@ class HostProgress:
             return "the agent is gone and %s: the host rebooted from its disk" % how
         return "the agent does not answer and %s: the host already rebooted from its disk" % how
 
-    def _observe_answer(self, seen, now):
+    def _observe_answer(self, seen: Observation, now: datetime.datetime) -> None:
         cluster = seen.cluster or {}
         if cluster:
             self.cluster_status = cluster.get("status")
@@ -253,14 +192,14 @@ class HostProgress:
         if seen.event:
             self.last_event = seen.event.get("message")
 
-    def _track_validations(self, failing, now):
+    def _track_validations(self, failing: dict[str, str], now: datetime.datetime) -> None:
         # A validation keeps the time it was first seen failing until it passes again.
         self.failing = {
             vid: {"message": message, "since": self.failing.get(vid, {}).get("since") or now}
             for vid, message in failing.items()
         }
 
-    def _record(self, note, now):
+    def _record(self, note: str | None, now: datetime.datetime) -> None:
         key = (self.status, self.stage, self.percentage, note)
         if key == self._last_key:
             return
@@ -277,14 +216,14 @@ class HostProgress:
 
     # -- deciding ----------------------------------------------------------------------
 
-    def reached(self, until):
+    def reached(self, until: str) -> bool:
         return self.level >= target_level(until)
 
-    def phase(self):
+    def phase(self) -> str:
         """The furthest target reached, or ``waiting``."""
         return TARGETS[self.level - 1] if self.level else "waiting"
 
-    def failure(self, grace_seconds, now, until="rebooted"):
+    def failure(self, grace_seconds: int, now: datetime.datetime, until: str = "rebooted") -> str | None:
         """Why this host cannot get further (a message), or None. Checked after each poll of it.
 
         A failing validation only matters for a host that has neither reached ``until``
@@ -326,7 +265,7 @@ class HostProgress:
             return self._validation_failure(where, grace_seconds, now)
         return None
 
-    def _validation_failure(self, where, grace_seconds, now):
+    def _validation_failure(self, where: str, grace_seconds: int, now: datetime.datetime) -> str | None:
         expired = [
             (failure["since"], vid, failure["message"])
             for vid, failure in self.failing.items()
@@ -351,17 +290,17 @@ class HostProgress:
             )
         )
 
-    def _stage_text(self):
+    def _stage_text(self) -> str:
         if not self.stage:
             return ""
         if self.percentage is None:
             return " at stage %s" % self.stage
         return " at stage %s (%s%%)" % (self.stage, self.percentage)
 
-    def _event_text(self):
+    def _event_text(self) -> str:
         return "; last agent event: %s" % self.last_event if self.last_event else ""
 
-    def describe(self):
+    def describe(self) -> str:
         """One line for a timeout message: where this host is."""
         if not self.answered:
             last = " (last attempt: %s)" % self.unreachable_reason if self.unreachable_reason else ""
@@ -383,7 +322,7 @@ class HostProgress:
             parts.append("last event: %s" % self.last_event)
         return "; ".join(parts)
 
-    def result(self, until):
+    def result(self, until: str) -> dict[str, Any]:
         """The per-host entry of the module result."""
         return {
             "address": self.address,
@@ -409,14 +348,15 @@ class HostProgress:
         }
 
 
-def round_verdict(progress, polled, until, grace_seconds, now):
+def round_verdict(
+    progress: list[HostProgress], polled: list[HostProgress], until: str, grace_seconds: int, now: datetime.datetime
+) -> tuple[str, str | None]:
     """After a poll round: ``("failed", message)``, ``("done", None)`` or ``("waiting", None)``.
 
     Failures are judged on the hosts ``polled`` in this round; a host that reached
     ``until`` earlier is no longer polled and keeps its result.
     """
-    failures = [p.failure(grace_seconds, now, until) for p in polled]
-    failures = [message for message in failures if message]
+    failures = [message for message in (p.failure(grace_seconds, now, until) for p in polled) if message]
     if failures:
         return "failed", " | ".join(failures)
     if all(p.reached(until) for p in progress):
@@ -424,7 +364,7 @@ def round_verdict(progress, polled, until, grace_seconds, now):
     return "waiting", None
 
 
-def timeout_message(progress, until, seconds):
+def timeout_message(progress: list[HostProgress], until: str, seconds: int) -> str:
     late = [p for p in progress if not p.reached(until)]
     return "timed out after %d s waiting for %d of %d host(s) to reach %s: %s" % (
         seconds,

@@ -2,14 +2,14 @@
 
 """The token's header against fake agents of each release: the other header tried once, kept, and reported.
 
-The fake agents of test_agent_client answer as assisted-service's agent-local auth does: 4.17 reads the token
+The fake agents of agent_fakes answer as assisted-service's agent-local auth does: 4.17 reads the token
 from ``Authorization`` only (``Watcher-Authorization`` is no scheme there: 401 "unauthenticated for invalid
 credentials"); 4.18+ reads the watcher token from ``Watcher-Authorization`` and refuses another persona with 403.
 """
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
     API,
     TO_REBOOT,
     UNAUTHENTICATED,

@@ -1,14 +1,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Table tests of the pure agent progress logic.
-
-The first part builds agent JSON in the shapes of the assisted-service swagger
-(definitions cluster, host, event); test_agent_client.py serves the same JSON.
-"""
+"""Table tests of the pure agent progress logic, on agent JSON from ``agent_fakes``."""
 
 import datetime
-import json
-import uuid
 
 import pytest
 
@@ -17,93 +11,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.prog
     HostProgress,
     Observation,
 )
-
-CLUSTER_ID = "5e6bb4a4-4a35-4cfb-a9a3-7f2c52d1f0a1"
-INFRA_ENV_ID = "0b1b8c6e-1c5e-4a9e-9a39-3f4b0c0d1e2f"
-
-
-def host_id(name):
-    return str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-
-
-def validations(failing=(), passing=("has-min-cpu-cores",)):
-    """validations_info as the agent sends it: a JSON string grouped by category."""
-    info = {"hardware": [], "network": []}
-    for vid in passing:
-        info["hardware"].append({"id": vid, "status": "success", "message": "%s passed" % vid})
-    for vid, message in failing:
-        info["network"].append({"id": vid, "status": "failure", "message": message})
-    return json.dumps(info)
-
-
-def host(
-    name="worker-0",
-    status="discovering",
-    stage=None,
-    percentage=None,
-    status_info=None,
-    failing=(),
-    mac="52:54:00:00:00:20",
-    hostname=None,
-):
-    entry = {
-        "kind": "AddToExistingClusterHost",
-        "id": host_id(name),
-        "href": "/api/assisted-install/v2/infra-envs/%s/hosts/%s" % (INFRA_ENV_ID, host_id(name)),
-        "cluster_id": CLUSTER_ID,
-        "infra_env_id": INFRA_ENV_ID,
-        "status": status,
-        "status_info": status_info if status_info is not None else "Host is %s" % status,
-        "validations_info": validations(failing),
-        "inventory": json.dumps(
-            {
-                "hostname": hostname or name,
-                "interfaces": [{"name": "eth0", "mac_address": mac}],
-            }
-        ),
-        "role": "worker",
-        "progress": {},
-    }
-    if stage:
-        entry["progress"] = {
-            "current_stage": stage,
-            "installation_percentage": percentage,
-            "stage_started_at": "2025-01-20T10:00:00.000Z",
-        }
-    return entry
-
-
-def cluster(hosts, status="adding-hosts", status_info="cluster is adding hosts to existing OCP cluster"):
-    return {
-        "kind": "AddHostsCluster",
-        "id": CLUSTER_ID,
-        "href": "/api/assisted-install/v2/clusters/%s" % CLUSTER_ID,
-        "name": "lab",
-        "image_info": {},
-        "status": status,
-        "status_info": status_info,
-        "hosts": hosts,
-    }
-
-
-def event(message, when, host_name=None):
-    entry = {
-        "name": "host_status_updated",
-        "cluster_id": CLUSTER_ID,
-        "infra_env_id": INFRA_ENV_ID,
-        "severity": "info",
-        "category": "user",
-        "message": message,
-        "event_time": when,
-    }
-    if host_name:
-        entry["host_id"] = host_id(host_name)
-    return entry
-
-
-# -- pure logic --------------------------------------------------------------------------
-
-T0 = datetime.datetime(2025, 1, 20, 10, 0, 0, tzinfo=datetime.timezone.utc)
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
+    T0,
+    cluster,
+    host,
+)
 
 
 def at(seconds):
@@ -153,86 +65,6 @@ def test_agent_answering_without_the_host_is_not_discovered():
     p.observe(Observation("answered", cluster=cluster([])), T0)
     assert p.answered and not p.reached("discovered")
     assert p.describe().startswith("worker-0: reached waiting")
-
-
-@pytest.mark.parametrize(
-    "clusters, name, mac, expected_host",
-    [
-        (
-            [cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
-            "zzz",
-            "52:54:00:00:00:02",
-            "b",
-        ),
-        (
-            [cluster([host("a", mac="52:54:00:00:00:01"), host("b", mac="52:54:00:00:00:02")])],
-            "zzz",
-            "52:54:00:00:00:0A",
-            None,
-        ),
-        ([cluster([host("a"), host("b", mac="52:54:00:00:00:09")])], "b", None, "b"),
-        ([cluster([host("a", hostname="localhost")])], "other", None, "a"),
-        ([cluster([])], "a", None, None),
-        ([], "a", None, None),
-    ],
-)
-def test_find_host(clusters, name, mac, expected_host):
-    found_cluster, found_host = ap.find_host(clusters, name, mac)
-    if expected_host is None:
-        assert found_host is None
-    else:
-        assert found_host["id"] == host_id(expected_host)
-        assert found_cluster["id"] == CLUSTER_ID
-
-
-def test_find_host_by_requested_hostname():
-    entry = host("x", hostname="localhost")
-    entry["requested_hostname"] = "worker-7"
-    pair = ap.find_host([cluster([host("y"), entry])], "worker-7")
-    assert pair[1] is entry
-
-
-def test_find_host_returns_a_cluster_listed_without_hosts():
-    bare = cluster([])
-    del bare["hosts"]
-    assert ap.find_host([bare], "a") == (bare, None)
-
-
-@pytest.mark.parametrize(
-    "info, expected",
-    [
-        (
-            validations([("ntp-synced", "Host couldn't synchronize with any NTP server")]),
-            {"ntp-synced": "Host couldn't synchronize with any NTP server"},
-        ),
-        (validations(), {}),
-        ('{"network": [{"id": "x", "status": "pending", "message": "m"}, {"id": "y", "status": "error"}]}', {}),
-        ("", {}),
-        (None, {}),
-        ("not json", {}),
-        ("[1, 2]", {}),
-    ],
-)
-def test_failing_validations(info, expected):
-    assert ap.failing_validations(info) == expected
-
-
-def test_newest_event_by_time_skipping_other_hosts():
-    events = [
-        event("old", "2025-01-20T10:00:01Z", "worker-0"),
-        event("other host, newest", "2025-01-20T10:00:09Z", "worker-1"),
-        event("cluster level", "2025-01-20T10:00:03Z"),
-        event("newest of ours", "2025-01-20T10:00:05Z", "worker-0"),
-        event("older again", "2025-01-20T10:00:02Z", "worker-0"),
-    ]
-    assert ap.newest_event(events, host_id("worker-0"))["message"] == "newest of ours"
-    assert ap.newest_event(events)["message"] == "other host, newest"
-    assert ap.newest_event([]) is None
-
-
-def test_newest_event_tie_takes_the_later_in_the_list():
-    events = [event("first", "2025-01-20T10:00:01Z"), event("second", "2025-01-20T10:00:01Z")]
-    assert ap.newest_event(events)["message"] == "second"
 
 
 def test_timeline_appends_only_on_change_and_keeps_write_percentages():

@@ -86,7 +86,7 @@ def test_expiry_is_the_earliest_exp():
 
 
 def test_missing_secret_and_empty_secret_say_what_to_do():
-    with pytest.raises(tok.AgentTokenError, match="does not exist.*build the ISO first"):
+    with pytest.raises(tok.AgentTokenError, match=r"does not exist.*build the ISO first"):
         tok.watch_token(None)
     broken = {"data": {"agentAuthToken": "%%%", "authTokenPublicKey": "eA=="}}
     with pytest.raises(tok.AgentTokenError, match="keys: agentAuthToken, authTokenPublicKey"):

@@ -13,7 +13,7 @@ from kubernetes.dynamic.exceptions import ForbiddenError, NotFoundError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install import wait
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentTokenError
-from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
     TO_REBOOT,
     TOKEN,
     USER,

@@ -8,7 +8,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait
-from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_client import (
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
     TO_REBOOT,
     TOKEN,
     USER,
