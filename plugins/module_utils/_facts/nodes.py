@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.objects import condition_true
+
 ROLE_PREFIX = "node-role.kubernetes.io/"
 # node-joiner takes the architecture of the first Node labelled master (the control-plane label is not read) --
 # openshift/installer pkg/asset/agent/joiner/clusterinfo.go@ead4c47ae829a90629f8c39693ed0bf61e24412f.
 MASTER_LABEL = ROLE_PREFIX + "master"
 CONTROL_PLANE_ROLES = ("master", "control-plane")
-
-
-def _condition(node: dict[str, Any], kind: str) -> dict[str, Any]:
-    for condition in ((node.get("status") or {}).get("conditions")) or []:
-        if isinstance(condition, dict) and condition.get("type") == kind:
-            return condition
-    return {}
 
 
 def node_summary(node: dict[str, Any]) -> dict[str, Any]:
@@ -37,15 +32,25 @@ def node_summary(node: dict[str, Any]) -> dict[str, Any]:
         ],
         "hostname": next((a.get("address") for a in addresses if a.get("type") == "Hostname"), None),
         "architecture": (status.get("nodeInfo") or {}).get("architecture"),
-        "ready": _condition(node, "Ready").get("status") == "True",
+        "ready": condition_true(node, "Ready"),
         "created": metadata.get("creationTimestamp"),
         "master": MASTER_LABEL in labels,
     }
 
 
+def _master_architectures(summaries: list[dict[str, Any]]) -> list[str]:
+    return [summary["architecture"] for summary in summaries if summary.get("master") and summary.get("architecture")]
+
+
 def master_architecture(summaries: list[dict[str, Any]]) -> str | None:
-    """The architecture of the first master-labelled Node (what node-joiner builds for), or None."""
-    for summary in summaries:
-        if summary.get("master") and summary.get("architecture"):
-            return summary["architecture"]
-    return None
+    """The architecture of the first master-labelled Node (what node-joiner builds for), or None.
+
+    ``summaries`` are :func:`node_summary` results in the API's list order (node-joiner takes the first).
+    """
+    architectures = _master_architectures(summaries)
+    return architectures[0] if architectures else None
+
+
+def master_architectures(summaries: list[dict[str, Any]]) -> list[str]:
+    """Every architecture the master-labelled Nodes report, sorted; more than one is a mixed control plane."""
+    return sorted(set(_master_architectures(summaries)))

@@ -3,7 +3,7 @@
 
 """Whether node-joiner can add workers to a cluster, judged the way node-joiner judges it.
 
-Pure functions over the facts ``_cluster_facts`` built. Upstream sources (``repo path@commit``):
+Pure functions over the facts :mod:`_facts.cluster` built. Upstream sources (``repo path@commit``):
 
 * What node-joiner reads and which objects it cannot do without: ClusterVersion, Proxy, the pull secret, the
   Node list (a ``node-role.kubernetes.io/master`` Node's architecture) and Infrastructure (platform, API URL)
@@ -20,7 +20,13 @@ Pure functions over the facts ``_cluster_facts`` built. Upstream sources (``repo
   (``ValidateSupportedPlatforms``). The refusal texts below are node-joiner's own wording.
 """
 
+from __future__ import annotations
+
 import re
+from typing import Any
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import nodes
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import MASTER_LABEL
 
 MIN_VERSION = (4, 17)
 # Infrastructure spec.platformSpec.type -> the installer's platform name, for the platforms node-joiner accepts.
@@ -37,37 +43,32 @@ REFUSED_PLATFORMS = {
     "Nutanix": "nutanix",
 }
 NONE_ONLY_ARCHITECTURES = ("ppc64le", "s390x")
-MASTER_LABEL = "node-role.kubernetes.io/master"
 API_HOST = re.compile(r"^api\.([^.]+)\.(.+)$")
 
 
-def parse_version(text):
+def parse_version(text: str | None) -> tuple[int, int] | None:
+    """``(major, minor)`` of a version text such as ``4.18.3`` or ``v4.17.0-rc.1``, None when it is not one."""
     match = re.match(r"^v?(\d+)\.(\d+)", text or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def split_api_host(api_host):
+def split_api_host(api_host: str | None) -> tuple[str | None, str | None]:
     """``(name, base domain)`` from ``api.<name>.<base domain>``, or ``(None, None)``."""
     match = API_HOST.match(api_host or "")
-    return match.groups() if match else (None, None)
+    return (match.group(1), match.group(2)) if match else (None, None)
 
 
-def master_architecture(node_items):
-    """``(architecture of the first master-labelled Node, every architecture the master-labelled Nodes report)``.
+def master_architecture(node_items: list[Any] | None) -> tuple[str | None, list[str]]:
+    """``(architecture node-joiner builds for, every architecture the master Nodes report)`` of Node objects.
 
-    node-joiner takes the first Node of the list whose labels hold the key ``node-role.kubernetes.io/master``
-    (the ``control-plane`` label does not count).
+    node-joiner takes the first Node of the API's list that is labelled master (see :mod:`_facts.nodes`); more
+    than one architecture is a mixed control plane. Used by the facts and by the image step.
     """
-    arches = []
-    for item in node_items or []:
-        labels = ((item or {}).get("metadata") or {}).get("labels") or {}
-        arch = (((item or {}).get("status") or {}).get("nodeInfo") or {}).get("architecture")
-        if MASTER_LABEL in labels and arch:
-            arches.append(arch)
-    return (arches[0] if arches else None), sorted(set(arches))
+    summaries = [nodes.node_summary(item) for item in node_items or []]
+    return nodes.master_architecture(summaries), nodes.master_architectures(summaries)
 
 
-def platform_reasons(platform, architecture):
+def platform_reasons(platform: str | None, architecture: str | None) -> list[str]:
     """node-joiner's refusals of a platform (and of an architecture on it), in its words."""
     if not platform:
         return [
@@ -93,9 +94,11 @@ def platform_reasons(platform, architecture):
     return []
 
 
-def support_reasons(facts, objects, unreadable, needed):
+def support_reasons(
+    facts: dict[str, Any], objects: dict[str, Any], unreadable: dict[str, str], needed: dict[str, str]
+) -> list[str]:
     """Why node-joiner could not add workers to this cluster; ``needed`` maps object keys to descriptions."""
-    reasons = []
+    reasons: list[str] = []
     version = parse_version(facts["version"])
     if version is None:
         reasons.append(

@@ -15,8 +15,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluste
     REQUIRED,
     USUAL,
     build_facts,
-    pull_secret_registries,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.settings import pull_secret_registries
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import parse_version
 
 MARKER = "SECRET-MARKER-UNIT"
