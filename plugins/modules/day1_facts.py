@@ -100,7 +100,8 @@ ansible_facts:
           type: str
           sample: 1b7e7a38-0c0e-4a59-8a3f-5d5a4f2a6c11
         name:
-          description: Cluster name, from the API host C(api.<name>.<base domain>) (else install-config C(metadata.name)).
+          description:
+            Cluster name, from the API host C(api.<name>.<base domain>) (else install-config C(metadata.name)).
           type: str
           sample: mycluster
         base_domain:
@@ -132,7 +133,8 @@ ansible_facts:
           type: str
           sample: 4.18.3
         release_image:
-          description: Release payload pull spec (ClusterVersion C(status.desired.image), else C(status.history[0].image)).
+          description:
+            Release payload pull spec (ClusterVersion C(status.desired.image), else C(status.history[0].image)).
           type: str
           sample: quay.io/openshift-release-dev/ocp-release@sha256:0123...
         version_history:
@@ -318,7 +320,9 @@ ansible_facts:
               description: Counts and lists of degraded, unavailable and progressing operators (name, message).
               type: dict
             worker_pool:
-              description: MachineConfigPool C(worker) state (updated, updating, degraded, machine counts, message), or null when it does not exist.
+              description:
+                MachineConfigPool C(worker) state (updated, updating, degraded, machine counts, message),
+                or null when it does not exist.
               type: dict
         supported:
           description: Whether this cluster can take day-2 workers through node-joiner.
@@ -346,31 +350,19 @@ import copy
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
-    FactsError,
-    build_facts,
-    read_objects,
-)
-
-
-def gather(module):
-    reader = connect(module)[1]
-    objects, unreadable = read_objects(reader)
-    return build_facts(objects, unreadable), reader.calls
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import cluster
 
 
 def main():
     module = AnsibleK8SModule(argument_spec=copy.deepcopy(AUTH_ARG_SPEC), supports_check_mode=True)
     try:
-        facts, calls = gather(module)
-    except (ApiAccessError, FactsError, CoreException) as error:
-        module.fail_json(msg="day1_facts: %s" % error)
-    for warning in facts["warnings"]:
-        module.warn("day1_facts: %s" % warning)
-    module.exit_json(changed=False, ansible_facts={"day1_cluster": facts}, api_calls=calls)
+        result = cluster.gather(module)
+    except Day2Error as error:
+        fail(module, "day1_facts", error)
+    finish(module, result)
 
 
 if __name__ == "__main__":
