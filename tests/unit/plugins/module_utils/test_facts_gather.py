@@ -4,7 +4,7 @@
 import json
 
 import pytest
-from test_cluster_facts import b64, node, objects
+from facts_fixtures import b64, node, objects
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import cluster
