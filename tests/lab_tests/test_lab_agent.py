@@ -313,11 +313,13 @@ def handshake(lab, index=0):
     context = ssl.create_default_context(cafile=lab.ca)
     context.check_hostname = False
     try:
-        with socket.create_connection((host["ip"], lab.info["kubelet_port"]), timeout=5) as raw:
-            with context.wrap_socket(raw) as tls:
-                tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: kubelet\r\n\r\n")
-                answer = tls.recv(4096)
-                return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)), answer
+        with (
+            socket.create_connection((host["ip"], lab.info["kubelet_port"]), timeout=5) as raw,
+            context.wrap_socket(raw) as tls,
+        ):
+            tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: kubelet\r\n\r\n")
+            answer = tls.recv(4096)
+            return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)), answer
     except ssl.SSLError as exc:
         return exc.reason
 

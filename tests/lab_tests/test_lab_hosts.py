@@ -239,9 +239,11 @@ def test_the_install_walks_the_state_machine_then_the_kubelet_port_alerts(lab):
     assert refused("127.0.111.20", lab.info["agent_port"])
     context = ssl.create_default_context(cafile=lab.ca)
     context.check_hostname = False
-    with socket.create_connection(("127.0.111.20", lab.info["kubelet_port"]), timeout=5) as raw:
-        with pytest.raises(ssl.SSLError, match="TLSV1_ALERT_INTERNAL_ERROR"):
-            context.wrap_socket(raw)
+    with (
+        socket.create_connection(("127.0.111.20", lab.info["kubelet_port"]), timeout=5) as raw,
+        pytest.raises(ssl.SSLError, match="TLSV1_ALERT_INTERNAL_ERROR"),
+    ):
+        context.wrap_socket(raw)
 
 
 def test_events_and_clusters_by_id(lab):

@@ -97,7 +97,7 @@ def test_token_claims_are_encoded_with_sorted_keys():
         tokens, _public, _exp = authtoken.new_tokens(profile, NOW, "id-1")
         payload = tokens["agentAuthToken"].split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        assert list(claims)[0] == first and claims["exp"] == NOW + 48 * 3600
+        assert next(iter(claims)) == first and claims["exp"] == NOW + 48 * 3600
 
 
 def test_host_files():

@@ -5,6 +5,7 @@ import gzip
 import json
 import lzma
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -276,8 +277,8 @@ def test_aarch64_node_iso_keeps_boot_catalog_and_hides_it(cache, tmp_path):
     assert el_torito(node)[1] == ["UEFI"] and "boot.catalog" not in xorriso_ls(node, "/")
     shutil.rmtree(str(tmp_path / "tree"))
     os.makedirs(str(tmp_path / "tree" / "images"))
-    open(str(tmp_path / "tree" / "images" / "efiboot.img"), "wb").close()
-    with pytest.raises(nodeiso.NodeIsoError, match="missing boot.catalog file"):
+    (tmp_path / "tree" / "images" / "efiboot.img").write_bytes(b"")
+    with pytest.raises(nodeiso.NodeIsoError, match=re.escape("missing boot.catalog file")):
         nodeiso.create_iso(str(tmp_path / "x.iso"), str(tmp_path / "tree"), "x")
 
 
@@ -329,7 +330,7 @@ def test_area_without_config_is_an_error(base_iso, tmp_path):
     with open(dest, "r+b") as f:
         f.seek(offset)
         f.write(lzma.compress(iso.cpio_newc({"other.txt": b"x"}), check=lzma.CHECK_CRC32))
-    with pytest.raises(iso.IsoFormatError, match="no config.ign"):
+    with pytest.raises(iso.IsoFormatError, match=re.escape("no config.ign")):
         iso.read_embedded_ignition(dest)
 
 
@@ -402,7 +403,8 @@ def test_pxe_arch_specifics(cache, tmp_path):
     with open(os.path.join(out, "node.s390x-initrd.addrsize"), "rb") as f:
         addrsize = f.read()
     assert int.from_bytes(addrsize[8:], "big") == os.path.getsize(os.path.join(out, "node.s390x-initrd.img"))
-    ins = open(os.path.join(out, "node.s390x-generic.ins")).read()
+    with open(os.path.join(out, "node.s390x-generic.ins"), encoding="utf-8") as handle:
+        ins = handle.read()
     assert "node.s390x-vmlinuz" in ins and "node.s390x-initrd.img" in ins and "node.s390x-initrd.addrsize" in ins
 
 

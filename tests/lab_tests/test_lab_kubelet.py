@@ -110,7 +110,8 @@ def test_approval_brings_a_certificate_the_node_the_serving_csr_and_ready(klab):
         lambda: klab.api("GET", f"{CSRS}/{client['metadata']['name']}").json()["status"].get("certificate"),
     )
     certificate = x509.load_pem_x509_certificate(base64.b64decode(issued))
-    ca = x509.load_pem_x509_certificate(open(klab.ca, "rb").read())
+    with open(klab.ca, "rb") as handle:
+        ca = x509.load_pem_x509_certificate(handle.read())
     certificate.verify_directly_issued_by(ca)
     assert certificate.subject.rfc4514_string() == "CN=system:node:extra-worker-1,O=system:nodes"
     assert certificate.public_key().public_numbers() == request_of(client).public_key().public_numbers()

@@ -262,7 +262,7 @@ def test_failing_secret_write(tmp_path, iso_cache):
     async def put(secret):
         raise RuntimeError('secrets is forbidden: User "system:serviceaccount:x:node-joiner" cannot create')
 
-    run, assets, secrets = make_run(tmp_path, iso_cache)
+    run, assets, _secrets = make_run(tmp_path, iso_cache)
     run.put_secret = put
     assert execute(run) == 1
     report = read_report(assets)

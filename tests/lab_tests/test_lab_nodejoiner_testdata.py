@@ -7,6 +7,7 @@ status only through the status subresource).
 
 import json
 import os
+import re
 
 import pytest
 import yaml
@@ -195,6 +196,6 @@ def test_kinds_without_a_crd_are_not_found():
     source = clusterinfo.ObjectsSource(seeds.load_seed(VARIANT), seeds.served_resources(VARIANT))
     with pytest.raises(clusterinfo.NotFound, match="the server could not find the requested resource"):
         source.get("config.openshift.io/v1", "Network", "cluster")
-    with pytest.raises(clusterinfo.NotFound, match="imagecontentsourcepolicies.operator.openshift.io"):
+    with pytest.raises(clusterinfo.NotFound, match=re.escape("imagecontentsourcepolicies.operator.openshift.io")):
         source.list("operator.openshift.io/v1alpha1", "ImageContentSourcePolicy")
     assert source.list("config.openshift.io/v1", "ImageDigestMirrorSet")[0]["metadata"]["name"] == "image-digest-mirror"

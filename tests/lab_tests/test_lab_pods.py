@@ -10,6 +10,7 @@ import time
 import urllib.parse
 
 import pytest
+import requests
 import websocket
 import yaml
 from conftest import Lab, labctl
@@ -306,8 +307,10 @@ def test_exec_faults_cut_then_corrupt_once_each(lab, joined):
 
 def test_fault_values_are_checked(lab, no_faults):
     for body in ({"nodejoiner": "sometimes"}, {"exec_cut_after_bytes": "x"}, {"exec_corrupt": "0"}):
-        with pytest.raises(Exception):
+        with pytest.raises(requests.HTTPError) as refused:
             lab.control("POST", "/faults", body)
+        assert refused.value.response.status_code == 400, body
+        assert next(iter(body)) in refused.value.response.json()["error"], body
 
 
 def payload_installer(lab) -> str:

@@ -62,6 +62,7 @@ def test_sha256sum(box, tmp_path):
 def test_ls(box):
     assert run(box, ["ls", "/assets"]) == (b"boot-artifacts\nexit_code\nnode.x86_64.iso\nreport.json\n", "", 0)
     out, err, code = run(box, ["ls", "-l", "/assets/boot-artifacts"])
+    assert err == ""
     lines = out.decode().splitlines()
     assert code == 0 and lines[0].startswith("total ")
     assert lines[1].startswith("-rw-") and lines[1].split()[4] == "7" and lines[1].endswith(" agent.x86_64.ipxe")
@@ -155,7 +156,7 @@ def test_paths_cannot_leave_the_root(box, tmp_path):
     (tmp_path.parent / "outside.txt").write_text("secret")
     try:
         out, err, code = run(box, ["cat", "/../outside.txt"])
-        assert code == 1 and out == b""
+        assert code == 1 and out == b"" and err == "cat: /../outside.txt: No such file or directory\n"
     finally:
         (tmp_path.parent / "outside.txt").unlink()
 

@@ -12,8 +12,9 @@ Each function returns ``[(path, content, mode)]``; ``lab.ignition`` turns them i
   their network YAML, ``<iface>.nmconnection`` and ``mac_interface.ini`` (``MAC=ifname`` lines sorted, joined by
   a newline, none at the end, the MAC as written) --
   pkg/asset/agent/manifests/staticnetworkconfig/generator.go@d70541cb937b733e75320fa6f8b4eb4062e036fe;
-- ``/etc/assisted/manifests/``: ``infraenv.yaml`` (pkg/asset/agent/manifests/infraenv.go@c3e9b51178e9069018fd48d5c044bfbb6d50c2c8),
-  ``cluster-image-set.yaml`` (clusterimageset.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8), ``pull-secret.yaml``
+- ``/etc/assisted/manifests/``: ``infraenv.yaml``
+  (pkg/asset/agent/manifests/infraenv.go@c3e9b51178e9069018fd48d5c044bfbb6d50c2c8), ``cluster-image-set.yaml``
+  (clusterimageset.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8), ``pull-secret.yaml``
   (manifests/common.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2), ``nmstateconfig.yaml`` only when a host has
   ``networkConfig`` (nmstateconfig.go@dbbe36d8ead71e361f44ced8f40b600fadf45034), and the empty
   ``cluster-deployment.yaml`` / ``agent-cluster-install.yaml`` ("keep config ISO loader happy",

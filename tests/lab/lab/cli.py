@@ -8,6 +8,7 @@ is one ``add_argument`` in ``add_start_options`` (the daemon parses the same opt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -190,18 +191,14 @@ def cmd_stop(args) -> int:
 
 
 def _signal(pid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _signal_group(pgid: int, signum: int) -> None:
     # The daemon leads its own session (start_new_session), so its group holds only lab processes.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _group_alive(pgid: int) -> bool:

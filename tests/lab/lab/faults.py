@@ -87,7 +87,10 @@ class Faults:
         if spec is None:
             raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULTS))}")
         text = "true" if value is None else str(value)
-        self._values[name] = spec.parse(text)
+        try:
+            self._values[name] = spec.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"fault {name}={text!r} refused: {exc}; {name} is {spec.help}") from None
         self._raw[name] = text
 
     def clear(self, name: str | None = None) -> None:

@@ -52,7 +52,10 @@ class Kind:
 
     @property
     def group_resource(self) -> str:
-        """``plural.group`` as kube-apiserver writes it in messages (``nodes``, ``clusterversions.config.openshift.io``)."""
+        """``plural.group`` as kube-apiserver writes it in messages.
+
+        ``nodes``, ``clusterversions.config.openshift.io``.
+        """
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -284,10 +285,8 @@ class Kubelet:
                 if issued is not None:
                     return issued
                 changed = self.kubelets.changed
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(changed.wait(), max(0.0, deadline - time.monotonic()))
-                except asyncio.TimeoutError:
-                    pass
             LOG.info("kubelet %s: no certificate for %s after %ss, filing again", self.name, signer, refile)
 
     def issued(self, signer: str, newest: bool = False) -> tuple | None:

@@ -178,12 +178,14 @@ class RedfishBoot:
             return None
         path = os.path.join(self.directory, f"{host['name']}.iso")
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as plain:
-                async with plain.get(image) as response:
-                    response.raise_for_status()
-                    with open(path + ".part", "wb") as handle:
-                        async for chunk in response.content.iter_chunked(1 << 20):
-                            handle.write(chunk)
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as plain,
+                plain.get(image) as response,
+            ):
+                response.raise_for_status()
+                with open(path + ".part", "wb") as handle:
+                    async for chunk in response.content.iter_chunked(1 << 20):
+                        handle.write(chunk)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             self.errors[host["name"]] = f"cannot download {image}: {exc}"
             return None

@@ -19,14 +19,17 @@ commit belongs to is inferred from its content and from the assisted-service rel
 - node-joiner flags: 4.17 ``--kubeconfig --dir --log-level`` only --
   openshift/installer cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c; ``--pxe`` and
   ``--config-iso`` from 4.18 (installer PRs #9097 and #9214); an unknown flag is cobra's
-  ``Error: unknown flag: --X`` plus usage on stderr, exit 1 -- spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
+  ``Error: unknown flag: --X`` plus usage on stderr, exit 1 --
+  spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
 - result files: 4.17 writes ``exit_code`` (and also ``agentconfig.noarch.iso``) --
   openshift/installer pkg/nodejoiner/addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80; 4.18+ writes
-  ``report.json`` and still ``exit_code`` -- openshift/installer pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
+  ``report.json`` and still ``exit_code`` --
+  openshift/installer pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
 - ``add-nodes.env`` expiry: ``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17 (installer PR #8802), ``AUTH_TOKEN_EXPIRY`` from
   4.18 -- openshift/installer pkg/asset/agent/image/ignition.go@00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9 (PR #9039).
 - Secret ``openshift-config/agent-auth-token``: 4.17 ``agentAuthToken`` (claims ``infra_env_id``, ``exp``),
-  annotation ``updatedAt`` -- openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d;
+  annotation ``updatedAt`` --
+  openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d;
   4.18+ ``agentAuthToken``, ``userAuthToken``, ``watcherAuthToken`` (claims ``auth_scheme``, ``exp``), annotations
   ``updatedAt`` and ``expiresAt`` -- installer PR #9210, authconfig_test.go ("for OCP 4.18+"), persona names from
   openshift/installer pkg/asset/agent/gencrypto/authconfig.go@5e705f0f658f4030865683bee11bc0e45bf61cfb.
@@ -35,7 +38,8 @@ commit belongs to is inferred from its content and from the assisted-service rel
   4.18+ ``watcherAuth`` (``Watcher-Authorization``) on four GETs, ``auth_scheme`` checked --
   openshift/assisted-service swagger.yaml@73206081d00ddfc1a2d9b385b1560564642b79ee,
   pkg/auth/agent_local_authz_handler.go@73206081d00ddfc1a2d9b385b1560564642b79ee (same on release-4.19..4.21:
-  de5d04b1db10aa8b3864d1e8f42a7fc23aadd4ae, 4e399454ffb97a17837bb2362518f5442f7dd086, 3977af16577a830b9c9c8822fe8f2925b38eac9c).
+  de5d04b1db10aa8b3864d1e8f42a7fc23aadd4ae, 4e399454ffb97a17837bb2362518f5442f7dd086,
+  3977af16577a830b9c9c8822fe8f2925b38eac9c).
 - host-stage enum: 12 values on 4.17-4.20, ``Copying registry data to disk`` added in 4.21 --
   openshift/assisted-service swagger.yaml on each release branch, commit 4096daea4c14c53027bc0de10daadb990bed2f10.
 - ConfigMap ``openshift-config/installer-images``: shipped by the installer from 4.19 (comment in
@@ -78,7 +82,8 @@ HOST_STAGES_4_17 = (
 HOST_STAGES_4_21 = (*HOST_STAGES_4_17[:6], "Copying registry data to disk", *HOST_STAGES_4_17[6:])
 
 # What a day-2 worker reports, in order; "Rebooting" is stored as "Done" (status added-to-existing-cluster)
-# because nothing can be followed after it -- openshift/assisted-service internal/host/host.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd
+# because nothing can be followed after it --
+# openshift/assisted-service internal/host/host.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd
 # (GetStagesByRole cuts after Rebooting for AddToExistingClusterHost), internal/host/common.go (WorkerStages),
 # openshift/assisted-installer src/installer/installer.go@63b2da6ef83a82468cf0c5baea4fef27a36be267.
 DAY2_WORKER_STAGES = (

@@ -109,9 +109,9 @@ def authenticate(profile, scheme, token, public_pem, now=None):
     if not profile.watcher_scheme and not isinstance(claims.get("infra_env_id"), str):
         raise AuthError(401, "claims are incorrectly formatted")
     exp = claims.get("exp")
-    if isinstance(exp, (int, float)) and not isinstance(exp, bool):
-        if int(exp) < (time.time() if now is None else now):
-            raise AuthError(401, CUSTOM_EXPIRED)  # golang-jwt lets exp 0 through; this check does not
+    is_number = isinstance(exp, (int, float)) and not isinstance(exp, bool)
+    if is_number and int(exp) < (time.time() if now is None else now):
+        raise AuthError(401, CUSTOM_EXPIRED)  # golang-jwt lets exp 0 through; this check does not
     return claims
 
 

@@ -16,6 +16,7 @@ fixed 401 answer to the first request (the kubelet's ``/metrics`` without creden
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import ssl
@@ -105,10 +106,8 @@ class KubeletPort:
             tls.write(UNAUTHORIZED)
             await flush()
         except (ssl.SSLError, OSError):
-            try:
+            with contextlib.suppress(OSError):
                 await flush()  # the alert of a refused handshake, if any
-            except OSError:
-                pass
         finally:
             writer.close()
 

@@ -15,6 +15,7 @@ installing-in-progress through the day-2 worker stages -> added-to-existing-clus
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -135,10 +136,8 @@ class SimHost(Progress):
     async def power_off(self):
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # the old run is over either way
                 await self._task
-            except (asyncio.CancelledError, Exception):  # the old run is over either way
-                pass
             self._task = None
         await self._stop_agent()
         if self.kubelet is not None:
