@@ -32,9 +32,9 @@ description:
     one hour than kubelets would file, that is more than max(10, 4 x number of hosts), or O(max_pending).
 notes:
   - "The identity needs C(get), C(list) and C(watch) on C(certificatesigningrequests), C(update) on
-    C(certificatesigningrequests/approval), C(approve) on C(signers) named C(kubernetes.io/kube-apiserver-client-kubelet)
-    and C(kubernetes.io/kubelet-serving), and C(list) on C(nodes). C(docs/csr-approval.md) has the ClusterRole.
-    Without C(watch) the module polls and warns."
+    C(certificatesigningrequests/approval), C(approve) on C(signers) named
+    C(kubernetes.io/kube-apiserver-client-kubelet) and C(kubernetes.io/kubelet-serving), and C(list) on C(nodes).
+    C(docs/csr-approval.md) has the ClusterRole. Without C(watch) the module polls and warns."
   - Set C(not_before) for every host (the C(join) role passes the time C(agent_wait) saw the host reboot). It keeps
     stale CSRs of an earlier attempt from being approved and tells an old Node of the same name from the new one.
   - The module reads all CSRs and Nodes and writes only approvals. Waiting changes nothing; C(changed) is true
@@ -116,6 +116,7 @@ requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
   - cryptography >= 3.4
+  - netaddr >= 0.10.0
 seealso:
   - module: kubernetes.core.k8s_info
   - name: Kubernetes certificate signing requests
@@ -265,24 +266,14 @@ watch_restarts:
 """
 
 import copy
-import datetime
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.approver import (
-    WAIT_FOR_CHOICES,
-    CsrApproveError,
-    CsrApprover,
-    KubeCsrApi,
-    normalize_nodes,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.policy import (
-    CRYPTOGRAPHY_IMPORT_ERROR,
-    HAS_CRYPTOGRAPHY,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import approver
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.node_state import WAIT_FOR_CHOICES
 
 
 def argument_spec():
@@ -308,38 +299,12 @@ def argument_spec():
     return spec
 
 
-def finish(module, result, failure=None):
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    if failure is not None:
-        module.fail_json(msg="csr_approve: %s" % failure, **result)
-    module.exit_json(**result)
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not HAS_CRYPTOGRAPHY:
-        module.fail_json(
-            msg="csr_approve needs the Python library cryptography to check CSRs", exception=CRYPTOGRAPHY_IMPORT_ERROR
-        )
-    params = module.params
     try:
-        k8s, reader = connect(module)
-        approver = CsrApprover(
-            KubeCsrApi(reader, k8s.client),
-            normalize_nodes(params["nodes"]),
-            wait_for=params["wait_for"],
-            wait_timeout=params["wait_timeout"],
-            wait_sleep=params["wait_sleep"],
-            check_mode=module.check_mode,
-            clock_skew=datetime.timedelta(seconds=params["clock_skew"]),
-            max_pending=params["max_pending"],
-        )
-        result = approver.run()
-    except CsrApproveError as error:
-        finish(module, dict(error.result, changed=bool(error.result.get("approved"))), failure=error)
-    except (ApiAccessError, CoreException) as error:
-        module.fail_json(msg="csr_approve: %s" % error)
+        result = approver.run(module)
+    except Day2Error as error:
+        fail(module, "csr_approve", error)
     finish(module, result)
 
 

@@ -2,10 +2,11 @@
 
 """Mutation check of the CSR approval policy: is every rule needed by some test?
 
-Disables one rule of plugins/module_utils/_join/policy.py at a time (a check that
-always passes, a group rule that refuses nothing, a flood guard that never
-fires), runs the unit table against that mutant in a fresh interpreter and
-reports whether the tests noticed ("killed") or not ("survived").
+Disables one rule of the policy in plugins/module_utils/_join/ at a time (a check
+of checks.py that always passes, a group rule of policy.py that refuses nothing,
+a flood guard of flood.py that never fires), runs the policy's unit tests against
+that mutant in a fresh interpreter and reports whether the tests noticed
+("killed") or not ("survived").
 
     .venv/bin/python tests/mutation/csr_policy_mutations.py
 
@@ -21,33 +22,47 @@ import sys
 import tempfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POLICY_MODULE = "ansible_collections.openshift_agent.day2.plugins.module_utils._join.policy"
-TEST_FILE = os.path.join("tests", "unit", "plugins", "module_utils", "test_csr_policy.py")
-RULE_LISTS = ("CSR_CHECKS", "CLIENT_CHECKS", "SERVING_CHECKS", "GROUP_RULES")
+JOIN_PACKAGE = "ansible_collections.openshift_agent.day2.plugins.module_utils._join"
+TEST_DIR = os.path.join("tests", "unit", "plugins", "module_utils")
+TEST_FILES = [os.path.join(TEST_DIR, name) for name in ("test_csr_checks.py", "test_csr_policy.py")]
+# The rule lists, by the module (of JOIN_PACKAGE) that holds them.
+RULE_LISTS = {
+    "CSR_CHECKS": "checks",
+    "CLIENT_CHECKS": "checks",
+    "SERVING_CHECKS": "checks",
+    "GROUP_RULES": "policy",
+}
 FLOOD_GUARD = "flood_guard"
 BASELINE = "none"
 # pytest exit status 1 means "some tests failed": the mutant was noticed.
 PYTEST_TESTS_FAILED = 1
 
 
-def mutant_names(policy):
+def join_module(name):
+    import importlib
+
+    return importlib.import_module("%s.%s" % (JOIN_PACKAGE, name))
+
+
+def mutant_names():
     names = []
-    for list_name in RULE_LISTS:
-        names += ["%s.%s" % (list_name, rule.__name__) for rule in getattr(policy, list_name)]
+    for list_name, module in RULE_LISTS.items():
+        names += ["%s.%s" % (list_name, rule.__name__) for rule in getattr(join_module(module), list_name)]
     return [*names, FLOOD_GUARD]
 
 
-def apply_mutant(policy, mutant):
-    """Disable the named rule inside the already imported policy module."""
+def apply_mutant(mutant):
+    """Disable the named rule inside the already imported policy modules (the lists are changed in place)."""
     if mutant == FLOOD_GUARD:
+        flood = join_module("flood")
 
-        def never_flood(parsed_csrs, expected_names, now):
-            return policy.FloodVerdict(False, 0, policy.flood_threshold(len(expected_names)), "disabled")
+        def never_flood(csrs, expected_names, now, threshold):
+            return flood.FloodVerdict(False, 0, threshold, "disabled")
 
-        policy.flood_guard = never_flood
+        flood.flood_guard = never_flood
         return
     list_name, rule_name = mutant.split(".")
-    rules = getattr(policy, list_name)
+    rules = getattr(join_module(RULE_LISTS[list_name]), list_name)
     index = [rule.__name__ for rule in rules].index(rule_name)
     if list_name == "GROUP_RULES":
         rules[index] = lambda group: {}
@@ -57,14 +72,11 @@ def apply_mutant(policy, mutant):
 
 def run_child(mutant):
     """In a child interpreter: mutate, then run the unit tests; exit with pytest's status."""
-    import importlib
-
     import pytest
 
-    policy = importlib.import_module(POLICY_MODULE)
     if mutant != BASELINE:
-        apply_mutant(policy, mutant)
-    return pytest.main(["-q", "-x", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=", TEST_FILE])
+        apply_mutant(mutant)
+    return pytest.main(["-q", "-x", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=", *TEST_FILES])
 
 
 def collections_path():
@@ -116,9 +128,7 @@ def run_all(collections):
         return 2
 
     sys.path.insert(0, collections)
-    import importlib
-
-    mutants = mutant_names(importlib.import_module(POLICY_MODULE))
+    mutants = mutant_names()
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda m: run_mutant_process(m, env), mutants))
 

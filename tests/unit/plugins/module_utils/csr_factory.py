@@ -2,8 +2,9 @@
 
 """Build real CertificateSigningRequest objects (API JSON) with cryptography, for the policy tests.
 
-The defaults are what a kubelet of a new worker files (FACTS.md section 5); every
-field can be overridden to make a rogue variant.
+The defaults are what a kubelet of a new worker files (docs/csr-approval.md); every
+field can be overridden to make a rogue variant. ``decide`` runs the policy against the
+inventory the policy tests share (EXPECTED, EXISTING).
 """
 
 import base64
@@ -15,6 +16,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import policy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import ExpectedNode
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
@@ -29,6 +33,38 @@ CLIENT_USAGES = ["digital signature", "client auth"]
 SERVING_USAGES = ["digital signature", "server auth"]
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+MINUTE = datetime.timedelta(minutes=1)
+HOUR = datetime.timedelta(hours=1)
+
+# The inventory of the policy tests: three new hosts (worker-2 with not_before) and the Nodes that exist.
+EXPECTED = [
+    {"name": "worker-0", "addresses": ["127.0.111.20", "fd00::20"], "dns_names": ["worker-0.lab.example.com"]},
+    {"name": "worker-1", "addresses": ["127.0.111.21"]},
+    {"name": "worker-2", "addresses": ["127.0.111.22"], "not_before": NOW - HOUR},
+]
+EXISTING = ["master-0", "master-1", "master-2", "worker-3"]
+EXPECTED_WITH_EXISTING = [*EXPECTED, {"name": "worker-3", "addresses": ["127.0.111.23"]}]
+
+
+def evaluate(objs, expected=None, existing=None, now=NOW, **kwargs):
+    """policy.decide against EXPECTED and EXISTING unless told otherwise (expected: dicts of ExpectedNode's fields)."""
+    nodes = [ExpectedNode(**node) for node in (EXPECTED if expected is None else expected)]
+    return policy.decide(objs, nodes, EXISTING if existing is None else existing, now, **kwargs)
+
+
+def decide(objs, **kwargs):
+    """The decisions of evaluate."""
+    return evaluate(objs, **kwargs).decisions
+
+
+def only_decision(obj, **kwargs):
+    decisions = decide([obj], **kwargs)
+    assert len(decisions) == 1, decisions
+    return decisions[0]
+
+
+def by_name(decisions):
+    return {d.name: d for d in decisions}
 
 
 def make_key(kind="p256"):

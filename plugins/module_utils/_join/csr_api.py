@@ -1,0 +1,136 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""CSRs and Nodes through kubernetes.core's client: list, get, approve, and a streaming watch of the CSR list.
+
+CsrApprover talks to the cluster only through an object with the five methods of KubeCsrApi (list_csrs,
+list_nodes, get_csr, approve, watch_csrs); the unit tests pass a scripted fake. No Ansible import.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
+    _API_ERRORS,
+    ApiClient,
+    Target,
+    core_target,
+    describe_api_error,
+    group_target,
+    with_query,
+)
+
+APPROVAL_REASON = "OpenshiftAgentDay2Approved"
+CSR_LIST = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
+NODE_LIST = core_target("nodes")
+# Seconds to wait for the watch connection; reading allows timeoutSeconds plus this grace.
+WATCH_CONNECT_TIMEOUT = 10
+WATCH_READ_GRACE = 10
+# What a broken stream raises: what any API request raises, and a garbled line.
+STREAM_ERRORS: tuple[type[BaseException], ...] = (*_API_ERRORS, ValueError)
+
+
+class WatchBroken(Day2Error):
+    """The CSR watch ended abnormally (cut, 410 Gone, ERROR event); status when known."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class KubeCsrApi:
+    """CSRs and Nodes: ApiClient for plain requests, the DynamicClient itself for the streaming watch."""
+
+    def __init__(self, client: ApiClient, dynamic_client: Any) -> None:
+        self._client = client
+        self._dynamic_client = dynamic_client
+
+    def list_csrs(self) -> tuple[list[dict[str, Any]], str | None]:
+        """Every CSR object and the list's resourceVersion (where a watch starts)."""
+        data = self._client.request("GET", CSR_LIST) or {}
+        return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion")
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return (self._client.request("GET", NODE_LIST) or {}).get("items") or []
+
+    def get_csr(self, name: str) -> dict[str, Any] | None:
+        return self._client.get(group_target("certificates.k8s.io", "v1", "certificatesigningrequests", name))
+
+    def approve(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        target = Target(
+            CSR_LIST.path + "/%s/approval" % name,
+            "update",
+            "certificatesigningrequests/approval",
+            "certificates.k8s.io",
+            name,
+        )
+        return self._client.request("PUT", target, body=body)
+
+    def watch_csrs(self, resource_version: str, timeout_seconds: int) -> Iterator[dict[str, Any]]:
+        """Yield watch events (dicts with type and object) until the server ends the watch.
+
+        The request streams (the kubernetes client does not preload the body of DynamicClient.request), so each
+        event is handled as soon as its line arrives. Any transport or HTTP failure becomes WatchBroken.
+        """
+        target = with_query(
+            Target(CSR_LIST.path, "watch", CSR_LIST.resource, CSR_LIST.group),
+            watch="true",
+            resourceVersion=resource_version,
+            timeoutSeconds=timeout_seconds,
+            allowWatchBookmarks="true",
+        )
+        try:
+            # serialize=False: the raw urllib3 response, whose body has not been read yet.
+            response = self._dynamic_client.request(
+                "GET",
+                target.path,
+                serialize=False,
+                _request_timeout=(WATCH_CONNECT_TIMEOUT, timeout_seconds + WATCH_READ_GRACE),
+            )
+        except STREAM_ERRORS as error:
+            described = describe_api_error(error, target, self._client.api_url)
+            raise WatchBroken(described.message, described.status)
+        return _watch_events(response)
+
+
+def _watch_events(response: Any) -> Iterator[dict[str, Any]]:
+    buffered = b""
+    try:
+        for chunk in response.stream(amt=None):
+            buffered += chunk if isinstance(chunk, bytes) else chunk.encode("utf-8")
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                if line.strip():
+                    yield json.loads(line.decode("utf-8"))
+    except STREAM_ERRORS as error:
+        raise WatchBroken("the CSR watch broke: %s" % error)
+    finally:
+        # Close before releasing: an unread chunked body must not go back to the pool.
+        response.close()
+        release = getattr(response, "release_conn", None)
+        if release is not None:
+            release()
+
+
+def approval_body(obj: dict[str, Any], message: str, now: datetime.datetime) -> dict[str, Any]:
+    """The CSR object with an Approved condition added, as PUT .../approval expects it."""
+    body = copy.deepcopy(obj)
+    status = body.setdefault("status", {})
+    status["conditions"] = [
+        *list(status.get("conditions") or []),
+        {
+            "type": "Approved",
+            "status": "True",
+            "reason": APPROVAL_REASON,
+            "message": message,
+            "lastUpdateTime": format_rfc3339(now),
+        },
+    ]
+    return body
