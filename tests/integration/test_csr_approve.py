@@ -194,7 +194,8 @@ def admin_create_node(lab, node):
 
     import yaml
 
-    kubeconfig = yaml.safe_load(open(lab.kubeconfig, encoding="utf-8"))
+    with open(lab.kubeconfig, encoding="utf-8") as stream:
+        kubeconfig = yaml.safe_load(stream)
     token = kubeconfig["users"][0]["user"]["token"]
     context = ssl.create_default_context(cafile=str(lab.state / "ca.crt"))
     request = urllib.request.Request(
