@@ -1,4 +1,6 @@
-"""agent_wait against the lab's simulated hosts: boot by console and by Redfish, every fail-fast case.
+"""agent_wait against the lab's simulated hosts booted at the console, every fail-fast case, the port environment.
+
+The boot through Redfish BMCs is in test_agent_wait_redfish.py.
 
 Each lab here runs its hosts' agents and kubelets on free ports (``--agent-port 0 --kubelet-port 0``, read
 back from lab.json), so the tests never collide with another lab on the default 8090/10250. The default lab is
@@ -6,12 +8,10 @@ back from lab.json), so the tests never collide with another lab on the default 
 """
 
 import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import labctl, run_module, run_playbook
+from conftest import labctl, run_module
 from lab.waiting import wait_for
 
 MODULE = "openshift_agent.day2.agent_wait"
@@ -116,7 +116,7 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
         assert all(isinstance(e["percentage"], int) for e in writing)
         assert any("reached installation stage Writing image to disk: " in (e["event"] or "") for e in writing)
         # The lab host really goes through the whole install (agent_wait may stop at stage Rebooting).
-        state = wait_for(lambda: _rebooted(host_state(lab, name)), timeout=10)
+        state = wait_for(lambda name=name: _rebooted(host_state(lab, name)), timeout=10)
         assert state["kubelet"]
         assert "Host %s: reached installation stage Writing image to disk: 100%%" % name in state["events"]
     # At most two requests per host and poll (a TLS probe of the kubelet counts as one); the header was right
@@ -128,13 +128,13 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
 def test_the_iso_day2_iso_builds_boots_and_is_followed(lab, tmp_path):
     import yaml
 
-    inventory = yaml.safe_load(open(lab.inventory))["all"]["children"]["new_workers"]["hosts"]
+    with open(lab.inventory) as stream:
+        inventory = yaml.safe_load(stream)["all"]["children"]["new_workers"]["hosts"]
     built, _output = run_module(
         "openshift_agent.day2.day2_iso",
         {
             "kubeconfig": lab.kubeconfig,
             "dest": str(tmp_path),
-            "allow_loopback": True,
             "wait_sleep": 1,
             "hosts": [dict(hostvars, name=name) for name, hostvars in inventory.items()],
         },
@@ -280,6 +280,23 @@ def test_a_token_refused_in_both_headers_fails_fast_with_the_fix(lab, tmp_path, 
     assert args.get("token", "no token given") not in json.dumps(result)
 
 
+def test_the_ports_come_from_the_environment_when_the_task_does_not_give_them(lab):
+    """OPENSHIFT_AGENT_DAY2_AGENT_PORT and _KUBELET_PORT reach the module through ansible's environment."""
+    boot(lab, "extra-worker-1", install_seconds=4)
+    ports = {
+        "OPENSHIFT_AGENT_DAY2_AGENT_PORT": str(lab.info["agent_port"]),
+        "OPENSHIFT_AGENT_DAY2_KUBELET_PORT": str(lab.info["kubelet_port"]),
+    }
+    params = {"kubeconfig": lab.kubeconfig, "hosts": hosts_of(lab, "extra-worker-1"), "wait_sleep": 1}
+    result = run_module(MODULE, dict(params, wait_timeout=30), env=ports)[0]
+    assert not result.get("failed"), result.get("msg")
+    assert result["hosts"]["extra-worker-1"]["answered"] is True  # the agent on the port from the environment
+    wait_for(lambda: not host_state(lab, "extra-worker-1")["agent_up"], timeout=10)
+    again = run_module(MODULE, dict(params, wait=False), env=ports)[0]
+    assert not again.get("failed"), again.get("msg")
+    assert again["hosts"]["extra-worker-1"]["kubelet"] == "internal_error"  # the kubelet on its port from there
+
+
 def test_a_fresh_run_recognises_a_host_that_already_rebooted(lab):
     """The agent is gone with the reboot and no CSR is approved: the kubelet aborts TLS with internal_error."""
     boot(lab, "extra-worker-0")
@@ -372,123 +389,11 @@ def test_a_host_booted_with_an_iso_for_another_cluster_never_answers(lab, tmp_pa
 
 def test_an_unreachable_api_server_is_a_clear_error_when_reading_the_token(lab, tmp_path):
     broken = tmp_path / "kubeconfig"
-    broken.write_text(open(lab.kubeconfig).read().replace(lab.info["api_url"], "https://127.0.0.1:1"))
+    with open(lab.kubeconfig) as stream:
+        broken.write_text(stream.read().replace(lab.info["api_url"], "https://127.0.0.1:1"))
     result = agent_wait(lab, ["extra-worker-0"], kubeconfig=str(broken))
     assert result["failed"] is True
     assert "cannot reach the API server" in result["msg"]
 
 
 # ----- Redfish --------------------------------------------------------------------------------------
-REDFISH_PLAYBOOK = """
-- name: Boot the new workers from virtual media with plain Redfish calls, then follow them
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    workers: "{{ groups['new_workers'] }}"
-  tasks:
-    - name: Insert the ISO into each host's virtual CD
-      ansible.builtin.uri:
-        url: "{{ hostvars[item].bmc_address | regex_replace('^redfish-virtualmedia\\\\+', '') }}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"
-        method: POST
-        user: "{{ hostvars[item].bmc_username }}"
-        password: "{{ hostvars[item].bmc_password }}"
-        force_basic_auth: true
-        body_format: json
-        body: {Image: "{{ iso_url }}", Inserted: true, WriteProtected: true}
-        status_code: [200, 202, 204]
-      loop: "{{ workers }}"
-      no_log: true
-
-    - name: Power each host on
-      ansible.builtin.uri:
-        url: "{{ hostvars[item].bmc_address | regex_replace('^redfish-virtualmedia\\\\+', '') }}/Actions/ComputerSystem.Reset"
-        method: POST
-        user: "{{ hostvars[item].bmc_username }}"
-        password: "{{ hostvars[item].bmc_password }}"
-        force_basic_auth: true
-        body_format: json
-        body: {ResetType: "On"}
-        status_code: [200, 202, 204]
-      loop: "{{ workers }}"
-      no_log: true
-
-    - name: List the new workers for agent_wait
-      ansible.builtin.set_fact:
-        new_hosts: "{{ new_hosts | default([]) + [{'name': item, 'address': hostvars[item].ip,
-                       'mac_address': hostvars[item].mac_address}] }}"
-      loop: "{{ workers }}"
-
-    - name: Follow every new worker until it rebooted from disk
-      openshift_agent.day2.agent_wait:
-        kubeconfig: "{{ hostvars[workers[0]].kubeconfig }}"
-        hosts: "{{ new_hosts }}"
-        agent_port: "{{ agent_port | int }}"
-        kubelet_port: "{{ kubelet_port | int }}"
-        wait_sleep: 1
-        wait_timeout: 50
-      register: install
-
-    - name: Show where each host got
-      ansible.builtin.debug:
-        msg: "{{ item.key }}: {{ item.value.phase }} {{ item.value.timeline | map(attribute='stage') | unique | list }}"
-      loop: "{{ install.hosts | dict2items }}"
-"""
-
-
-def test_two_hosts_booted_through_redfish_reach_rebooted(lab_factory, tmp_path):
-    redfish_lab = lab_factory(
-        "--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6"
-    )
-    served = tmp_path / "www"
-    served.mkdir()
-    labctl("build-iso", "--state", str(redfish_lab.state), "--out", str(served / "node.x86_64.iso"))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(served)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        playbook = tmp_path / "redfish.yml"
-        playbook.write_text(REDFISH_PLAYBOOK)
-        wait_for(lambda: _answers(port), timeout=10)
-        rc, output = run_playbook(
-            playbook,
-            "-i",
-            redfish_lab.inventory,
-            "-e",
-            "iso_url=http://127.0.0.1:%d/node.x86_64.iso" % port,
-            "-e",
-            "agent_port=%d" % redfish_lab.info["agent_port"],
-            "-e",
-            "kubelet_port=%d" % redfish_lab.info["kubelet_port"],
-            timeout=120,
-        )
-    finally:
-        server.terminate()
-        server.wait()
-    assert rc == 0, output
-    assert redfish_lab.info["redfish"]["password"] not in output
-    for name in ("extra-worker-0", "extra-worker-1"):
-        state = wait_for(lambda: _rebooted(host_state(redfish_lab, name)), timeout=10)
-        assert state["booted_by"] == "redfish" and state["iso"].endswith("/redfish/%s.iso" % name)
-    assert "extra-worker-0: rebooted" in output and "extra-worker-1: rebooted" in output
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _answers(port):
-    import urllib.request
-
-    try:
-        urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=1).close()
-        return True
-    except OSError:
-        return False
