@@ -90,8 +90,8 @@ def _error_text(body: bytes) -> str:
 class AuthChoice:
     """The token and the header to send it in first, shared by the hosts of one run (thread-safe)."""
 
-    def __init__(self, token: AgentToken | str, first_header: str | None = None) -> None:
-        self.token = token if isinstance(token, AgentToken) else AgentToken(token)
+    def __init__(self, token: AgentToken, first_header: str | None = None) -> None:
+        self.token = token
         self.first = first_header or self.token.header()
         self.accepted: str | None = None  # the header an agent accepted last
         self._lock = threading.Lock()
@@ -108,11 +108,11 @@ class AuthChoice:
 class AgentClient:
     """GET requests to one host's agent; ``requests`` counts every attempt, ``header`` is the one it accepted."""
 
-    def __init__(self, address: str, port: int, auth: AuthChoice | AgentToken | str, timeout: float) -> None:
+    def __init__(self, address: str, port: int, auth: AuthChoice, timeout: float) -> None:
         self.address = address
         self.port = port
         self.timeout = timeout
-        self.auth = auth if isinstance(auth, AuthChoice) else AuthChoice(auth)
+        self.auth = auth
         self.header: str | None = None
         self.recovered: dict[str, Any] | None = None  # the refusal in the first header when the other one worked
         self.requests = 0
@@ -275,7 +275,7 @@ class AgentWatch:
     def __init__(
         self,
         hosts: list[dict[str, Any]],
-        token: AgentToken | str,
+        token: AgentToken,
         agent_port: int = 8090,
         kubelet_port: int = 10250,
         request_timeout: float = 5,

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
 
 CLUSTER_ID = "5e6bb4a4-4a35-4cfb-a9a3-7f2c52d1f0a1"
 INFRA_ENV_ID = "0b1b8c6e-1c5e-4a9e-9a39-3f4b0c0d1e2f"
@@ -309,7 +310,7 @@ class Lab:
         hosts = [{"name": "worker-%d" % i, "address": self.address(i)} for i in range(count)]
         return AgentWatch(
             hosts,
-            token,
+            AgentToken(token),
             agent_port=self.port,
             kubelet_port=self.kubelet_port,
             request_timeout=request_timeout,

@@ -13,8 +13,10 @@ import pytest
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import (
     AgentClient,
     AgentRequestError,
+    AuthChoice,
     kubelet_state,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
     API,
     CLUSTER_ID,
@@ -209,13 +211,13 @@ def test_many_hosts_cost_one_round_not_one_per_host(lab):
 
 def test_client_errors(lab):
     lab.agent(0, TO_REBOOT)
-    client = AgentClient(lab.address(0), lab.port, TOKEN, 2)
+    client = AgentClient(lab.address(0), lab.port, AuthChoice(AgentToken(TOKEN)), 2)
     with pytest.raises(AgentRequestError) as missing:
         client.get("/no-such-path")
     assert missing.value.kind == "http_error" and missing.value.status == 404
     assert "HTTP 404 on GET /no-such-path: not found" in str(missing.value)
     with pytest.raises(AgentRequestError) as refused:
-        AgentClient(lab.address(5), lab.port, TOKEN, 2).list_clusters()
+        AgentClient(lab.address(5), lab.port, AuthChoice(AgentToken(TOKEN)), 2).list_clusters()
     assert refused.value.kind == "unreachable" and refused.value.detail == "connection refused"
     assert client.requests == 1
 
@@ -224,7 +226,7 @@ def test_client_times_out_on_a_silent_peer(lab):
     with socket.socket() as silent:
         silent.bind((lab.address(9), 0))
         silent.listen(1)  # accepts the connection but never answers
-        client = AgentClient(lab.address(9), silent.getsockname()[1], TOKEN, 1)
+        client = AgentClient(lab.address(9), silent.getsockname()[1], AuthChoice(AgentToken(TOKEN)), 1)
         with pytest.raises(AgentRequestError) as timed_out:
             client.list_clusters()
     assert timed_out.value.kind == "unreachable" and timed_out.value.detail == "no answer within 1 s"
