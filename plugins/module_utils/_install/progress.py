@@ -17,6 +17,7 @@ string ``{category: [{id, status, message}]}``), ``cluster.status``,
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
@@ -52,6 +53,7 @@ NEVER_ANSWERED = (
 )
 
 
+@dataclass(frozen=True)
 class Observation:
     """What one poll of one host saw.
 
@@ -65,25 +67,14 @@ class Observation:
     (``handshake``, ``internal_error``) or ``None`` (not probed, or no kubelet).
     """
 
-    def __init__(
-        self,
-        kind: str,
-        detail: str | None = None,
-        cluster: dict[str, Any] | None = None,
-        host: dict[str, Any] | None = None,
-        event: dict[str, Any] | None = None,
-        kubelet: str | None = None,
-        header: str | None = None,
-        recovered: dict[str, Any] | None = None,
-    ) -> None:
-        self.kind = kind
-        self.recovered = recovered
-        self.detail = detail
-        self.cluster = cluster
-        self.host = host
-        self.event = event
-        self.kubelet = kubelet
-        self.header = header
+    kind: str
+    detail: str | None = None
+    cluster: dict[str, Any] | None = None
+    host: dict[str, Any] | None = None
+    event: dict[str, Any] | None = None
+    kubelet: str | None = None
+    header: str | None = None
+    recovered: dict[str, Any] | None = None
 
 
 class HostProgress:

@@ -2,6 +2,7 @@
 
 """Table tests of the pure agent progress logic, on agent JSON from ``agent_fakes``."""
 
+import dataclasses
 import datetime
 
 import pytest
@@ -230,9 +231,7 @@ def test_a_refused_token_fails_with_the_detail_and_no_header_is_kept():
 
 def test_the_accepted_header_is_kept_per_host():
     p = progress()
-    seen = answered(host(status="known"))
-    seen.header = "Authorization"
-    p.observe(seen, T0)
+    p.observe(dataclasses.replace(answered(host(status="known")), header="Authorization"), T0)
     p.observe(answered(host(status="known")), at(5))
     assert p.result("validated")["auth_header"] == "Authorization"
 
