@@ -3,10 +3,11 @@
 
 """csr_approve's run: feed the policy every CSR of the cluster, approve what it accepts, wait for the hosts.
 
-CsrApprover keeps a cache of the CSRs current through a list and a watch (polling when the watch breaks), runs
-the policy (``policy.decide``) at every change and wake-up, carries out its ``approve`` decisions through the
-/approval subresource and follows the expected hosts (``node_state``) until they are done. It talks to the
-cluster only through a KubeCsrApi-like object (``csr_api``). ``run`` is the module's one entry point.
+CsrApprover keeps a cache of the CSRs (``csr_api.CsrCache``) current through a list and a watch (polling when
+the watch breaks), runs the policy (``policy.decide``) at every change and wake-up, carries out its ``approve``
+decisions through the /approval subresource and follows the expected hosts (``node_state``) until they are
+done. It talks to the cluster only through a KubeCsrApi-like object (``csr_api``). ``run`` is the module's one
+entry point.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr imp
     parse_csr,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import (
+    CsrCache,
     KubeCsrApi,
     WatchBroken,
     approval_body,
+    by_name,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import ExpectedNode, expected_nodes
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.flood import (
@@ -134,8 +137,7 @@ class CsrApprover:
         self._now = now
         self._deadline = Deadline(wait_timeout, clock=monotonic, sleeper=sleep)
 
-        self._csrs: dict[str, dict[str, Any]] = {}  # name -> CSR object, kept current by list and watch
-        self._resource_version: str | None = None
+        self.csrs = CsrCache()
         self._node_objects: dict[str, dict[str, Any]] = {}  # name -> Node object
         self._approved_here: dict[str, policy.Decision] = {}  # CSRs approved by this run
         self.approved: list[dict[str, Any]] = []
@@ -157,8 +159,8 @@ class CsrApprover:
             return self.result()
         while not self.nodes.finished():
             if self._deadline.expired():
-                raise CsrApproveError(self._timeout_message(), self.result())
-            if self._watch_enabled and self._resource_version:
+                raise CsrApproveError(self.nodes.timeout_message(self._deadline.seconds), self.result())
+            if self._watch_enabled and self.csrs.resource_version:
                 try:
                     self._follow_watch()
                     if not self.nodes.finished():
@@ -199,8 +201,7 @@ class CsrApprover:
         """A fresh CSR list; transient API failures are retried every wait_sleep until the deadline."""
         while True:
             try:
-                items, self._resource_version = self.api.list_csrs()
-                self._csrs = {_name(obj): obj for obj in items if _name(obj)}
+                self.csrs.replace(*self.api.list_csrs())
                 return True
             except ApiAccessError as error:
                 if error.status not in TRANSIENT_STATUSES:
@@ -214,7 +215,7 @@ class CsrApprover:
 
     def _list_nodes(self) -> None:
         try:
-            self._node_objects = {_name(obj): obj for obj in self.api.list_nodes() if _name(obj)}
+            self._node_objects = by_name(self.api.list_nodes())
         except ApiAccessError as error:
             if error.status not in TRANSIENT_STATUSES:
                 raise CsrApproveError("cannot list Nodes: %s" % error, self.result())
@@ -227,11 +228,11 @@ class CsrApprover:
         timeout = max(1, int(min(self.wait_sleep, max(1.0, self._deadline.remaining()))))
         started = self._monotonic()
         seen = 0
-        events = self.api.watch_csrs(str(self._resource_version), timeout)
+        events = self.api.watch_csrs(str(self.csrs.resource_version), timeout)
         try:
             for event in events:
                 seen += 1
-                if self._apply_event(event):
+                if self.csrs.apply(event):
                     self._evaluate()
                     if self.nodes.finished():
                         return
@@ -244,32 +245,6 @@ class CsrApprover:
         if not seen and self._monotonic() - started < 1:
             # A server that ends every watch at once would make this loop spin: poll instead.
             raise WatchBroken("the CSR watch ended immediately without events")
-
-    def _apply_event(self, event: dict[str, Any]) -> bool:
-        """Update the CSR cache from one event; True when a decision may change."""
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        if kind == "ERROR":
-            # The server reports an expired resourceVersion (410) and other failures this way.
-            raise WatchBroken("the CSR watch reported an error: %s" % (obj.get("message") or obj), obj.get("code"))
-        resource_version = (obj.get("metadata") or {}).get("resourceVersion")
-        if resource_version:
-            self._resource_version = resource_version
-        name = _name(obj)
-        if kind == "BOOKMARK" or not name:
-            return False
-        if kind == "DELETED":
-            return self._csrs.pop(name, None) is not None
-        previous = self._csrs.get(name)
-        if previous is not None and len(_conditions(obj)) < len(_conditions(previous)):
-            # Conditions are only ever added: this event predates what we hold, for example
-            # a replayed update from before our own approval. Keep the newer object.
-            return False
-        self._csrs[name] = obj
-        if kind == "ADDED" or previous is None:
-            return True
-        # Our own approval is already in the cache; a new certificate alone changes no decision.
-        return _conditions(previous) != _conditions(obj)
 
     def _watch_broke(self, error: Exception) -> None:
         self.watch_restarts += 1
@@ -288,7 +263,7 @@ class CsrApprover:
         self._list_nodes()
         now = self._now()
         evaluation = policy.decide(
-            list(self._csrs.values()),
+            list(self.csrs.objects.values()),
             self.expected,
             list(self._node_objects),
             now,
@@ -307,7 +282,7 @@ class CsrApprover:
                 self._carry_out(decision, now)
             elif decision.reason not in NOT_PENDING_REASONS:
                 self._record_skip(decision)
-        self.nodes.update(evaluation.decisions, self._node_objects, self._csrs, self._approved_here)
+        self.nodes.update(evaluation.decisions, self._node_objects, self.csrs.objects, self._approved_here)
 
     def _record_skip(self, decision: policy.Decision) -> None:
         name = str(decision.name)
@@ -350,7 +325,7 @@ class CsrApprover:
         approved = self._approve(decision, now)
         if approved is None:
             return
-        self._csrs[name] = approved
+        self.csrs.objects[name] = approved
         self._approved_here[name] = decision
         self.skipped.pop(name, None)
         entry["approved_at"] = format_rfc3339(now)
@@ -375,14 +350,14 @@ class CsrApprover:
             return None
 
     def _approve_with_conflict_retries(self, name: str, message: str, now: datetime.datetime) -> dict[str, Any] | None:
-        obj = self._csrs[name]
+        obj = self.csrs.objects[name]
         for attempt in range(CONFLICT_RETRIES + 1):
             if attempt:
                 fresh = self.api.get_csr(name)
                 if fresh is None:
-                    self._csrs.pop(name, None)
+                    self.csrs.objects.pop(name, None)
                     return None
-                self._csrs[name] = fresh
+                self.csrs.objects[name] = fresh
                 # The spec is immutable; if it differs, or the CSR is no longer pending,
                 # the decision was about another object: decide again next round.
                 if fresh.get("spec") != obj.get("spec") or parse_csr(fresh).state != PENDING:
@@ -394,26 +369,7 @@ class CsrApprover:
                 if error.status == 409:
                     continue
                 if error.status == 404:
-                    self._csrs.pop(name, None)
+                    self.csrs.objects.pop(name, None)
                     return None
                 raise
         return None  # still conflicting: it is still pending, the next evaluation tries again
-
-    # -------------------------------------------------------- finishing
-
-    def _timeout_message(self) -> str:
-        waiting = self.nodes.waiting()
-        return "timed out after %ss waiting for %s %s: %s" % (
-            self._deadline.seconds,
-            ", ".join(s.name for s in waiting),
-            "to have approved client and serving CSRs" if self.nodes.wait_for == "approved" else "to be Ready",
-            " | ".join(s.describe() for s in waiting),
-        )
-
-
-def _name(obj: dict[str, Any] | None) -> str:
-    return ((obj or {}).get("metadata") or {}).get("name") or ""
-
-
-def _conditions(obj: dict[str, Any] | None) -> list[Any]:
-    return ((obj or {}).get("status") or {}).get("conditions") or []

@@ -45,6 +45,58 @@ class WatchBroken(Day2Error):
         self.status = status
 
 
+class CsrCache:
+    """Every CSR object of the cluster by name, kept current by a list and the watch events that follow it."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.resource_version: str | None = None  # where the next watch starts
+
+    def replace(self, items: list[dict[str, Any]], resource_version: str | None) -> None:
+        """Start over from a list."""
+        self.objects = by_name(items)
+        self.resource_version = resource_version
+
+    def apply(self, event: dict[str, Any]) -> bool:
+        """Update the cache from one watch event; True when a decision may change."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            # The server reports an expired resourceVersion (410) and other failures this way.
+            raise WatchBroken("the CSR watch reported an error: %s" % (obj.get("message") or obj), obj.get("code"))
+        resource_version = (obj.get("metadata") or {}).get("resourceVersion")
+        if resource_version:
+            self.resource_version = resource_version
+        name = _name(obj)
+        if kind == "BOOKMARK" or not name:
+            return False
+        if kind == "DELETED":
+            return self.objects.pop(name, None) is not None
+        previous = self.objects.get(name)
+        if previous is not None and len(_conditions(obj)) < len(_conditions(previous)):
+            # Conditions are only ever added: this event predates what we hold, for example
+            # a replayed update from before our own approval. Keep the newer object.
+            return False
+        self.objects[name] = obj
+        if kind == "ADDED" or previous is None:
+            return True
+        # Our own approval is already in the cache; a new certificate alone changes no decision.
+        return _conditions(previous) != _conditions(obj)
+
+
+def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """API objects by metadata.name (objects without a name are dropped)."""
+    return {_name(obj): obj for obj in items if _name(obj)}
+
+
+def _name(obj: dict[str, Any] | None) -> str:
+    return ((obj or {}).get("metadata") or {}).get("name") or ""
+
+
+def _conditions(obj: dict[str, Any] | None) -> list[Any]:
+    return ((obj or {}).get("status") or {}).get("conditions") or []
+
+
 class KubeCsrApi:
     """CSRs and Nodes: ApiClient for plain requests, the DynamicClient itself for the streaming watch."""
 

@@ -146,6 +146,15 @@ class NodeStates:
     def waiting(self) -> list[NodeState]:
         return sorted((s for s in self.by_name.values() if not s.done(self.wait_for)), key=lambda s: s.name)
 
+    def timeout_message(self, seconds: float) -> str:
+        waiting = self.waiting()
+        return "timed out after %ss waiting for %s %s: %s" % (
+            seconds,
+            ", ".join(s.name for s in waiting),
+            "to have approved client and serving CSRs" if self.wait_for == "approved" else "to be Ready",
+            " | ".join(s.describe() for s in waiting),
+        )
+
     def to_list(self) -> list[dict[str, Any]]:
         return [self.by_name[name].to_dict() for name in sorted(self.by_name)]
 

@@ -5,7 +5,11 @@
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr_api
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import KubeCsrApi, WatchBroken
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import (
+    CsrCache,
+    KubeCsrApi,
+    WatchBroken,
+)
 
 # ---------------------------------------------------------------- KubeCsrApi over fake transports
 
@@ -94,3 +98,29 @@ def test_kube_approve_puts_to_the_approval_subresource():
     assert method == "PUT"
     assert target.path == "/apis/certificates.k8s.io/v1/certificatesigningrequests/node-csr-abc/approval"
     assert target.describe() == "update certificatesigningrequests/approval.certificates.k8s.io node-csr-abc"
+
+
+def csr_event(kind, name, rv, conditions=()):
+    obj = {"metadata": {"name": name, "resourceVersion": rv}, "status": {"conditions": list(conditions)}}
+    return {"type": kind, "object": obj}
+
+
+def test_the_cache_follows_the_watch_and_says_when_a_decision_may_change():
+    cache = CsrCache()
+    cache.replace([{"metadata": {"name": "a"}}, {"metadata": {}}], "10")
+    assert list(cache.objects) == ["a"] and cache.resource_version == "10"
+    assert cache.apply(csr_event("ADDED", "b", "11")) is True
+    approved = [{"type": "Approved", "status": "True"}]
+    assert cache.apply(csr_event("MODIFIED", "b", "12", approved)) is True
+    # a replay from before the approval is older than what the cache holds: ignored
+    assert cache.apply(csr_event("MODIFIED", "b", "13")) is False
+    assert cache.objects["b"]["status"]["conditions"] == approved
+    # the same conditions (only a certificate added) change no decision
+    assert cache.apply(csr_event("MODIFIED", "b", "14", approved)) is False
+    assert cache.apply({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}}) is False
+    assert cache.apply(csr_event("DELETED", "b", "16")) is True
+    assert cache.apply(csr_event("DELETED", "b", "17")) is False
+    assert sorted(cache.objects) == ["a"] and cache.resource_version == "17"
+    with pytest.raises(WatchBroken) as broken:
+        cache.apply({"type": "ERROR", "object": {"code": 410, "message": "too old resource version"}})
+    assert broken.value.status == 410 and "too old resource version" in str(broken.value)
