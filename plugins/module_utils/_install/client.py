@@ -29,6 +29,7 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote, urlencode
 
@@ -207,18 +208,16 @@ def kubelet_state(address: str, port: int, timeout: float) -> str | None:
         return None
 
 
+@dataclass
 class HostPoller:
     """Polls one host; remembers the agent's ids so later polls ask for exactly this cluster."""
 
-    def __init__(
-        self, client: AgentClient, name: str, mac_address: str | None = None, kubelet_port: int = 10250
-    ) -> None:
-        self.client = client
-        self.name = name
-        self.mac_address = mac_address
-        self.kubelet_port = kubelet_port
-        self.kubelet_probes = 0
-        self.cluster_id: str | None = None
+    client: AgentClient
+    name: str
+    mac_address: str | None = None
+    kubelet_port: int = 10250
+    kubelet_probes: int = field(default=0, init=False)
+    cluster_id: str | None = field(default=None, init=False)
 
     @property
     def requests(self) -> int:
