@@ -1,83 +1,51 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The checks of one new-worker host definition, and what they produce for nodes-config.yaml.
+"""The keys of a new-worker host definition, defined once, as Ansible argument-spec options.
 
-Every problem is reported through the caller's ``report(field, value, what, fix)``; nothing stops at the first.
+``IMAGE_HOST_OPTIONS`` are what the image step reads (day2_iso's ``hosts`` suboptions), ``BOOT_HOST_OPTIONS``
+what the boot step reads. ansible-core checks and converts them: ``vlan_id`` and the prefix lengths given as text
+(``-e`` extra vars) become integers, a comma-separated ``dns_servers`` survey answer becomes a list. Their
+documentation is the doc fragment ``openshift_agent.day2.hosts``; a unit test keeps the two equal.
 """
 
-import copy
-import difflib
-import json
-import re
+from __future__ import annotations
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
-    MAX_INTERFACE_NAME,
-    check_address_in_subnet,
-    check_dns_server,
-    check_gateway,
-    check_host_address,
-    check_prefix,
-    check_raw_network_config,
-    check_vlan_id,
-    generated_network_config,
-    interface_name_problem,
-    mac_problem,
-    normalize_mac,
-    vlan_interface_name,
-)
+import os
+from collections.abc import Mapping
+from typing import Any
 
-# Keys a host may carry. The bmc_* keys belong to the boot role; they are accepted here so one
-# host definition serves the whole workflow, and never rendered.
-HOST_KEYS = (
-    "name",
-    "mac_address",
-    "interfaces",
-    "interface",
-    "ip",
-    "prefix_length",
-    "gateway",
-    "dns_servers",
-    "vlan_id",
-    "ipv6",
-    "ipv6_prefix_length",
-    "ipv6_gateway",
-    "network_config",
-    "root_device_hints",
-    "cpu_architecture",
-    "bmc_address",
-    "bmc_username",
-    "bmc_password",
-    "bmc_verify_certs",
-)
-# The simple variables that a raw network_config replaces.
-SIMPLE_NETWORK_KEYS = (
-    "ip",
-    "prefix_length",
-    "gateway",
-    "dns_servers",
-    "vlan_id",
-    "ipv6",
-    "ipv6_prefix_length",
-    "ipv6_gateway",
-)
-DEFAULT_INTERFACE = "eth0"
-
-ROOT_DEVICE_HINT_KEYS = (
-    "deviceName",
-    "hctl",
-    "model",
-    "vendor",
-    "serialNumber",
-    "minSizeGigabytes",
-    "wwn",
-    "rotational",
-)
-FORBIDDEN_ROOT_DEVICE_HINTS = {
-    "wwnWithExtension": "the agent's disk inventory does not report it, so node-joiner refuses it",
-    "wwnVendorExtension": "the agent's disk inventory does not report it, so node-joiner refuses it",
+INTERFACE_OPTIONS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str"},
+    # macAddress is the nodes-config spelling: accepted from people who copy from there.
+    "mac_address": {"type": "str", "aliases": ["macAddress"]},
 }
 
-# nodes-config.yaml names architectures like RPM; nodes report Go names (Node.status.nodeInfo).
+IMAGE_HOST_OPTIONS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "mac_address": {"type": "str"},
+    "interfaces": {"type": "list", "elements": "dict", "options": INTERFACE_OPTIONS},
+    "interface": {"type": "str"},
+    "ip": {"type": "str"},
+    "prefix_length": {"type": "int"},
+    "gateway": {"type": "str"},
+    "dns_servers": {"type": "list", "elements": "str"},
+    "vlan_id": {"type": "int"},
+    "ipv6": {"type": "str"},
+    "ipv6_prefix_length": {"type": "int"},
+    "ipv6_gateway": {"type": "str"},
+    "network_config": {"type": "dict"},
+    "root_device_hints": {"type": "dict"},
+    "cpu_architecture": {"type": "str"},
+}
+
+BOOT_HOST_OPTIONS: dict[str, dict[str, Any]] = {
+    "bmc_address": {"type": "str"},
+    "bmc_username": {"type": "str"},
+    "bmc_password": {"type": "str", "no_log": True},
+    "bmc_verify_certs": {"type": "bool"},
+}
+
+# nodes-config.yaml names architectures like RPM; Nodes report Go names (status.nodeInfo.architecture).
 ARCHITECTURE_ALIASES = {
     "x86_64": "x86_64",
     "amd64": "x86_64",
@@ -86,362 +54,26 @@ ARCHITECTURE_ALIASES = {
     "ppc64le": "ppc64le",
     "s390x": "s390x",
 }
-# The collection's own rule (node-joiner has no such check): s390x and ppc64le workers only join clusters of
-# their own architecture. Their platform rule (platform none only) is in _inventory.
-SINGLE_ARCHITECTURE_ONLY = ("ppc64le", "s390x")
 
-# Names NetworkManager and the kubelet treat as "no hostname set"; a node must not carry them.
-FORBIDDEN_HOSTNAMES = (
-    "localhost",
-    "localhost.localdomain",
-    "localhost4",
-    "localhost6",
-    "localhost4.localdomain4",
-    "localhost6.localdomain6",
-)
-MAX_HOSTNAME = 253
-MAX_LABEL = 63
-_LABEL_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-_HCTL_PATTERN = re.compile(r"^[0-9]+:[0-9]+:[0-9]+:[0-9]+$")
+ALLOW_LOOPBACK_VARIABLE = "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK"
 
 
-def given(value):
-    """AWX surveys send "" for an unanswered optional question: treat it like an unset variable."""
-    return value is not None and value != "" and value != [] and value != {}
+def known_host_keys() -> tuple[str, ...]:
+    """Every key a host definition may carry (image and boot), for unknown-key checks of inventory hosts."""
+    return tuple(IMAGE_HOST_OPTIONS) + tuple(BOOT_HOST_OPTIONS)
 
 
-def normalize_architecture(name):
+def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether host addresses in 127.0.0.0/8 are accepted: only when OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1.
+
+    This exists for the lab, whose simulated hosts all live on one machine; real hosts never have such addresses,
+    so it is no module option.
+    """
+    return (os.environ if environ is None else environ).get(ALLOW_LOOPBACK_VARIABLE) == "1"
+
+
+def normalize_architecture(name: Any) -> str | None:
     """RPM architecture name for a Go or RPM name, or None when unknown."""
     if not isinstance(name, str):
         return None
     return ARCHITECTURE_ALIASES.get(name.strip().lower())
-
-
-def hostname_problem(name):
-    """Why a name cannot be a node name (Kubernetes DNS-1123 subdomain), or None."""
-    if not isinstance(name, str) or not name:
-        return "is not a non-empty string"
-    if name != name.lower():
-        return "contains upper-case letters (node names are lower case)"
-    if len(name) > MAX_HOSTNAME:
-        return "is longer than %d characters" % MAX_HOSTNAME
-    if name in FORBIDDEN_HOSTNAMES:
-        return "is a localhost name, which leaves the node without a usable name"
-    for label in name.split("."):
-        if len(label) > MAX_LABEL:
-            return "has a label longer than %d characters (%s...)" % (MAX_LABEL, label[:20])
-        if not _LABEL_PATTERN.match(label):
-            return (
-                "has the label %s, which is not letters, digits and '-' starting and ending with "
-                "a letter or digit" % json.dumps(label)
-            )
-    return None
-
-
-class _CheckedHost:
-    """What the checks of one host produced, ready to render."""
-
-    def __init__(self, hostname, label):
-        self.hostname = hostname
-        self.label = label  # how problems name the host, even when hostname is invalid
-        self.index = None  # position in the hosts list
-        self.architecture = None
-        self.root_device_hints = None
-        self.interfaces = []  # (name, normalized mac)
-        self.macs = []  # (field, normalized mac), for the uniqueness check
-        self.network_config = None
-        self.addresses = []  # (field, netaddr.IPAddress) the host will own
-
-    def render(self):
-        host = {"hostname": self.hostname, "role": "worker"}
-        if self.root_device_hints:
-            host["rootDeviceHints"] = self.root_device_hints
-        host["interfaces"] = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
-        host["networkConfig"] = self.network_config
-        return host
-
-
-class HostChecker:
-    """Checks one host definition and builds its nmstate, reporting every problem found."""
-
-    def __init__(self, host, label, default_architecture, allow_loopback, problems):
-        self.host = host
-        self.report = problems.for_host(label)
-        self.allow_loopback = allow_loopback
-        self.default_architecture = default_architecture
-        self.result = _CheckedHost(host.get("name"), label)
-
-    def check(self):
-        self._check_keys()
-        problem = hostname_problem(self.host.get("name"))
-        if problem:
-            self.report("name", self.host.get("name"), problem, "use a lower-case DNS name such as extra-worker-0")
-        self.result.architecture = self._architecture()
-        self.result.root_device_hints = self._root_device_hints()
-        self.result.interfaces = self._interfaces()
-        if given(self.host.get("network_config")):
-            self._raw_network()
-        else:
-            self._simple_network()
-        return self.result
-
-    def _check_keys(self):
-        for key in sorted(set(self.host) - set(HOST_KEYS), key=str):
-            close = difflib.get_close_matches(str(key), HOST_KEYS, n=1)
-            fix = ('did you mean "%s"?' % close[0]) if close else "accepted keys: %s" % ", ".join(HOST_KEYS)
-            self.report(key, key, "is not a known host variable", fix)
-
-    def _architecture(self):
-        value = self.host.get("cpu_architecture")
-        if not given(value):
-            return self.default_architecture
-        architecture = normalize_architecture(value)
-        if architecture is None:
-            self.report(
-                "cpu_architecture",
-                value,
-                "is not a known architecture",
-                "use one of: %s" % ", ".join(sorted(ARCHITECTURE_ALIASES)),
-            )
-            return self.default_architecture
-        cluster = self.default_architecture
-        if (
-            cluster
-            and architecture != cluster
-            and (architecture in SINGLE_ARCHITECTURE_ONLY or cluster in SINGLE_ARCHITECTURE_ONLY)
-        ):
-            self.report(
-                "cpu_architecture",
-                value,
-                "cannot join a %s cluster (s390x and ppc64le only join clusters of their own architecture)" % cluster,
-                "use %s hardware for this worker" % cluster,
-            )
-        return architecture
-
-    # --- root device hints -------------------------------------------------------------------
-
-    def _root_device_hints(self):
-        hints = self.host.get("root_device_hints")
-        if not given(hints):
-            return None
-        if not isinstance(hints, dict):
-            self.report("root_device_hints", hints, "is not a mapping", "write e.g. {deviceName: /dev/sda}")
-            return None
-        for key in sorted(hints, key=str):
-            self._check_hint(key, hints[key])
-        return dict(hints)
-
-    def _check_hint(self, key, value):
-        field = "root_device_hints.%s" % key
-        if key in FORBIDDEN_ROOT_DEVICE_HINTS:
-            self.report(
-                field,
-                value,
-                "is not supported: %s" % FORBIDDEN_ROOT_DEVICE_HINTS[key],
-                "use wwn, serialNumber or deviceName instead",
-            )
-        elif key not in ROOT_DEVICE_HINT_KEYS:
-            close = difflib.get_close_matches(str(key), ROOT_DEVICE_HINT_KEYS, n=1)
-            fix = ('did you mean "%s"?' % close[0]) if close else "use one of: %s" % ", ".join(ROOT_DEVICE_HINT_KEYS)
-            self.report(field, value, "is not a root device hint", fix)
-        elif key == "rotational":
-            if not isinstance(value, bool):
-                self.report(field, value, "is not a boolean", "write true or false (unquoted)")
-        elif key == "minSizeGigabytes":
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                self.report(field, value, "is not a positive integer", "write the size in GB, e.g. 100")
-        elif not isinstance(value, str) or not value.strip():
-            self.report(field, value, "is not a non-empty string", "write the hint as text")
-        elif key == "deviceName" and not value.startswith("/dev/"):
-            self.report(
-                field,
-                value,
-                "does not start with /dev/",
-                "write the device path, e.g. /dev/sda or /dev/disk/by-path/...",
-            )
-        elif key == "hctl" and not _HCTL_PATTERN.match(value):
-            self.report(field, value, "is not Host:Channel:Target:Lun", "write four numbers like 0:0:0:0")
-
-    # --- interfaces ----------------------------------------------------------------------------
-
-    def _interfaces(self):
-        """The host's (name, mac) list from interfaces, or from interface + mac_address."""
-        listed = self.host.get("interfaces")
-        mac_address = self.host.get("mac_address")
-        if given(listed) and given(mac_address):
-            self.report(
-                "mac_address",
-                mac_address,
-                "is set together with interfaces",
-                "give the MAC either in mac_address or in interfaces, not both",
-            )
-        if given(listed):
-            return self._listed_interfaces(listed)
-        if not given(mac_address):
-            self.report(
-                "mac_address",
-                mac_address,
-                "is not set",
-                "set mac_address (or interfaces) so the ISO can recognise this host",
-            )
-            return []
-        name = self.host.get("interface")
-        name = name if given(name) else DEFAULT_INTERFACE
-        mac = self._checked_mac("mac_address", mac_address)
-        if interface_name_problem(name):
-            self.report("interface", name, interface_name_problem(name), "use the NIC's name, e.g. eth0")
-        return [(name, mac)] if mac else []
-
-    def _listed_interfaces(self, listed):
-        if not isinstance(listed, list) or not all(isinstance(item, dict) for item in listed):
-            self.report(
-                "interfaces",
-                listed,
-                "is not a list of {name, mac_address}",
-                "write interfaces: [{name: eth0, mac_address: 00:02:46:e3:9e:7c}]",
-            )
-            return []
-        result = []
-        names = set()
-        for index, item in enumerate(listed):
-            field = "interfaces[%d]" % index
-            unknown = sorted(set(item) - {"name", "mac_address", "macAddress"}, key=str)
-            if unknown:
-                self.report(field, unknown, "has unknown keys", "give only name and mac_address")
-            name = item.get("name")
-            problem = interface_name_problem(name)
-            if problem:
-                self.report(field + ".name", name, problem, "use the NIC's name, e.g. eth0")
-                continue
-            if name in names:
-                self.report(field + ".name", name, "is listed twice", "list each interface once")
-                continue
-            names.add(name)
-            # macAddress is the nodes-config spelling; accept it from people who copy from there.
-            mac = self._checked_mac(field + ".mac_address", item.get("mac_address", item.get("macAddress")))
-            if mac:
-                result.append((name, mac))
-        return result
-
-    def _checked_mac(self, field, value):
-        mac = normalize_mac(value)
-        if mac is not None:
-            self.result.macs.append((field, mac))
-        if mac is None:
-            self.report(field, value, "is not a MAC address", "write six hex octets like 00:02:46:e3:9e:7c")
-            return None
-        problem = mac_problem(mac)
-        if problem:
-            self.report(field, value, problem, "use the NIC's burned-in unicast MAC")
-            return None
-        return mac
-
-    # --- network -------------------------------------------------------------------------------
-
-    def _raw_network(self):
-        for key in SIMPLE_NETWORK_KEYS:
-            if given(self.host.get(key)):
-                self.report(
-                    key,
-                    self.host.get(key),
-                    "is set together with network_config",
-                    "put the setting into network_config or drop network_config",
-                )
-        declared = dict(self.result.interfaces)
-        self.result.addresses = check_raw_network_config(
-            self.report, self.host["network_config"], declared, self.allow_loopback
-        )
-        self.result.network_config = copy.deepcopy(self.host["network_config"])
-
-    def _simple_network(self):
-        names = [name for name, _mac in self.result.interfaces]
-        primary = self.host.get("interface")
-        if not given(primary):
-            primary = names[0] if given(self.host.get("interfaces")) and names else DEFAULT_INTERFACE
-        elif names and primary not in names:
-            self.report(
-                "interface",
-                primary,
-                "is not one of interfaces (%s)" % ", ".join(names),
-                "name the interface that carries the addresses",
-            )
-        vlan_id = None
-        if given(self.host.get("vlan_id")):
-            vlan_id = check_vlan_id(self.report, "vlan_id", self.host["vlan_id"])
-            if vlan_id is not None and len(vlan_interface_name(primary, vlan_id)) > MAX_INTERFACE_NAME:
-                self.report(
-                    "vlan_id",
-                    self.host["vlan_id"],
-                    "makes the VLAN interface name %s longer than %d characters"
-                    % (vlan_interface_name(primary, vlan_id), MAX_INTERFACE_NAME),
-                    "use a shorter base interface name",
-                )
-                vlan_id = None
-        ipv4 = self._family(4, "ip", "prefix_length", "gateway")
-        ipv6 = self._family(6, "ipv6", "ipv6_prefix_length", "ipv6_gateway")
-        dns_servers = self._dns_servers()
-        self.result.network_config = generated_network_config(
-            self.result.interfaces, primary, vlan_id, ipv4, ipv6, dns_servers
-        )
-
-    def _family(self, version, ip_key, prefix_key, gateway_key):
-        """Static settings of one IP version as {ip, prefix, gateway}, or None (unset or invalid)."""
-        value, prefix_value, gateway_value = (
-            self.host.get(ip_key),
-            self.host.get(prefix_key),
-            self.host.get(gateway_key),
-        )
-        if not given(value):
-            for key, other in ((prefix_key, prefix_value), (gateway_key, gateway_value)):
-                if given(other):
-                    self.report(
-                        key,
-                        other,
-                        "is set but %s is not (the host would use DHCP)" % ip_key,
-                        "set %s too, or remove %s" % (ip_key, key),
-                    )
-            return None
-        if isinstance(value, str) and "/" in value:
-            self.report(
-                ip_key, value, "contains a prefix", "write the address alone and put the prefix into %s" % prefix_key
-            )
-            return None
-        address = check_host_address(self.report, ip_key, value, version, self.allow_loopback)
-        if not given(prefix_value):
-            self.report(
-                prefix_key,
-                prefix_value,
-                "is not set but %s is" % ip_key,
-                "set the prefix length of the host's subnet, e.g. %d" % (24 if version == 4 else 64),
-            )
-            return None
-        prefix = check_prefix(self.report, prefix_key, prefix_value, version)
-        if address is None or prefix is None:
-            return None
-        check_address_in_subnet(self.report, ip_key, value, address, prefix)
-        self.result.addresses.append((ip_key, address))
-        gateway = None
-        if given(gateway_value):
-            gateway = check_gateway(
-                self.report, gateway_key, gateway_value, address, prefix, "%s/%s" % (ip_key, prefix_key)
-            )
-        return {"ip": str(address), "prefix": prefix, "gateway": None if gateway is None else str(gateway)}
-
-    def _dns_servers(self):
-        value = self.host.get("dns_servers")
-        if not given(value):
-            return []
-        if isinstance(value, str):
-            # A flat survey answer: "192.168.111.1, 192.168.111.2".
-            servers = [item for item in re.split(r"[\s,]+", value) if item]
-        elif isinstance(value, list):
-            servers = value
-        else:
-            self.report("dns_servers", value, "is not a list of IP addresses", "write dns_servers: [192.168.111.1]")
-            return []
-        checked = []
-        for index, server in enumerate(servers):
-            address = check_dns_server(self.report, "dns_servers[%d]" % index, server)
-            if address is not None:
-                checked.append(str(address))
-        return checked

@@ -8,13 +8,22 @@ through a ``report(field, value, what, fix)`` callable bound to one host, so tha
 an inventory are collected in one run instead of failing on the first.
 """
 
+from __future__ import annotations
+
 import re
+from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
     netaddr,
     normalize_mac,
     parse_ip,
 )
+
+# report(field, value, what is wrong, how to fix it): records one problem of one host.
+Report = Callable[[str, Any, str, str], None]
+# An interface as (name, normalized MAC); an address a host will own as (field, netaddr.IPAddress).
+Interface = tuple[str, str]
+OwnedAddress = tuple[str, Any]
 
 MAIN_ROUTE_TABLE = 254
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
@@ -27,7 +36,7 @@ VLAN_ID_RANGE = (1, 4094)
 # --- scalar parsing ---------------------------------------------------------------------------
 
 
-def parse_int(value):
+def parse_int(value: Any) -> int | None:
     """Return value as an int, accepting decimal strings (``-e`` extra vars are strings); else None."""
     if isinstance(value, bool):
         return None
@@ -38,7 +47,7 @@ def parse_int(value):
     return None
 
 
-def mac_problem(mac):
+def mac_problem(mac: str) -> str | None:
     """Why a normalized MAC cannot identify a host NIC, or None."""
     if mac == "00:00:00:00:00:00":
         return "is all zeros"
@@ -47,7 +56,7 @@ def mac_problem(mac):
     return None
 
 
-def interface_name_problem(name):
+def interface_name_problem(name: Any) -> str | None:
     """Why a text cannot be a Linux interface name, or None."""
     if not isinstance(name, str) or not name:
         return "is not a non-empty string"
@@ -58,12 +67,7 @@ def interface_name_problem(name):
     return None
 
 
-def parse_any_ip(value):
-    """Return a netaddr.IPAddress of either version, or None."""
-    return parse_ip(value)
-
-
-def _reserved_reason(address, allow_loopback):
+def _reserved_reason(address: Any, allow_loopback: bool) -> str | None:
     if address.value == 0:
         return "is the unspecified address"
     if address.is_multicast():
@@ -80,7 +84,7 @@ def _reserved_reason(address, allow_loopback):
 # --- address checks -------------------------------------------------------------------------
 
 
-def check_host_address(report, field, value, version, allow_loopback):
+def check_host_address(report: Report, field: str, value: Any, version: int, allow_loopback: bool) -> Any:
     """Check an address a host will own; return the IPAddress or None after reporting."""
     address = parse_ip(value, version)
     if address is None:
@@ -98,7 +102,7 @@ def check_host_address(report, field, value, version, allow_loopback):
     return address
 
 
-def check_prefix(report, field, value, version):
+def check_prefix(report: Report, field: str, value: Any, version: int) -> int | None:
     """Check a prefix length; return it as an int or None after reporting."""
     prefix = parse_int(value)
     if prefix is None or not 1 <= prefix <= MAX_PREFIX[version]:
@@ -109,11 +113,11 @@ def check_prefix(report, field, value, version):
     return prefix
 
 
-def subnet_of(address, prefix):
+def subnet_of(address: Any, prefix: int) -> Any:
     return netaddr.IPNetwork("%s/%d" % (address, prefix))
 
 
-def check_address_in_subnet(report, field, value, address, prefix):
+def check_address_in_subnet(report: Report, field: str, value: Any, address: Any, prefix: int) -> None:
     """Report an address that is the network (or IPv4 broadcast) address of its own subnet."""
     subnet = subnet_of(address, prefix)
     # /31 and /32 (IPv4), /127 and /128 (IPv6) have no network or broadcast address to avoid.
@@ -125,7 +129,7 @@ def check_address_in_subnet(report, field, value, address, prefix):
         report(field, value, "is the broadcast address of %s" % subnet.cidr, "use a host address inside the subnet")
 
 
-def check_gateway(report, field, value, address, prefix, subnet_fields):
+def check_gateway(report: Report, field: str, value: Any, address: Any, prefix: int, subnet_fields: str) -> Any:
     """Check a default gateway against the host's own address and prefix."""
     version = address.version
     gateway = parse_ip(value, version)
@@ -154,15 +158,15 @@ def check_gateway(report, field, value, address, prefix, subnet_fields):
     return gateway
 
 
-def check_dns_server(report, field, value):
-    server = parse_any_ip(value)
+def check_dns_server(report: Report, field: str, value: Any) -> Any:
+    server = parse_ip(value)
     if server is None or server.value == 0 or server.is_multicast():
         report(field, value, "is not a unicast IP address", "list DNS servers as IP addresses")
         return None
     return server
 
 
-def check_vlan_id(report, field, value):
+def check_vlan_id(report: Report, field: str, value: Any) -> int | None:
     vlan_id = parse_int(value)
     if vlan_id is None or not VLAN_ID_RANGE[0] <= vlan_id <= VLAN_ID_RANGE[1]:
         report(field, value, "is not a VLAN ID", "use an integer from %d to %d" % VLAN_ID_RANGE)
@@ -173,18 +177,18 @@ def check_vlan_id(report, field, value):
 # --- generation from simple variables -------------------------------------------------------
 
 
-def vlan_interface_name(base, vlan_id):
+def vlan_interface_name(base: str, vlan_id: int) -> str:
     return "%s.%d" % (base, vlan_id)
 
 
-def _ip_settings(ipv4, ipv6):
+def _ip_settings(ipv4: dict[str, Any] | None, ipv6: dict[str, Any] | None) -> dict[str, Any]:
     """nmstate ipv4/ipv6 sections for the interface carrying the host's addresses.
 
     ipv4 and ipv6 are None or dicts with ``ip`` and ``prefix``; neither means DHCP (IPv4).
     """
     if ipv4 is None and ipv6 is None:
         return {"ipv4": {"enabled": True, "dhcp": True}}
-    settings = {}
+    settings: dict[str, Any] = {}
     if ipv4 is None:
         # Without this an IPv6-only host would also wait for a DHCPv4 lease that never comes.
         settings["ipv4"] = {"enabled": False}
@@ -198,11 +202,18 @@ def _ip_settings(ipv4, ipv6):
     return settings
 
 
-def _without_addresses():
+def _without_addresses() -> dict[str, Any]:
     return {"ipv4": {"enabled": False}, "ipv6": {"enabled": False}}
 
 
-def generated_network_config(interfaces, primary, vlan_id, ipv4, ipv6, dns_servers):
+def generated_network_config(
+    interfaces: list[Interface],
+    primary: str,
+    vlan_id: int | None,
+    ipv4: dict[str, Any] | None,
+    ipv6: dict[str, Any] | None,
+    dns_servers: list[str],
+) -> dict[str, Any]:
     """nmstate for a host described by simple variables.
 
     interfaces: list of (name, mac) pairs; primary: the name of the one that carries the addresses
@@ -210,16 +221,16 @@ def generated_network_config(interfaces, primary, vlan_id, ipv4, ipv6, dns_serve
     without addresses. ipv4/ipv6: None or {"ip", "prefix", "gateway"} (gateway may be None).
     """
     address_interface = primary if vlan_id is None else vlan_interface_name(primary, vlan_id)
-    nm_interfaces = []
+    nm_interfaces: list[dict[str, Any]] = []
     for name, mac in interfaces:
-        entry = {"name": name, "type": "ethernet", "state": "up", "mac-address": mac}
+        entry: dict[str, Any] = {"name": name, "type": "ethernet", "state": "up", "mac-address": mac}
         if name == address_interface:
             entry.update(_ip_settings(ipv4, ipv6))
         else:
             entry.update(_without_addresses())
         nm_interfaces.append(entry)
     if vlan_id is not None:
-        vlan = {
+        vlan: dict[str, Any] = {
             "name": address_interface,
             "type": "vlan",
             "state": "up",
@@ -228,10 +239,10 @@ def generated_network_config(interfaces, primary, vlan_id, ipv4, ipv6, dns_serve
         vlan.update(_ip_settings(ipv4, ipv6))
         nm_interfaces.append(vlan)
 
-    config = {"interfaces": nm_interfaces}
+    config: dict[str, Any] = {"interfaces": nm_interfaces}
     if dns_servers:
         config["dns-resolver"] = {"config": {"server": list(dns_servers)}}
-    routes = []
+    routes: list[dict[str, Any]] = []
     for version, family in ((4, ipv4), (6, ipv6)):
         if family is not None and family.get("gateway"):
             routes.append(
@@ -250,11 +261,13 @@ def generated_network_config(interfaces, primary, vlan_id, ipv4, ipv6, dns_serve
 # --- checks of raw nmstate ------------------------------------------------------------------
 
 
-def _is_mapping_list(value):
+def _is_mapping_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
-def check_raw_network_config(report, config, declared, allow_loopback):
+def check_raw_network_config(
+    report: Report, config: Any, declared: dict[str, str], allow_loopback: bool
+) -> list[OwnedAddress]:
     """Check a user-written nmstate document against the host's declared interfaces.
 
     declared: {name: normalized mac} from the host's ``interfaces``. Returns the list of
@@ -299,7 +312,7 @@ def check_raw_network_config(report, config, declared, allow_loopback):
     return addresses
 
 
-def _check_raw_interface_mac(report, entry_field, entry, declared):
+def _check_raw_interface_mac(report: Report, entry_field: str, entry: dict[str, Any], declared: dict[str, str]) -> None:
     if entry.get("type") != "ethernet" or "mac-address" not in entry:
         return
     mac = normalize_mac(entry["mac-address"])
@@ -326,7 +339,9 @@ def _check_raw_interface_mac(report, entry_field, entry, declared):
         )
 
 
-def _check_raw_addresses(report, entry_field, entry, allow_loopback):
+def _check_raw_addresses(
+    report: Report, entry_field: str, entry: dict[str, Any], allow_loopback: bool
+) -> list[OwnedAddress]:
     found = []
     for version in (4, 6):
         family_field = "%s.ipv%d" % (entry_field, version)
@@ -355,7 +370,7 @@ def _check_raw_addresses(report, entry_field, entry, allow_loopback):
     return found
 
 
-def _check_raw_dns(report, field, config):
+def _check_raw_dns(report: Report, field: str, config: dict[str, Any]) -> None:
     resolver = config.get("dns-resolver")
     if resolver is None:
         return
@@ -372,12 +387,12 @@ def _check_raw_dns(report, field, config):
         check_dns_server(report, "%s.dns-resolver.config.server[%d]" % (field, index), server)
 
 
-def _check_raw_routes(report, field, config, interface_names):
+def _check_raw_routes(report: Report, field: str, config: dict[str, Any], interface_names: set[str]) -> None:
     routes = config.get("routes")
     if routes is None:
         return
     route_list = routes.get("config", []) if isinstance(routes, dict) else None
-    if not _is_mapping_list(route_list):
+    if route_list is None or not _is_mapping_list(route_list):
         report(field + ".routes", routes, "is not {config: [...]}", "list routes under routes.config")
         return
     for index, route in enumerate(route_list):
@@ -391,7 +406,7 @@ def _check_raw_routes(report, field, config, interface_names):
                 "write e.g. 0.0.0.0/0 or ::/0",
             )
         next_hop = route.get("next-hop-address")
-        if next_hop is not None and parse_any_ip(next_hop) is None:
+        if next_hop is not None and parse_ip(next_hop) is None:
             report(route_field + ".next-hop-address", next_hop, "is not an IP address", "set the address of the router")
         interface = route.get("next-hop-interface")
         if interface is not None and interface not in interface_names:
@@ -403,10 +418,10 @@ def _check_raw_routes(report, field, config, interface_names):
             )
 
 
-def _is_cidr(value):
+def _is_cidr(value: Any) -> bool:
     if not isinstance(value, str) or "/" not in value:
         return False
     address, prefix = value.split("/", 1)
-    ip = parse_any_ip(address)
+    ip = parse_ip(address)
     length = parse_int(prefix)
     return ip is not None and length is not None and 0 <= length <= MAX_PREFIX[ip.version]

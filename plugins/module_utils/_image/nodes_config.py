@@ -8,34 +8,37 @@ The rendering is canonical (fixed key order, hosts sorted by hostname) so that i
 changes when the content does: that is what makes rebuilding the ISO idempotent.
 """
 
-import hashlib
+from __future__ import annotations
+
 import json
 import re
 import traceback
+from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
+    NETADDR_IMPORT_ERROR,
+    parse_network,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_checks import (
+    CheckedHost,
+    HostChecker,
+    given,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
+    ARCHITECTURE_ALIASES,
+    normalize_architecture,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import Report
 
 try:
     import yaml
 except ImportError:
-    yaml = None
-    YAML_IMPORT_ERROR = traceback.format_exc()
+    yaml = None  # type: ignore[assignment]
+    YAML_IMPORT_ERROR: str | None = traceback.format_exc()
 else:
     YAML_IMPORT_ERROR = None
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    ARCHITECTURE_ALIASES,
-    HostChecker,
-    given,
-    normalize_architecture,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
-    NETADDR_IMPORT_ERROR,
-    netaddr,
-    parse_ip,
-)
-
-SECRET_HOST_KEYS = ("bmc_password",)
 # ppc64le and s390x hosts only join clusters of platform none. node-joiner's cluster inspection applies the
 # agent installer's rule to infrastructure/cluster spec.platformSpec.type and the workers' architecture --
 # openshift/installer pkg/asset/agent/installconfig.go@006d45739349721f1371d3013792d9b8407e9842
@@ -73,7 +76,7 @@ NMSTATE_KEY_ORDER = (
     "metric",
     "table-id",
 )
-_KEY_RANK = {}
+_KEY_RANK: dict[str, int] = {}
 for _order in (NODES_CONFIG_KEY_ORDER, HOST_KEY_ORDER, NMSTATE_KEY_ORDER):
     for _key in _order:
         _KEY_RANK.setdefault(_key, len(_KEY_RANK))
@@ -81,9 +84,8 @@ for _order in (NODES_CONFIG_KEY_ORDER, HOST_KEY_ORDER, NMSTATE_KEY_ORDER):
 _MAX_SHOWN_VALUE = 120
 
 
-def missing_libraries():
-    """(library name, import traceback) of each Python library this code needs but cannot import,
-    for the module to pass to missing_required_lib."""
+def missing_libraries() -> list[tuple[str, str]]:
+    """(library name, import traceback) of each Python library this code needs but cannot import."""
     missing = []
     if NETADDR_IMPORT_ERROR:
         missing.append(("netaddr", NETADDR_IMPORT_ERROR))
@@ -95,35 +97,37 @@ def missing_libraries():
 class InventoryError(Day2Error):
     """All problems found in an inventory; ``problems`` is a list of {host, field, value, message}."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: list[dict[str, Any]]) -> None:
         self.problems = list(problems)
         lines = ["%d problem(s) in the new-worker inventory:" % len(self.problems)]
         lines.extend("- " + problem["message"] for problem in self.problems)
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join(lines), {"problems": self.problems})
 
 
 class _Problems:
     """Collects problems; ``for_host`` gives the report(field, value, what, fix) callable."""
 
-    def __init__(self):
-        self.items = []
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
 
-    def add(self, host, field, value, what, fix):
-        shown = "(hidden)" if field in SECRET_HOST_KEYS else _show(value)
+    def add(self, host: Any, field: str, value: Any, what: str, fix: str) -> None:
         self.items.append(
             {
                 "host": host,
                 "field": field,
-                "value": "(hidden)" if field in SECRET_HOST_KEYS else value,
-                "message": 'host %s: field "%s" value %s %s; %s' % (host, field, shown, what, fix),
+                "value": value,
+                "message": 'host %s: field "%s" value %s %s; %s' % (host, field, _show(value), what, fix),
             }
         )
 
-    def for_host(self, host):
-        return lambda field, value, what, fix: self.add(host, field, value, what, fix)
+    def for_host(self, host: str) -> Report:
+        def report(field: str, value: Any, what: str, fix: str) -> None:
+            self.add(host, field, value, what, fix)
+
+        return report
 
 
-def _show(value):
+def _show(value: Any) -> str:
     try:
         text = json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
@@ -133,7 +137,7 @@ def _show(value):
     return text
 
 
-def _check_platform(host, checked_host, platform, problems):
+def _check_platform(host: dict[str, Any], checked_host: CheckedHost, platform: str | None, problems: _Problems) -> None:
     architecture = checked_host.architecture
     if not given(platform) or str(platform).lower() == "none" or architecture not in NONE_PLATFORM_ONLY:
         return
@@ -150,7 +154,9 @@ def _check_platform(host, checked_host, platform, problems):
     )
 
 
-def _check_hosts(hosts, default_architecture, allow_loopback, platform=None):
+def _check_hosts(
+    hosts: Any, default_architecture: str | None, allow_loopback: bool, platform: str | None = None
+) -> tuple[list[CheckedHost], list[dict[str, Any]]]:
     """Run every check; return (checked hosts, problems). ``platform``: Infrastructure spec.platformSpec.type."""
     problems = _Problems()
     cluster_architecture = normalize_architecture(default_architecture)
@@ -185,7 +191,7 @@ def _check_hosts(hosts, default_architecture, allow_loopback, platform=None):
             continue
         name = host.get("name")
         label = name if isinstance(name, str) and name else "#%d" % index
-        checked_host = HostChecker(host, label, cluster_architecture, allow_loopback, problems).check()
+        checked_host = HostChecker(host, label, cluster_architecture, allow_loopback, problems.for_host(label)).check()
         checked_host.index = index
         _check_platform(host, checked_host, platform, problems)
         checked.append(checked_host)
@@ -193,9 +199,9 @@ def _check_hosts(hosts, default_architecture, allow_loopback, platform=None):
     return checked, problems.items
 
 
-def _check_unique(checked, problems):
+def _check_unique(checked: list[CheckedHost], problems: _Problems) -> None:
     """Hostnames, MACs and addresses must each belong to exactly one host definition."""
-    owners = {}
+    owners: dict[tuple[str, str], tuple[int, str]] = {}
     for host in checked:
         for field, kind, value in _identities(host):
             owner_index, owner_label = owners.setdefault((kind, value), (host.index, host.label))
@@ -210,7 +216,7 @@ def _check_unique(checked, problems):
         _check_unique_within(host, problems)
 
 
-def _identities(host):
+def _identities(host: CheckedHost) -> list[tuple[str, str, str]]:
     """(field, kind, value) of everything that must not be shared between hosts."""
     found = [("name", "name", host.hostname)] if host.hostname else []
     found.extend((field, "MAC", mac) for field, mac in host.macs)
@@ -218,7 +224,7 @@ def _identities(host):
     return found
 
 
-def _check_unique_within(host, problems):
+def _check_unique_within(host: CheckedHost, problems: _Problems) -> None:
     seen = set()
     for field, kind, value in _identities(host):
         if (kind, value) in seen:
@@ -228,18 +234,18 @@ def _check_unique_within(host, problems):
         seen.add((kind, value))
 
 
-def inventory_problems(hosts, default_architecture, allow_loopback=False, platform=None):
-    """All problems of an inventory as a list of {host, field, value, message} (empty when valid)."""
-    return _check_hosts(hosts, default_architecture, allow_loopback, platform)[1]
-
-
 def build_nodes_configs(
-    hosts, default_architecture, ssh_key=None, boot_artifacts_base_url=None, allow_loopback=False, platform=None
-):
+    hosts: Any,
+    default_architecture: str | None,
+    ssh_key: str | None = None,
+    boot_artifacts_base_url: str | None = None,
+    allow_loopback: bool = False,
+    platform: str | None = None,
+) -> dict[str, dict[str, Any]]:
     """Return {rpm architecture: nodes-config dict} for the hosts, or raise InventoryError.
 
     default_architecture is the control plane's (Go or RPM name); hosts without cpu_architecture
-    get it. allow_loopback accepts 127.0.0.0/8 host addresses (the lab's machine network).
+    get it. allow_loopback accepts 127.0.0.0/8 host addresses (hosts.loopback_allowed: the lab's).
     platform is the cluster's Infrastructure spec.platformSpec.type (None: not checked).
     """
     checked, problems = _check_hosts(hosts, default_architecture, allow_loopback, platform)
@@ -259,13 +265,14 @@ def build_nodes_configs(
     if problems or extra.items:
         raise InventoryError(problems + extra.items)
 
-    configs = {}
+    configs: dict[str, dict[str, Any]] = {}
     for host in sorted(checked, key=lambda item: item.hostname):
-        config = configs.get(host.architecture)
+        architecture = str(host.architecture)  # known: an unknown one was a problem
+        config = configs.get(architecture)
         if config is None:
-            config = configs[host.architecture] = {"cpuArchitecture": host.architecture}
+            config = configs[architecture] = {"cpuArchitecture": architecture}
             if given(ssh_key):
-                config["sshKey"] = ssh_key.strip()
+                config["sshKey"] = str(ssh_key).strip()
             if given(boot_artifacts_base_url):
                 config["bootArtifactsBaseURL"] = boot_artifacts_base_url
             config["hosts"] = []
@@ -273,52 +280,47 @@ def build_nodes_configs(
     return configs
 
 
-def static_addresses(host):
-    """(field, address text) of the static addresses a host definition gives, invalid ones skipped."""
+def _static_addresses(host: Any) -> list[tuple[str, Any]]:
+    """(field, netaddr.IPAddress) of the static addresses a host definition gives, invalid ones skipped."""
     if not isinstance(host, dict):
         return []
-    checker = HostChecker(host, "", "x86_64", True, _Problems())
-    return [(field, str(address)) for field, address in checker.check().addresses]
+    checker = HostChecker(host, "", "x86_64", True, _Problems().for_host(""))
+    return list(checker.check().addresses)
 
 
-def addresses_outside_machine_networks(hosts, machine_networks):
-    """Problems for static addresses outside every machine network of their IP version.
+def addresses_outside_machine_networks(hosts: Any, machine_networks: list[Any]) -> list[dict[str, Any]]:
+    """Problems ({host, field, value, message}) for static addresses outside every machine network of their IP version.
 
-    machine_networks: CIDR strings or install-config entries {cidr: ...}. The caller decides
-    whether a problem is fatal (it usually is: the node could not reach api-int).
+    machine_networks: CIDR strings or install-config entries {cidr: ...} (day1_facts' machine_networks). The caller
+    decides whether a problem is fatal (it usually is: the node could not reach api-int).
     """
     networks = []
     for network in machine_networks:
         cidr = network.get("cidr") if isinstance(network, dict) else network
-        networks.append(_parse_network(cidr))
+        parsed = parse_network(cidr)
+        if parsed is None:
+            raise Day2Error("machine network %r is not a CIDR such as 192.168.111.0/24" % (cidr,))
+        networks.append(parsed)
     problems = _Problems()
     for host in hosts if isinstance(hosts, list) else []:
-        for field, address in static_addresses(host):
-            ip = parse_ip(address)
+        for field, ip in _static_addresses(host):
             same_version = [net for net in networks if net.version == ip.version]
             if not any(ip in net for net in same_version):
                 shown = ", ".join(str(net.cidr) for net in same_version) or "none of IPv%d" % ip.version
                 problems.add(
                     host.get("name"),
                     field,
-                    address,
+                    str(ip),
                     "is outside the cluster's machine networks (%s)" % shown,
                     "use an address in a machine network, or route to it and accept the risk",
                 )
     return problems.items
 
 
-def _parse_network(cidr):
-    try:
-        return netaddr.IPNetwork(cidr)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        raise ValueError("machine network %r is not a CIDR" % (cidr,))
-
-
 # --- canonical rendering ------------------------------------------------------------------------
 
 
-def _canonical(value):
+def _canonical(value: Any) -> Any:
     """Copy of value with every mapping's keys in the canonical order (plain dicts keep it)."""
     if isinstance(value, dict):
         keys = sorted(value, key=lambda key: (_KEY_RANK.get(key, len(_KEY_RANK)), str(key)))
@@ -328,10 +330,10 @@ def _canonical(value):
     return value
 
 
-_DUMPER = []
+_DUMPER: list[Any] = []
 
 
-def _canonical_dumper():
+def _canonical_dumper() -> Any:
     """SafeDumper that quotes colon-bearing strings (MACs, IPv6): a YAML 1.1 reader, as in Go,
     could otherwise take an all-digit MAC for a base-60 number. Built on first use because
     PyYAML may be missing when this file is imported."""
@@ -340,7 +342,7 @@ def _canonical_dumper():
         class CanonicalDumper(yaml.SafeDumper):
             pass
 
-        def represent_str(dumper, value):
+        def represent_str(dumper: Any, value: str) -> Any:
             style = '"' if ":" in value else None
             return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
@@ -349,7 +351,7 @@ def _canonical_dumper():
     return _DUMPER[0]
 
 
-def render_nodes_config(nodes_config):
+def render_nodes_config(nodes_config: dict[str, Any]) -> str:
     """The YAML text of a nodes-config dict; equal content always gives equal text."""
     return yaml.dump(
         _canonical(nodes_config),
@@ -359,8 +361,3 @@ def render_nodes_config(nodes_config):
         allow_unicode=True,
         width=1 << 16,
     )
-
-
-def nodes_config_digest(nodes_config):
-    """sha256 hex digest of the canonical rendering, to tell whether an ISO must be rebuilt."""
-    return hashlib.sha256(render_nodes_config(nodes_config).encode("utf-8")).hexdigest()

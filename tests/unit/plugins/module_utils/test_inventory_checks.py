@@ -6,12 +6,11 @@ import copy
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
     addresses_outside_machine_networks,
     build_nodes_configs,
-    inventory_problems,
-    static_addresses,
 )
 
 GOOD_HOST = {
@@ -83,7 +82,6 @@ def _set_nm(path, value):
 
 # (case id, host definition, field that must be named, text the message must contain)
 BAD_HOSTS = [
-    ("unknown-key", _host(mac_adress="x"), "mac_adress", 'did you mean "mac_address"'),
     ("upper-case-name", _host(name="Extra-Worker-0"), "name", "upper-case"),
     ("underscore-name", _host(name="extra_worker_0"), "name", "label"),
     ("leading-hyphen-name", _host(name="-worker"), "name", "label"),
@@ -126,12 +124,6 @@ BAD_HOSTS = [
         _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "zz"}]),
         "interfaces[0].mac_address",
         "not a MAC",
-    ),
-    (
-        "interfaces-unknown-key",
-        _host(mac_address=_DROP, interfaces=[{"name": "eth0", "mac_address": "00:02:46:e3:9e:7c", "mtu": 9000}]),
-        "interfaces[0]",
-        "unknown keys",
     ),
     (
         "primary-not-in-interfaces",
@@ -275,6 +267,15 @@ def _problems_of(hosts, **kwargs):
     return caught.value.problems
 
 
+def inventory_problems(hosts, default_architecture, **kwargs):
+    """Every problem of ``hosts`` ([] when build_nodes_configs accepts them)."""
+    try:
+        build_nodes_configs(hosts, default_architecture, **kwargs)
+    except InventoryError as error:
+        return error.problems
+    return []
+
+
 def test_table_has_enough_distinct_cases():
     ids = [case[0] for case in BAD_HOSTS]
     assert len(ids) == len(set(ids)) >= 35
@@ -304,7 +305,7 @@ def test_message_format_from_the_brief():
 
 
 def test_every_problem_is_collected_not_just_the_first():
-    bad = _host(name="w1", ip="192.168.111.0", gateway="10.0.0.1", vlan_id=5000, colour="blue")
+    bad = _host(name="w1", ip="192.168.111.0", gateway="10.0.0.1", vlan_id=5000)
     other = _host(name="W2", mac_address="zz")
     problems = _problems_of([bad, other])
     found = {(problem["host"], problem["field"]) for problem in problems}
@@ -312,7 +313,6 @@ def test_every_problem_is_collected_not_just_the_first():
         ("w1", "ip"),
         ("w1", "gateway"),
         ("w1", "vlan_id"),
-        ("w1", "colour"),
         ("W2", "name"),
         ("W2", "mac_address"),
     }
@@ -431,24 +431,17 @@ def test_loopback_addresses_allowed_for_the_lab():
     assert inventory_problems([lab], "amd64", allow_loopback=True) == []
 
 
-def test_bmc_keys_are_accepted_and_the_password_never_shown():
-    host = _host(
-        bmc_address="redfish-virtualmedia://127.0.0.1:8000/redfish/v1/Systems/1",
-        bmc_username="admin",
-        bmc_password="s3cret!",
-        bmc_verify_certs=False,
-        ip="bad",
-    )
-    problems = _problems_of([host])
+def test_the_boot_keys_are_not_read_here():
+    """The checks read the image keys only: a caller that passes the BMC keys too gets no problem for them."""
+    host = _host(bmc_address="redfish-virtualmedia://127.0.0.1:8000/redfish/v1/Systems/1", bmc_password="s3cret!")
+    problems = _problems_of([dict(host, ip="bad")])
     assert [p["field"] for p in problems] == ["ip"]
     assert "s3cret!" not in str(problems)
 
 
-def test_typo_of_a_secret_key_does_not_show_its_value():
-    problems = _problems_of([_host(bmc_pasword="s3cret!")])
-    assert [p["field"] for p in problems] == ["bmc_pasword"]
-    assert 'did you mean "bmc_password"' in problems[0]["message"]
-    assert "s3cret!" not in str(problems)
+@pytest.mark.parametrize("servers", [[""], ["192.168.111.1", ""], "192.168.111.1,", ""])
+def test_unanswered_or_trailing_dns_servers_are_no_problem(servers):
+    assert inventory_problems([_host(dns_servers=servers)], "amd64") == []
 
 
 def test_ipv6_link_local_gateway_is_accepted():
@@ -465,11 +458,15 @@ def test_point_to_point_prefixes_have_no_network_address(prefix, address):
 # --- machine networks -------------------------------------------------------------------------
 
 
-def test_static_addresses_of_simple_and_raw_hosts():
+def test_the_static_addresses_of_simple_and_raw_hosts_are_checked():
     dual = _host(ipv6="fd00::5", ipv6_prefix_length=64)
-    assert static_addresses(dual) == [("ip", "192.168.111.90"), ("ipv6", "fd00::5")]
-    assert static_addresses(RAW_HOST) == [("network_config.interfaces[0].ipv4.address[0].ip", "192.168.111.90")]
-    assert static_addresses(_host(ip=_DROP, prefix_length=_DROP, gateway=_DROP)) == []
+    dhcp = _host(SECOND, ip=_DROP, prefix_length=_DROP, gateway=_DROP)
+    problems = addresses_outside_machine_networks([dual, RAW_HOST, dhcp], ["10.0.0.0/8"])
+    assert [(p["host"], p["field"], p["value"]) for p in problems] == [
+        ("extra-worker-0", "ip", "192.168.111.90"),
+        ("extra-worker-0", "ipv6", "fd00::5"),
+        ("extra-worker-0", "network_config.interfaces[0].ipv4.address[0].ip", "192.168.111.90"),
+    ]
 
 
 def test_addresses_outside_machine_networks():
@@ -494,9 +491,10 @@ def test_addresses_outside_machine_networks():
     assert addresses_outside_machine_networks([inside, v6], ["192.168.111.0/24", "fd00::/48"]) == []
 
 
-def test_machine_network_must_be_a_cidr():
-    with pytest.raises(ValueError):
-        addresses_outside_machine_networks([GOOD_HOST], ["not-a-network"])
+@pytest.mark.parametrize("network", ["not-a-network", {"cidr": None}, "192.168.111.1"])
+def test_machine_network_must_be_a_cidr(network):
+    with pytest.raises(Day2Error, match="is not a CIDR"):
+        addresses_outside_machine_networks([GOOD_HOST], [network])
 
 
 # --- ppc64le and s390x only on platform none (the agent installer's rule, applied by node-joiner) ------

@@ -1,17 +1,20 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Good inventories become exactly the nodes-config.yaml of FACTS.md §2, rendered canonically."""
+"""Good inventories become exactly the nodes-config.yaml node-joiner reads, rendered canonically."""
 
 import copy
 
 import pytest
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
+    IMAGE_HOST_OPTIONS,
+    known_host_keys,
+    normalize_architecture,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     build_nodes_configs,
-    nodes_config_digest,
-    normalize_architecture,
     render_nodes_config,
 )
 
@@ -42,7 +45,7 @@ V6_SETTINGS = {"enabled": True, "dhcp": False, "address": [{"ip": "fd00:1101::90
 def _only_config(hosts, architecture="amd64", **kwargs):
     configs = build_nodes_configs(hosts, architecture, **kwargs)
     assert len(configs) == 1
-    return list(configs.values())[0]
+    return next(iter(configs.values()))
 
 
 def test_static_ipv4_is_the_facts_example():
@@ -205,7 +208,11 @@ def test_raw_nmstate_passes_through_unchanged():
         "network_config": network_config,
         "interfaces": [{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "macAddress": MAC1}],
     }
-    config = _only_config([host])
+    # as day2_iso gets it: macAddress (the nodes-config spelling) is an alias of mac_address
+    spec = {"hosts": {"type": "list", "elements": "dict", "options": IMAGE_HOST_OPTIONS}}
+    validated = ArgumentSpecValidator(spec).validate({"hosts": [host]})
+    assert validated.error_messages == []
+    config = _only_config(validated.validated_parameters["hosts"])
     assert config["hosts"][0]["interfaces"] == [
         {"name": "eno1", "macAddress": MAC0},
         {"name": "eno2", "macAddress": MAC1},
@@ -326,8 +333,9 @@ def test_bmc_keys_are_not_rendered():
     assert "bmc" not in text and "s3cret!" not in text
 
 
-def test_host_keys_constant_lists_every_model_key():
-    assert set(HOST_KEYS) == {
+def test_known_host_keys_lists_every_model_key():
+    assert len(known_host_keys()) == len(set(known_host_keys()))
+    assert set(known_host_keys()) == {
         "name",
         "mac_address",
         "interfaces",
@@ -350,7 +358,7 @@ def test_host_keys_constant_lists_every_model_key():
     }
 
 
-# --- rendering and digest ---------------------------------------------------------------------
+# --- canonical rendering (what the inputs digest is made of) ----------------------------------
 
 
 def test_rendering_reads_back_to_the_same_dict():
@@ -387,18 +395,16 @@ def _reversed_dicts(value):
     return value
 
 
-def test_digest_ignores_dict_order_and_host_order():
+def test_rendering_ignores_dict_order_and_host_order():
     second = dict(V4_HOST, name="extra-worker-1", mac_address=MAC1, ip="192.168.111.91")
     config = _only_config([V4_HOST, second])
     shuffled = _only_config([_reversed_dicts(second), _reversed_dicts(V4_HOST)])
-    assert nodes_config_digest(config) == nodes_config_digest(shuffled)
-    assert nodes_config_digest(config) == nodes_config_digest(_reversed_dicts(copy.deepcopy(config)))
-    assert render_nodes_config(config) == render_nodes_config(_reversed_dicts(config))
-    assert len(nodes_config_digest(config)) == 64
+    assert render_nodes_config(config) == render_nodes_config(shuffled)
+    assert render_nodes_config(config) == render_nodes_config(_reversed_dicts(copy.deepcopy(config)))
 
 
-def test_digest_changes_with_content():
-    base = nodes_config_digest(_only_config([V4_HOST]))
-    assert nodes_config_digest(_only_config([dict(V4_HOST, ip="192.168.111.99")])) != base
-    assert nodes_config_digest(_only_config([V4_HOST], ssh_key="ssh-ed25519 other")) != base
-    assert nodes_config_digest(_only_config([V4_HOST])) == base
+def test_rendering_changes_with_content():
+    base = render_nodes_config(_only_config([V4_HOST]))
+    assert render_nodes_config(_only_config([dict(V4_HOST, ip="192.168.111.99")])) != base
+    assert render_nodes_config(_only_config([V4_HOST], ssh_key="ssh-ed25519 other")) != base
+    assert render_nodes_config(_only_config([V4_HOST])) == base

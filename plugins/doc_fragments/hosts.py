@@ -1,0 +1,104 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The keys of a new-worker host definition: the suboptions of a module's ``hosts`` option. The module documents
+# ``hosts`` itself (description, type, elements, required); the fragment adds its suboptions. The argument specs
+# are plugins/module_utils/_image/hosts.py IMAGE_HOST_OPTIONS and BOOT_HOST_OPTIONS; a unit test keeps them equal.
+
+_HEADER = r"""
+options:
+  hosts:
+    suboptions:
+"""
+
+_IMAGE_KEYS = r"""
+      name:
+        description: The host name, which becomes the Node name (a lower-case DNS name such as C(extra-worker-0)).
+        type: str
+        required: true
+      mac_address:
+        description:
+          - MAC address of the host's NIC, by which the image recognises the host.
+          - Give it here or in O(hosts[].interfaces).
+        type: str
+      interfaces:
+        description: The host's NICs, when it has several (instead of O(hosts[].mac_address)).
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description: Interface name, for example C(eth0).
+            type: str
+          mac_address:
+            description: MAC address of that interface.
+            type: str
+            aliases: [macAddress]
+      interface:
+        description: The interface that carries the addresses (default C(eth0), or the first of O(hosts[].interfaces)).
+        type: str
+      ip:
+        description:
+          - Static IPv4 address. Without it the host uses DHCP (the install is still followed at this address, so set it
+            to the address the host will get).
+        type: str
+      prefix_length:
+        description: Prefix length of the IPv4 subnet, for example C(24).
+        type: int
+      gateway:
+        description: IPv4 default gateway, inside the host's subnet.
+        type: str
+      dns_servers:
+        description: DNS servers (IP addresses); a comma-separated text is split.
+        type: list
+        elements: str
+      vlan_id:
+        description: Put the addresses on a VLAN of this ID (1 to 4094) on top of O(hosts[].interface).
+        type: int
+      ipv6:
+        description: Static IPv6 address; together with O(hosts[].ip) the host is dual stack.
+        type: str
+      ipv6_prefix_length:
+        description: Prefix length of the IPv6 subnet, for example C(64).
+        type: int
+      ipv6_gateway:
+        description: IPv6 default gateway (in the subnet, or link-local).
+        type: str
+      network_config:
+        description:
+          - Raw nmstate for the host, instead of the simple network keys; its ethernet interfaces must be listed in
+            O(hosts[].interfaces).
+        type: dict
+      root_device_hints:
+        description:
+          - Which disk to install to. Keys C(deviceName), C(hctl), C(model), C(vendor), C(serialNumber),
+            C(minSizeGigabytes), C(wwn), C(rotational).
+        type: dict
+      cpu_architecture:
+        description:
+          - The host's architecture (C(x86_64)/C(amd64), C(aarch64)/C(arm64), C(ppc64le), C(s390x)); default the
+            control plane's. One image is built per architecture.
+        type: str
+"""
+
+_BOOT_KEYS = r"""
+      bmc_address:
+        description: Redfish address of the host's BMC, for example C(redfish-virtualmedia://bmc.example.com/redfish/v1/Systems/1).
+        type: str
+      bmc_username:
+        description: User name for the BMC.
+        type: str
+      bmc_password:
+        description: Password for the BMC. Never shown in any output.
+        type: str
+      bmc_verify_certs:
+        description: Verify the BMC's TLS certificate.
+        type: bool
+"""
+
+
+class ModuleDocFragment:
+    # The keys the image step reads (day2_iso).
+    DOCUMENTATION = _HEADER + _IMAGE_KEYS.lstrip("\n")
+
+    # Every key of a host definition: those of the image step and the BMC keys of the boot step.
+    WITH_BOOT = _HEADER + _IMAGE_KEYS.lstrip("\n") + _BOOT_KEYS.lstrip("\n")
