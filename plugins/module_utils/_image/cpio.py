@@ -1,18 +1,21 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reader and writer for the cpio "newc" format (the one the Linux initramfs loader reads), and for
-initramfs streams: cpio archives, each optionally xz or gzip compressed, concatenated with NUL padding.
+"""Reader of the cpio "newc" format (the one the Linux initramfs loader reads), and of initramfs streams: cpio
+archives, each optionally xz or gzip compressed, concatenated with NUL padding.
 
 An entry is a 110-byte ASCII header (magic ``070701`` then 13 eight-digit hex fields), the
 NUL-terminated name padded so header+name ends on a 4-byte boundary, then the data padded
 to 4 bytes. An entry named ``TRAILER!!!`` ends the archive.
 """
 
+from __future__ import annotations
+
 import collections
 import lzma
 import zlib
+from collections.abc import Iterator
+from typing import NamedTuple
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import EmbedAreaError
 
 NEWC_MAGIC = b"070701"
@@ -20,7 +23,6 @@ NEWC_MAGIC = b"070701"
 NEWC_CRC_MAGIC = b"070702"
 TRAILER_NAME = "TRAILER!!!"
 HEADER_SIZE = 110
-REGULAR_FILE_MODE = 0o100644
 
 _FIELDS = (
     "ino",
@@ -38,69 +40,29 @@ _FIELDS = (
     "check",
 )
 
-CpioEntry = collections.namedtuple("CpioEntry", ["name", "mode", "data"])
+
+class CpioEntry(NamedTuple):
+    name: str
+    mode: int
+    data: bytes
 
 
-class CpioError(Day2Error, ValueError):
+class CpioError(EmbedAreaError):
     """The bytes are not a well-formed newc archive."""
 
 
-def _align4(n):
+def _align4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _header(fields):
-    values = [fields.get(name, 0) for name in _FIELDS]
-    return NEWC_MAGIC + b"".join(b"%08X" % value for value in values)
-
-
-def _entry_bytes(ino, name, mode, data, mtime):
-    encoded_name = name.encode("utf-8") + b"\0"
-    head = (
-        _header(
-            {
-                "ino": ino,
-                "mode": mode,
-                "nlink": 1,
-                "mtime": mtime,
-                "filesize": len(data),
-                "namesize": len(encoded_name),
-            }
-        )
-        + encoded_name
-    )
-    head += b"\0" * (_align4(len(head)) - len(head))
-    return head + data + b"\0" * (_align4(len(data)) - len(data))
-
-
-def build_archive(files, mtime=0):
-    """Return a newc archive holding ``files``.
-
-    ``files`` is an iterable of ``(name, data)`` or ``(name, data, mode)``; the mode defaults
-    to a regular file 0644. ``mtime`` defaults to 0 so the same input gives the same bytes
-    (an unchanged ISO edit can then be recognised by comparing bytes).
-    """
-    parts = []
-    ino = 0
-    for item in files:
-        name, data = item[0], bytes(item[1])
-        mode = item[2] if len(item) > 2 else REGULAR_FILE_MODE
-        if not name or name == TRAILER_NAME:
-            raise CpioError("invalid cpio entry name %r" % (name,))
-        ino += 1
-        parts.append(_entry_bytes(ino, name, mode, data, mtime))
-    parts.append(_entry_bytes(0, TRAILER_NAME, 0, b"", 0))
-    return b"".join(parts)
-
-
-def _parse_header(buf, pos):
+def _parse_header(buf: bytes, pos: int) -> dict[str, int]:
     raw = bytes(buf[pos : pos + HEADER_SIZE])
     if len(raw) < HEADER_SIZE:
         raise CpioError("truncated cpio header at offset %d" % pos)
     magic = raw[:6]
     if magic not in (NEWC_MAGIC, NEWC_CRC_MAGIC):
         raise CpioError("bad cpio magic %r at offset %d (expected 070701 newc)" % (magic, pos))
-    fields = {}
+    fields: dict[str, int] = {}
     for index, name in enumerate(_FIELDS):
         text = raw[6 + 8 * index : 14 + 8 * index]
         try:
@@ -110,13 +72,13 @@ def _parse_header(buf, pos):
     return fields
 
 
-def read_archive(buf, pos=0):
+def read_archive(buf: bytes, pos: int = 0) -> tuple[list[CpioEntry], int]:
     """Parse one newc archive starting at ``pos``.
 
     Returns ``(entries, end)`` where ``entries`` is a list of :class:`CpioEntry` (trailer
     excluded, names as stored) and ``end`` is the offset just after the trailer entry.
     """
-    entries = []
+    entries: list[CpioEntry] = []
     while True:
         fields = _parse_header(buf, pos)
         name_start = pos + HEADER_SIZE
@@ -155,8 +117,10 @@ APPENDED_SEARCH_WINDOW = 16 << 20
 APPENDED_MAX_CANDIDATES = 256
 
 
-def _decompress(data, pos):
+def _decompress(data: bytes, pos: int) -> tuple[bytes, int, str]:
     """Decompress the xz or gzip stream at ``pos``; return ``(payload, bytes consumed, kind)``."""
+    decompressor: lzma.LZMADecompressor | zlib._Decompress
+    error: type[Exception]
     if data.startswith(XZ_MAGIC, pos):
         decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
         kind, error = "xz", lzma.LZMAError
@@ -173,11 +137,11 @@ def _decompress(data, pos):
     return payload, len(chunk) - len(decompressor.unused_data), kind
 
 
-def _skip_nul(data, pos):
+def _skip_nul(data: bytes, pos: int) -> int:
     return len(data) - len(data[pos:].lstrip(b"\0"))
 
 
-def iter_initramfs(data, kinds=None, allow_compressed=True):
+def iter_initramfs(data: bytes, kinds: list[str] | None = None, allow_compressed: bool = True) -> Iterator[CpioEntry]:
     """Yield the cpio entries of every archive in ``data``, in order.
 
     Archives may be concatenated, each optionally xz or gzip compressed, with NUL padding between and
@@ -198,10 +162,7 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
             if pos % 4:
                 # cpio padding is relative to the start of the stream; the kernel rejects this too.
                 raise EmbedAreaError("cpio archive at offset %d is not 4-byte aligned" % pos)
-            try:
-                entries, pos = read_archive(data, pos)
-            except CpioError as exc:
-                raise EmbedAreaError(str(exc))
+            entries, pos = read_archive(data, pos)
             if kinds is not None and allow_compressed:
                 kinds.append("none")
             yield from entries
@@ -216,13 +177,13 @@ def iter_initramfs(data, kinds=None, allow_compressed=True):
         pos = _skip_nul(data, pos)
 
 
-def normalize_member_name(name):
+def normalize_member_name(name: str) -> str:
     while name.startswith("./"):
         name = name[2:]
     return name.lstrip("/")
 
 
-def unpack_initramfs(data, kinds=None):
+def unpack_initramfs(data: bytes, kinds: list[str] | None = None) -> dict[str, CpioEntry] | None:
     """``{name: CpioEntry}`` of the files in an initramfs stream, or None if it is all zero.
 
     Later archives override earlier ones, as when the kernel unpacks them in order.
@@ -230,14 +191,14 @@ def unpack_initramfs(data, kinds=None):
     data = bytes(data)
     if data.count(b"\0") == len(data):
         return None
-    files = collections.OrderedDict()
+    files: dict[str, CpioEntry] = collections.OrderedDict()
     for entry in iter_initramfs(data, kinds):
         files[normalize_member_name(entry.name)] = entry
     return files
 
 
-def _candidate_starts(data):
-    starts = set()
+def _candidate_starts(data: bytes) -> list[int]:
+    starts: set[int] = set()
     for magic in (GZIP_MAGIC + b"\x08", XZ_MAGIC, NEWC_MAGIC):
         pos = len(data)
         while len(starts) < APPENDED_MAX_CANDIDATES * 3:
@@ -248,7 +209,7 @@ def _candidate_starts(data):
     return sorted(starts, reverse=True)[:APPENDED_MAX_CANDIDATES]
 
 
-def find_appended_archive(tail, member):
+def find_appended_archive(tail: bytes, member: str) -> tuple[dict[str, CpioEntry], list[str], int] | None:
     """The archive appended last to an initrd whose end is ``tail``, if it holds ``member``.
 
     Tries every place an archive could start, from the end backwards, and returns
@@ -256,7 +217,7 @@ def find_appended_archive(tail, member):
     up to the end (NUL padding aside) and holds ``member``; None when there is none.
     """
     for start in _candidate_starts(tail):
-        kinds = []
+        kinds: list[str] = []
         try:
             files = unpack_initramfs(tail[start:], kinds)
         except EmbedAreaError:

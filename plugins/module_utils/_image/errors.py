@@ -2,11 +2,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The errors of the ISO, initrd and Ignition readers: one root, so a caller can catch them all."""
 
+from __future__ import annotations
+
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 
 class IsoError(Day2Error):
-    """Base class of every error raised by the ISO, initrd and Ignition readers and writers."""
+    """Base class of every error raised by the ISO, initrd and Ignition readers and the kernel-argument edit."""
 
 
 class IsoLayoutError(IsoError):

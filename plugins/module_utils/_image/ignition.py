@@ -21,23 +21,29 @@ Never returns a secret: tokens are only decoded for their ``exp`` claim. The fil
   (pkg/asset/agent/manifests/infraenv.go@c3e9b51178e9069018fd48d5c044bfbb6d50c2c8), else ``OS_IMAGES``
   ``cpu_architecture`` of ``/usr/local/share/assisted-service/images.env``.
 * OpenShift version: ``OS_IMAGES`` ``openshift_version``, else ``/etc/assisted/manifests/cluster-image-set.yaml``
-  ``metadata.name`` (``openshift-<version>``, pkg/asset/agent/manifests/clusterimageset.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8).
+  ``metadata.name`` (``openshift-<version>``,
+  pkg/asset/agent/manifests/clusterimageset.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8).
 """
 
+from __future__ import annotations
+
 import base64
+import datetime
 import gzip
 import json
 import re
 import zlib
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 try:
     import yaml
 except ImportError:  # the regular expression below reads the one field needed
-    yaml = None
+    yaml = None  # type: ignore[assignment]
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import normalize_architecture
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
 
 CONFIG_NAME = "config.ign"
@@ -52,15 +58,6 @@ HOSTCONFIG_DIR = "/etc/assisted/hostconfig/"
 HOSTNAMES_DIR = "/etc/assisted/hostnames/"
 NETWORK_DIR = "/etc/assisted/network/"
 
-RPM_ARCHITECTURES = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-}
-
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5,19}$")
 _HOSTCONFIG_RE = re.compile("^" + re.escape(HOSTCONFIG_DIR) + r"([^/]+)/(mac_addresses|role)$")
 _NETWORK_RE = re.compile("^" + re.escape(NETWORK_DIR) + r"host(\d+)/mac_interface\.ini$")
@@ -68,7 +65,7 @@ _UNNAMED_HOST_RE = re.compile(r"^host-\d+$")
 _CPU_ARCH_RE = re.compile(r"^\s*cpuArchitecture:\s*[\"']?([\w-]+)", re.MULTILINE)
 
 
-def parse_ignition(raw):
+def parse_ignition(raw: bytes) -> dict[str, Any]:
     """Parse ``config.ign`` bytes into a dict."""
     try:
         value = json.loads(raw.decode("utf-8"))
@@ -79,7 +76,7 @@ def parse_ignition(raw):
     return value
 
 
-def decode_data_url(source, compression=None):
+def decode_data_url(source: Any, compression: str | None = None) -> bytes:
     """Bytes of an Ignition ``data:`` URL (base64 or percent-encoded), gunzipped if compressed."""
     if not isinstance(source, str) or not source.startswith("data:") or "," not in source:
         raise IgnitionContentError(
@@ -103,9 +100,9 @@ def decode_data_url(source, compression=None):
         raise IgnitionContentError("corrupt gzip data URL: %s" % exc)
 
 
-def ignition_files(ignition):
+def ignition_files(ignition: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``{path: file entry}`` of ``storage.files``; a later entry for a path wins."""
-    files = {}
+    files: dict[str, dict[str, Any]] = {}
     storage = ignition.get("storage") or {}
     for entry in storage.get("files") or []:
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
@@ -113,7 +110,7 @@ def ignition_files(ignition):
     return files
 
 
-def file_text(files, path):
+def file_text(files: dict[str, dict[str, Any]], path: str) -> str | None:
     """The text of the ignition file ``path``, or None when the config has no such file."""
     entry = files.get(path)
     if entry is None:
@@ -128,9 +125,9 @@ def file_text(files, path):
         raise IgnitionContentError("ignition file %s: %s" % (path, exc))
 
 
-def parse_env_file(text):
+def parse_env_file(text: str | None) -> dict[str, str]:
     """``KEY=VALUE`` lines (optionally ``export``ed, optionally quoted) into a dict."""
-    env = {}
+    env: dict[str, str] = {}
     for line in (text or "").splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
@@ -145,7 +142,7 @@ def parse_env_file(text):
     return env
 
 
-def parse_mac_interface_ini(text):
+def parse_mac_interface_ini(text: str) -> list[tuple[str, str]]:
     """``[(mac lower case, interface)]`` from a ``mac_interface.ini`` (lines ``MAC=ifname``)."""
     pairs = []
     for line in text.splitlines():
@@ -161,40 +158,44 @@ def parse_mac_interface_ini(text):
     return pairs
 
 
-def _macs(text):
+def _macs(text: str) -> list[str]:
     return [line.strip().lower() for line in text.splitlines() if line.strip()]
 
 
-def _host_sort_key(host):
+def _host_sort_key(host: dict[str, Any]) -> tuple[bool, str, list[str]]:
     return (host["hostname"] is None, host["hostname"] or "", host["mac_addresses"][:1])
 
 
-def hosts_of(files):
+def hosts_of(files: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The hosts an add-nodes config is for: ``[{hostname, mac_addresses, interfaces, role}]``.
 
     hostconfig directories first; static-network directories and hostname files whose MACs no
     hostconfig directory claims are added too (configs written without hostconfig).
     """
-    hostconfig, roles, hostnames, network = {}, {}, {}, {}
+    hostconfig: dict[str, list[str]] = {}
+    roles: dict[str, str | None] = {}
+    hostnames: dict[str, str | None] = {}
+    network: dict[int, list[tuple[str, str]]] = {}
     for path in sorted(files):
         match = _HOSTCONFIG_RE.match(path)
+        network_match = _NETWORK_RE.match(path)
         if match and match.group(2) == "mac_addresses":
-            hostconfig[match.group(1)] = _macs(file_text(files, path))
+            hostconfig[match.group(1)] = _macs(file_text(files, path) or "")
         elif match:
-            roles[match.group(1)] = file_text(files, path).strip() or None
+            roles[match.group(1)] = (file_text(files, path) or "").strip() or None
         elif path.startswith(HOSTNAMES_DIR):
-            hostnames[path[len(HOSTNAMES_DIR) :].lower()] = file_text(files, path).strip() or None
-        elif _NETWORK_RE.match(path):
-            network[int(_NETWORK_RE.match(path).group(1))] = parse_mac_interface_ini(file_text(files, path))
+            hostnames[path[len(HOSTNAMES_DIR) :].lower()] = (file_text(files, path) or "").strip() or None
+        elif network_match:
+            network[int(network_match.group(1))] = parse_mac_interface_ini(file_text(files, path) or "")
     interface_of = dict(pair for pairs in network.values() for pair in pairs)
 
-    def host(dirname, macs):
+    def host(dirname: str | None, macs: list[str]) -> dict[str, Any]:
         named = [hostnames[mac] for mac in macs if hostnames.get(mac)]
         hostname = named[0] if named else (None if dirname is None or _UNNAMED_HOST_RE.match(dirname) else dirname)
         return {
             "hostname": hostname,
             "mac_addresses": macs,
-            "role": roles.get(dirname),
+            "role": roles.get(dirname) if dirname else None,
             "interfaces": [{"mac_address": mac, "name": interface_of[mac]} for mac in macs if mac in interface_of],
         }
 
@@ -211,7 +212,7 @@ def hosts_of(files):
     return sorted(hosts, key=_host_sort_key)
 
 
-def _os_image(files):
+def _os_image(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     env = parse_env_file(file_text(files, IMAGES_ENV_PATH))
     try:
         images = json.loads(env.get("OS_IMAGES") or "[]")
@@ -220,7 +221,7 @@ def _os_image(files):
     return images[0] if isinstance(images, list) and images and isinstance(images[0], dict) else {}
 
 
-def _yaml_document(text):
+def _yaml_document(text: str | None) -> dict[str, Any] | None:
     if yaml is None or not text:
         return None
     try:
@@ -230,7 +231,7 @@ def _yaml_document(text):
     return document if isinstance(document, dict) else None
 
 
-def architecture_of(files):
+def architecture_of(files: dict[str, dict[str, Any]]) -> tuple[str | None, str | None]:
     """``(RPM architecture, source)`` from infraenv.yaml, else images.env; ``(None, None)`` when neither says."""
     text = file_text(files, INFRAENV_PATH)
     if text:
@@ -240,14 +241,14 @@ def architecture_of(files):
             match = _CPU_ARCH_RE.search(text)
             value = match.group(1) if match else None
         if isinstance(value, str) and value:
-            return RPM_ARCHITECTURES.get(value, value), INFRAENV_PATH + " spec.cpuArchitecture"
+            return normalize_architecture(value) or value, INFRAENV_PATH + " spec.cpuArchitecture"
     value = _os_image(files).get("cpu_architecture")
     if isinstance(value, str) and value:
-        return RPM_ARCHITECTURES.get(value, value), IMAGES_ENV_PATH + " OS_IMAGES cpu_architecture"
+        return normalize_architecture(value) or value, IMAGES_ENV_PATH + " OS_IMAGES cpu_architecture"
     return None, None
 
 
-def version_of(files):
+def version_of(files: dict[str, dict[str, Any]]) -> tuple[str | None, str | None]:
     """``(OpenShift version, release image)``; each None when the config does not say."""
     version = _os_image(files).get("openshift_version")
     document = _yaml_document(file_text(files, CLUSTER_IMAGE_SET_PATH)) or {}
@@ -261,7 +262,7 @@ def version_of(files):
     )
 
 
-def token_expiry_of(files, env):
+def token_expiry_of(files: dict[str, dict[str, Any]], env: dict[str, str]) -> tuple[str | None, str | None]:
     """``(expiry as RFC 3339 UTC, source)`` of the image's agent token; ``(None, None)`` when unknown."""
     for variable in EXPIRY_VARIABLES:
         try:
@@ -270,17 +271,19 @@ def token_expiry_of(files, env):
             moment = None
         if moment is not None:
             return format_rfc3339(moment), "%s %s" % (ADD_NODES_ENV_PATH, variable)
-    expiries = []
+    expiries: list[datetime.datetime] = []
     for path in TOKEN_ENV_PATHS:
         values = parse_env_file(file_text(files, path))
-        expiries.extend(AgentToken(values[name]).expiry for name in TOKEN_VARIABLES if values.get(name))
-    expiries = [moment for moment in expiries if moment is not None]
+        for name in TOKEN_VARIABLES:
+            moment = AgentToken(values[name]).expiry if values.get(name) else None
+            if moment is not None:
+                expiries.append(moment)
     if expiries:
         return format_rfc3339(min(expiries)), "exp claim of the tokens in %s" % ", ".join(TOKEN_ENV_PATHS)
     return None, None
 
 
-def summarize_add_nodes_ignition(ignition):
+def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     """Cluster identity, token expiry, hosts, architecture and version of an add-nodes Ignition config (a dict).
 
     Values missing from the config are None; ``add_nodes`` says whether it has ``/etc/assisted/add-nodes.env``.

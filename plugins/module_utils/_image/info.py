@@ -8,9 +8,13 @@ openshift/installer pkg/asset/agent/image/agentpxefiles.go@84c3bbc9d011c5339af99
 returns a secret (the embedded config holds the pull secret and the agent tokens).
 """
 
+from __future__ import annotations
+
+import datetime
 import os
 import re
 import stat
+from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
@@ -18,6 +22,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
     parse_rfc3339,
     utcnow,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio import (
     APPENDED_SEARCH_WINDOW,
     GZIP_MAGIC,
@@ -27,6 +32,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.cpio i
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     IgnitionContentError,
+    IsoError,
     IsoLayoutError,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
@@ -47,7 +53,7 @@ _INITRD_NAME_RE = re.compile(r"^(?:node|agent)\.([a-z0-9_]+)-initrd\.img$")
 EXPECTED = "a node ISO (node.<arch>.iso), the RHCOS live ISO or a PXE initrd (node.<arch>-initrd.img)"
 
 
-def _kind(path):
+def _kind(path: str) -> str:
     """``iso`` or ``initrd`` from the file's first bytes; IsoLayoutError naming the file otherwise."""
     try:
         mode = os.stat(path).st_mode
@@ -70,7 +76,7 @@ def _kind(path):
     )
 
 
-def read_pxe_initrd(path):
+def read_pxe_initrd(path: str) -> tuple[dict[str, Any], list[str]]:
     """``(ignition dict, compression kinds)`` of the Ignition archive appended to a PXE initrd."""
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
@@ -90,7 +96,7 @@ def read_pxe_initrd(path):
         raise IgnitionContentError("%s: appended archive: %s" % (path, exc))
 
 
-def _validity(expiry_text, now, min_validity):
+def _validity(expiry_text: str | None, now: datetime.datetime, min_validity: float) -> tuple[bool, float | None]:
     """``(valid, valid_for hours)`` of a token expiring at ``expiry_text``; ``(False, None)`` when unknown."""
     expiry = parse_rfc3339(expiry_text) if expiry_text else None
     if expiry is None:
@@ -99,7 +105,7 @@ def _validity(expiry_text, now, min_validity):
     return left >= min_validity and left > 0, round(left / 3600.0, 2)
 
 
-def _hosts(summary):
+def _hosts(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "hostname": host["hostname"],
@@ -111,7 +117,7 @@ def _hosts(summary):
     ]
 
 
-def _message(result, min_validity):
+def _message(result: dict[str, Any], min_validity: float) -> str:
     name = os.path.basename(result["file"])
     if result["layout"] == LAYOUT_BASE_ISO:
         return "%s is a CoreOS live ISO without an embedded config: it is for no cluster and no host" % name
@@ -130,18 +136,18 @@ def _message(result, min_validity):
     )
 
 
-def _duration(seconds):
+def _duration(seconds: float) -> str:
     return "%dh%02dm" % (seconds // 3600, (seconds % 3600) // 60) if seconds else "now"
 
 
-def describe_image(path, now, min_validity=0):
+def describe_image(path: str, now: datetime.datetime, min_validity: float = 0) -> dict[str, Any]:
     """What the image at ``path`` is for and whether it works for ``min_validity`` more seconds, without secrets.
 
     Raises IsoError subclasses (naming the file and what was expected) for anything that is not a node ISO, an
     RHCOS live ISO or a node-joiner PXE initrd.
     """
     kind = _kind(path)
-    result = {"file": path, "kernel_arguments": None, "volume_id": None, "iso_files": None}
+    result: dict[str, Any] = {"file": path, "kernel_arguments": None, "volume_id": None, "iso_files": None}
     boot_arch = None
     if kind == "iso":
         info = inspect_iso(path)
@@ -190,13 +196,21 @@ def describe_image(path, now, min_validity=0):
     return result
 
 
-def iso_info(path, min_validity="0", now=None):
+def iso_info(path: str, min_validity: Any = "0", now: datetime.datetime | None = None) -> dict[str, Any]:
     """The iso_info module's result for ``path``; ``min_validity`` is seconds or a duration like ``24h``.
 
-    Raises ValueError for a bad ``min_validity`` (message says so) and IsoError subclasses for the image.
+    Raises InputError for a bad ``min_validity`` and IsoError subclasses for the image, each with ``file`` in its
+    partial result.
     """
     try:
         seconds = parse_duration(min_validity)
     except ValueError as exc:
-        raise ValueError("min_validity: %s" % exc)
-    return describe_image(path, now or utcnow(), seconds)
+        raise InputError("min_validity: %s" % exc, {"file": path})
+    try:
+        return dict(describe_image(path, now or utcnow(), seconds), changed=False)
+    except OSError as exc:
+        raise IsoLayoutError(
+            "%s: cannot read it (%s); expected %s" % (path, exc.strerror or exc, EXPECTED), {"file": path}
+        )
+    except IsoError as exc:
+        raise type(exc)(exc.message, dict(exc.result, file=path))

@@ -15,12 +15,15 @@ A path component is matched, in this order, by:
   pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (``normalizeFilesExtension``);
 * its ISO 9660 primary (Level 1, upper-case 8.3) name, version (``;1``) and trailing dot ignored, which is
   how coreos-installer looks up ``COREOS/IGNINFO.JSO`` and ``COREOS/KARGS.JSO`` -- coreos/coreos-installer
-  src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279 and src/iso9660.rs@bee4500186302e3773afe969ecabb441f2d77279.
+  src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279 and
+  src/iso9660.rs@bee4500186302e3773afe969ecabb441f2d77279.
 """
 
-import collections
+from __future__ import annotations
+
 import re
 import struct
+from typing import IO, NamedTuple
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoLayoutError
 
@@ -32,19 +35,31 @@ MAX_DIRECTORY_BYTES = 64 << 20
 MAX_CONTINUATIONS = 32
 LEVEL1_BASE, LEVEL1_EXT = 8, 3
 
-# name: Rock Ridge name (primary tree) or Joliet name, None when the record has none;
-# primary: the ISO 9660 identifier without its version and trailing dot (primary tree only).
-Record = collections.namedtuple("Record", ["name", "primary", "is_dir", "extent", "size"])
-Region = collections.namedtuple("Region", ["offset", "length"])
+
+class Record(NamedTuple):
+    """A directory record: ``name`` is the Rock Ridge name (primary tree) or Joliet name, None when it has none;
+    ``primary`` the ISO 9660 identifier without its version and trailing dot (primary tree only)."""
+
+    name: str | None
+    primary: str | None
+    is_dir: bool
+    extent: int
+    size: int
+
+
+class Region(NamedTuple):
+    offset: int
+    length: int
+
 
 _LEVEL1_INVALID = re.compile(r"[^A-Z0-9_]")
 
 
-def _le32(data, offset):
-    return struct.unpack_from("<I", data, offset)[0]
+def _le32(data: bytes, offset: int) -> int:
+    return int(struct.unpack_from("<I", data, offset)[0])
 
 
-def truncated_extension(name):
+def truncated_extension(name: str) -> str:
     """``name`` with an extension longer than 3 characters cut to 3 (node-joiner's renaming), else ``name``."""
     base, dot, ext = name.rpartition(".")
     if not dot or not base or len(ext) <= LEVEL1_EXT:
@@ -52,7 +67,7 @@ def truncated_extension(name):
     return base + "." + ext[:LEVEL1_EXT]
 
 
-def level1_name(name):
+def level1_name(name: str) -> str:
     """The ISO 9660 Level 1 (upper-case 8.3) form of a file or directory name."""
     base, dot, ext = name.rpartition(".")
     if not dot or not base:
@@ -62,27 +77,28 @@ def level1_name(name):
     return base + ("." + ext if ext else "")
 
 
-def _primary_identifier(raw):
+def _primary_identifier(raw: bytes) -> str:
     return raw.decode("ascii", "replace").split(";", 1)[0].rstrip(".")
 
 
 class IsoImage:
     """The directory trees of the ISO 9660 image open (binary, readable) as ``fp``; ``label`` names it in errors."""
 
-    def __init__(self, fp, label="ISO"):
+    def __init__(self, fp: IO[bytes], label: str = "ISO") -> None:
         self.fp = fp
         self.label = label
         self.block_size = SECTOR_SIZE
-        self.volume_id = None
+        self.volume_id: str | None = None
         self.has_joliet = False
         self.has_rock_ridge = False
-        self._listings = {}
-        self._roots = []  # (joliet?, root Record)
+        self._listings: dict[tuple[bool, int], list[Record]] = {}
+        self._roots: list[tuple[bool, Record]] = []  # (joliet?, root Record)
+        self._susp_skip: int | None = None
         self._read_descriptors()
 
     # --- raw access --------------------------------------------------------------------------
 
-    def read(self, offset, length, what):
+    def read(self, offset: int, length: int, what: str) -> bytes:
         self.fp.seek(offset)
         data = self.fp.read(length)
         if len(data) != length:
@@ -91,8 +107,9 @@ class IsoImage:
             )
         return data
 
-    def _read_descriptors(self):
-        primary = joliet = None
+    def _read_descriptors(self) -> None:
+        primary: bytes | None = None
+        joliet: bytes | None = None
         for index in range(MAX_DESCRIPTORS):
             offset = (FIRST_DESCRIPTOR_SECTOR + index) * SECTOR_SIZE
             self.fp.seek(offset)
@@ -121,11 +138,11 @@ class IsoImage:
             self.has_joliet = True
             self._roots.append((True, self._root(joliet)))
 
-    def _root(self, descriptor):
+    def _root(self, descriptor: bytes) -> Record:
         record = descriptor[156:190]
         return Record("", "", True, _le32(record, 2), _le32(record, 10))
 
-    def _detect_susp(self, root):
+    def _detect_susp(self, root: Record) -> int | None:
         """The SUSP "SP" entry of the root's "." record says Rock Ridge is used, and how many bytes to skip."""
         first = self.read(root.extent * self.block_size, min(root.size, self.block_size), "root directory")
         length = bytearray(first[:1])[0]
@@ -140,17 +157,17 @@ class IsoImage:
 
     # --- directories -------------------------------------------------------------------------
 
-    def listdir(self, directory, joliet=False):
+    def listdir(self, directory: Record, joliet: bool = False) -> list[Record]:
         """The Records of the directory ``directory`` (a Record), "." and ".." left out."""
         key = (joliet, directory.extent)
         if key not in self._listings:
             self._listings[key] = self._parse_directory(directory, joliet)
         return self._listings[key]
 
-    def _parse_directory(self, directory, joliet):
+    def _parse_directory(self, directory: Record, joliet: bool) -> list[Record]:
         size = min(directory.size, MAX_DIRECTORY_BYTES)
         data = self.read(directory.extent * self.block_size, size, "directory at block %d" % directory.extent)
-        records = []
+        records: list[Record] = []
         pos = 0
         while pos < len(data):
             length = bytearray(data[pos : pos + 1])[0]
@@ -169,20 +186,21 @@ class IsoImage:
             if identifier in (b"\0", b"\1"):
                 continue
             is_dir = bool(bytearray(record[25:26])[0] & 0x02)
+            name: str | None = None
+            primary: str | None = None
             if joliet:
-                name, primary = identifier.decode("utf-16-be", "replace").split(";", 1)[0], None
+                name = identifier.decode("utf-16-be", "replace").split(";", 1)[0]
             else:
                 primary = _primary_identifier(identifier)
-                name = None
                 if self._susp_skip is not None:
                     start = 33 + name_length + (1 - name_length % 2) + self._susp_skip
                     name = self._rock_ridge_name(record[start:])
             records.append(Record(name, primary, is_dir, _le32(record, 2), _le32(record, 10)))
         return records
 
-    def _rock_ridge_name(self, area):
+    def _rock_ridge_name(self, area: bytes) -> str | None:
         """The Rock Ridge "NM" name in a System Use area, following "CE" continuation areas."""
-        parts = []
+        parts: list[bytes] = []
         areas = [area]
         hops = 0
         while areas:
@@ -210,7 +228,7 @@ class IsoImage:
     # --- lookup ------------------------------------------------------------------------------
 
     @staticmethod
-    def _match(records, component, by_primary):
+    def _match(records: list[Record], component: str, by_primary: bool) -> Record | None:
         exact = [component, truncated_extension(component)]
         if not by_primary:
             for wanted in exact:
@@ -224,30 +242,32 @@ class IsoImage:
                 return record
         return None
 
-    def _walk(self, path):
+    def _walk(self, path: str) -> tuple[Record | None, str | None]:
         """``(Record, names as stored)`` of ``path``: Rock Ridge or Joliet names first, then primary names."""
         components = [part.split(";", 1)[0] for part in path.strip("/").split("/") if part]
         if not components:
             return None, None
         for by_primary in (False, True):
             for joliet, root in self._roots:
-                current, names = root, []
+                current: Record | None = root
+                names: list[str] = []
                 for component in components:
-                    current = (
-                        self._match(self.listdir(current, joliet), component, by_primary) if current.is_dir else None
-                    )
+                    if current is None or not current.is_dir:
+                        current = None
+                        break
+                    current = self._match(self.listdir(current, joliet), component, by_primary)
                     if current is None:
                         break
-                    names.append(current.primary if by_primary else current.name)
+                    names.append((current.primary if by_primary else current.name) or "")
                 if current is not None:
                     return current, "/".join(names)
         return None, None
 
-    def find(self, path):
+    def find(self, path: str) -> Record | None:
         """The Record of ``path`` (``coreos/igninfo.json``, ``/COREOS/IGNINFO.JSO;1``...), or None."""
         return self._walk(path)[0]
 
-    def file_region(self, path):
+    def file_region(self, path: str) -> Region | None:
         """``Region(offset, length)`` of the file ``path``, or None when there is no such file.
 
         Raises IsoLayoutError when ``path`` is a directory.
@@ -259,9 +279,9 @@ class IsoImage:
             raise IsoLayoutError("%s: %s is a directory, expected a file" % (self.label, path))
         return Region(record.extent * self.block_size, record.size)
 
-    def exists(self, path):
+    def exists(self, path: str) -> bool:
         return self.find(path) is not None
 
-    def stored_name(self, path):
+    def stored_name(self, path: str) -> str | None:
         """The path as the image spells it (Rock Ridge or Joliet names, else primary names), or None."""
         return self._walk(path)[1]

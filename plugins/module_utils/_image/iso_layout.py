@@ -16,11 +16,13 @@ Every name is looked up in both spellings (see _iso9660), as coreos-installer fi
 ``COREOS/KARGS.JSO`` -- coreos/coreos-installer src/live/embed.rs@bee4500186302e3773afe969ecabb441f2d77279.
 """
 
-import collections
+from __future__ import annotations
+
 import json
 import os
 import struct
 import zlib
+from typing import IO, Any, NamedTuple
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     IsoLayoutError,
@@ -39,11 +41,30 @@ KARGS_PATH = "coreos/kargs.json"
 IGNINFO_NAMES = "coreos/igninfo.json (igninfo.jso in a node-joiner ISO)"
 KARGS_NAMES = "coreos/kargs.json (kargs.jso in a node-joiner ISO)"
 
-KargsRegion = collections.namedtuple("KargsRegion", ["path", "offset", "length", "pad", "end"])
-KargsLayout = collections.namedtuple("KargsLayout", ["default", "size", "regions", "stored_path"])
-IsoLayout = collections.namedtuple(
-    "IsoLayout", ["embed_file", "embed_area", "kargs", "igninfo_path", "volume_id", "architecture"]
-)
+
+class KargsRegion(NamedTuple):
+    path: str
+    offset: int
+    length: int
+    pad: str
+    end: str
+
+
+class KargsLayout(NamedTuple):
+    default: str
+    size: int
+    regions: tuple[KargsRegion, ...]
+    stored_path: str | None
+
+
+class IsoLayout(NamedTuple):
+    embed_file: str
+    embed_area: Region
+    kargs: KargsLayout | None
+    igninfo_path: str | None
+    volume_id: str | None
+    architecture: str | None
+
 
 # What marks the boot layout of each architecture in an RHCOS live ISO -- coreos/coreos-assembler
 # src/cmd-buildextend-live@0152fcab918f3ab72e19ad3abeff622f9bf026fc: s390x boots images/cdboot.img with
@@ -52,7 +73,7 @@ PE_MACHINES = {0x8664: "x86_64", 0xAA64: "aarch64"}
 ELF_MACHINES = {62: "x86_64", 183: "aarch64", 21: "ppc64le", 22: "s390x"}
 
 
-def _read_json(image, path, names):
+def _read_json(image: IsoImage, path: str, names: str) -> tuple[dict[str, Any] | None, str | None]:
     region = image.file_region(path)
     if region is None:
         return None, None
@@ -67,11 +88,12 @@ def _read_json(image, path, names):
     return value, stored
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
+def _as_int(value: Any) -> int | None:
+    """``value`` when it is a JSON integer (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _embed_area(image):
+def _embed_area(image: IsoImage) -> tuple[str, Region, str | None]:
     info, stored = _read_json(image, IGNINFO_PATH, IGNINFO_NAMES)
     name = image.label
     if info is None:
@@ -79,16 +101,16 @@ def _embed_area(image):
             "%s: %s not found; not a CoreOS live ISO with an Ignition embed area" % (name, IGNINFO_NAMES)
         )
     embed_file = info.get("file")
-    offset = info.get("offset") or 0
+    offset = _as_int(info.get("offset") or 0)
     if not isinstance(embed_file, str) or not embed_file:
         raise IsoLayoutError('%s: %s: "file" must be a non-empty string' % (name, stored))
-    if not _is_int(offset) or offset < 0:
+    if offset is None or offset < 0:
         raise IsoLayoutError('%s: %s: "offset" must be a non-negative integer' % (name, stored))
     region = image.file_region(embed_file)
     if region is None:
         raise IsoLayoutError("%s: embed area file %s named by %s not found" % (name, embed_file, stored))
-    length = info.get("length") or region.length - offset
-    if not _is_int(length) or length <= 0 or offset + length > region.length:
+    length = _as_int(info.get("length") or region.length - offset)
+    if length is None or length <= 0 or offset + length > region.length:
         raise IsoLayoutError(
             "%s: %s: area offset %r length %r does not fit in %s (%d bytes)"
             % (name, stored, offset, length, embed_file, region.length)
@@ -96,7 +118,7 @@ def _embed_area(image):
     return embed_file, Region(region.offset + offset, length), stored
 
 
-def _single_char(value, default, field, name, stored):
+def _single_char(value: Any, default: str, field: str, name: str, stored: str | None) -> str:
     if value is None:
         return default
     if not isinstance(value, str) or len(value) != 1:
@@ -104,17 +126,17 @@ def _single_char(value, default, field, name, stored):
     return value
 
 
-def _kargs_layout(image):
+def _kargs_layout(image: IsoImage) -> KargsLayout | None:
     info, stored = _read_json(image, KARGS_PATH, KARGS_NAMES)
     name = image.label
     if info is None:
         return None
-    default, size, files = info.get("default"), info.get("size"), info.get("files")
+    default, size, files = info.get("default"), _as_int(info.get("size")), info.get("files")
     if not isinstance(default, str):
         raise IsoLayoutError('%s: %s: "default" must be a string' % (name, stored))
-    if not _is_int(size) or not 0 < size <= KARGS_MAX_SIZE:
+    if size is None or not 0 < size <= KARGS_MAX_SIZE:
         raise IsoLayoutError(
-            '%s: %s: "size" must be an integer from 1 to %d, got %r' % (name, stored, KARGS_MAX_SIZE, size)
+            '%s: %s: "size" must be an integer from 1 to %d, got %r' % (name, stored, KARGS_MAX_SIZE, info.get("size"))
         )
     if len(default.encode("utf-8")) > size:
         raise IsoLayoutError(
@@ -123,11 +145,11 @@ def _kargs_layout(image):
         )
     if not isinstance(files, list) or not files:
         raise IsoLayoutError('%s: %s: "files" must be a non-empty list' % (name, stored))
-    regions = []
+    regions: list[KargsRegion] = []
     for entry in files:
         path = entry.get("path") if isinstance(entry, dict) else None
-        offset = entry.get("offset") if isinstance(entry, dict) else None
-        if not isinstance(path, str) or not _is_int(offset) or offset < 0:
+        offset = _as_int(entry.get("offset")) if isinstance(entry, dict) else None
+        if not isinstance(path, str) or offset is None or offset < 0:
             raise IsoLayoutError(
                 '%s: %s: each file needs a "path" and a non-negative "offset", got %r' % (name, stored, entry)
             )
@@ -151,7 +173,7 @@ def _kargs_layout(image):
     return KargsLayout(default, size, tuple(regions), stored)
 
 
-def _kernel_architecture(image):
+def _kernel_architecture(image: IsoImage) -> str | None:
     """Architecture of images/pxeboot/vmlinuz from its header (PE/EFI stub, ELF, gzip-compressed arm64 Image)."""
     region = image.file_region("images/pxeboot/vmlinuz")
     if region is None or region.length < 64:
@@ -173,7 +195,7 @@ def _kernel_architecture(image):
     return None
 
 
-def boot_architecture(image):
+def boot_architecture(image: IsoImage) -> str | None:
     """The architecture the ISO boots, from its boot layout and kernel header; None when it cannot tell."""
     if image.exists("images/cdboot.img") or image.exists("generic.ins"):
         return "s390x"
@@ -186,7 +208,7 @@ def boot_architecture(image):
     return _kernel_architecture(image)
 
 
-def read_layout(fp, name="ISO"):
+def read_layout(fp: IO[bytes], name: str = "ISO") -> IsoLayout:
     """Locate the embed area and kargs regions of the ISO open (binary, readable) as ``fp``.
 
     ``name`` is used in error messages. ``kargs`` is None when the ISO has no kargs.json.
@@ -196,7 +218,8 @@ def read_layout(fp, name="ISO"):
     kargs = _kargs_layout(image)
     fp.seek(0, os.SEEK_END)
     image_size = fp.tell()
-    regions = [(area, embed_file)] + [(r, r.path) for r in (kargs.regions if kargs else ())]
+    regions: list[tuple[Any, str]] = [(area, embed_file)]
+    regions += [(region, region.path) for region in (kargs.regions if kargs else ())]
     for region, path in regions:
         if region.offset + region.length > image_size:
             raise IsoLayoutError(
@@ -207,14 +230,14 @@ def read_layout(fp, name="ISO"):
     return IsoLayout(embed_file, area, kargs, igninfo_path, image.volume_id, boot_architecture(image))
 
 
-def _check_no_overlap(regions, name):
+def _check_no_overlap(regions: list[tuple[Any, str]], name: str) -> None:
     ordered = sorted(regions, key=lambda item: item[0].offset)
     for (first, first_path), (second, second_path) in zip(ordered, ordered[1:]):
         if first.offset + first.length > second.offset:
             raise IsoLayoutError("%s: the areas in %s and %s overlap" % (name, first_path, second_path))
 
 
-def read_exact(fp, offset, length, what):
+def read_exact(fp: IO[bytes], offset: int, length: int, what: str) -> bytes:
     fp.seek(offset)
     data = fp.read(length)
     if len(data) != length:
@@ -222,7 +245,7 @@ def read_exact(fp, offset, length, what):
     return data
 
 
-def current_kargs(fp, layout, name="ISO"):
+def current_kargs(fp: IO[bytes], layout: IsoLayout, name: str = "ISO") -> str:
     """Kernel arguments of the ISO open as ``fp``; every region must hold the same ones."""
     if layout.kargs is None:
         raise IsoLayoutError("%s: %s not found; this ISO has no kernel-argument areas" % (name, KARGS_NAMES))

@@ -7,6 +7,8 @@ writes them the same way -- coreos/coreos-installer src/live/embed.rs@bee4500186
 (``KargEmbedInfo``).
 """
 
+from __future__ import annotations
+
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import CapacityError, IsoLayoutError
 
 DEFAULT_KARGS_PAD = "#"
@@ -15,7 +17,7 @@ DEFAULT_KARGS_END = "\n"
 KARGS_MAX_SIZE = 2048
 
 
-def parse_kargs_region(raw, pad=DEFAULT_KARGS_PAD, end=DEFAULT_KARGS_END):
+def parse_kargs_region(raw: bytes, pad: str = DEFAULT_KARGS_PAD, end: str = DEFAULT_KARGS_END) -> str:
     """Kernel arguments stored in one region: strip trailing pad, then the end marker, then blanks."""
     try:
         text = raw.decode("utf-8")
@@ -24,7 +26,7 @@ def parse_kargs_region(raw, pad=DEFAULT_KARGS_PAD, end=DEFAULT_KARGS_END):
     return text.rstrip(pad).rstrip(end).strip()
 
 
-def format_kargs_region(kargs, size, pad=DEFAULT_KARGS_PAD, end=DEFAULT_KARGS_END):
+def format_kargs_region(kargs: str, size: int, pad: str = DEFAULT_KARGS_PAD, end: str = DEFAULT_KARGS_END) -> bytes:
     """Region bytes for ``kargs``: ``kargs + end`` then ``pad`` up to ``size`` bytes."""
     text = kargs.strip().encode("utf-8")
     end_bytes, pad_bytes = end.encode("utf-8"), pad.encode("utf-8")
@@ -38,9 +40,11 @@ def format_kargs_region(kargs, size, pad=DEFAULT_KARGS_PAD, end=DEFAULT_KARGS_EN
     return text + end_bytes + pad_bytes * (fill // len(pad_bytes))
 
 
-def split_kargs(kargs):
+def split_kargs(kargs: str) -> list[str]:
     """Split a kernel command line into arguments; double quotes protect spaces, as in the kernel."""
-    args, current, quoted, started = [], [], False, False
+    args: list[str] = []
+    current: list[str] = []
+    quoted = started = False
     for char in kargs:
         if char == '"':
             quoted = not quoted
@@ -56,16 +60,13 @@ def split_kargs(kargs):
     return args
 
 
-def merge_kargs(current, additions):
-    """Append each argument of ``additions`` (string or list) not already present in ``current``.
+def merge_kargs(current: str, additions: str) -> str:
+    """Append each argument of ``additions`` not already present in ``current``.
 
     Idempotent: merging the same additions again returns the same string.
     """
-    if isinstance(additions, str):
-        additions = [additions]
     args = split_kargs(current)
-    for addition in additions:
-        for arg in split_kargs(addition):
-            if arg not in args:
-                args.append(arg)
+    for arg in split_kargs(additions):
+        if arg not in args:
+            args.append(arg)
     return " ".join(args)

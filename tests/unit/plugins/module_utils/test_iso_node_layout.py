@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as _iso_info
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso_layout as _iso_layout
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
     EmbedAreaError,
     IsoLayoutError,
@@ -153,12 +154,10 @@ def test_xz_and_plain_cpio_still_read(tmp_path, tools, compression):
 
 def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
     out = str(tmp_path / "edited.iso")
-    result = _iso.write_edited_iso(node_iso, out, append_kargs=SERIAL)
-    assert result.changed is True and [e["what"] for e in result.edits] == [
-        "kargs isolinux/isolinux.cfg",
-        "kargs EFI/redhat/grub.cfg",
-    ]
-    assert _iso.read_kargs(out) == layout.live.DEFAULT_KARGS + " " + SERIAL
+    shutil.copyfile(node_iso, out)
+    os.chmod(out, 0o600)
+    assert _iso.append_kernel_arguments(out, SERIAL) is True
+    assert _iso.inspect_iso(out)["kargs"] == layout.live.DEFAULT_KARGS + " " + SERIAL
     grub = xorriso_extract(out, "/EFI/redhat/grub.cfg", tmp_path / "grub.cfg").decode()
     assert grub.startswith(layout.live.GRUB_PREFIX + layout.live.DEFAULT_KARGS + " " + SERIAL + "\n#")
     # the embedded config and the .jso files are untouched
@@ -170,11 +169,14 @@ def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
     with open(out, "rb") as handle:
         edited = bytearray(handle.read())
     assert len(original) == len(edited)
-    for edit in result.edits:  # every byte outside the two kargs areas is the same
-        span = slice(edit["offset"], edit["offset"] + edit["length"])
-        original[span] = edited[span] = b"\0" * edit["length"]
+    with open(node_iso, "rb") as handle:
+        regions = _iso_layout.read_layout(handle, node_iso).kargs.regions
+    assert [region.path for region in regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
+    for region in regions:  # every byte outside the two kargs areas is the same
+        span = slice(region.offset, region.offset + region.length)
+        original[span] = edited[span] = b"\0" * region.length
     assert original == edited
-    assert _iso.edit_iso_in_place(out, append_kargs=SERIAL).changed is False
+    assert _iso.append_kernel_arguments(out, SERIAL) is False
 
 
 # --- other layouts --------------------------------------------------------------------------------
@@ -204,8 +206,8 @@ def test_every_kind_of_name_record_is_read(tmp_path, tools, records):
     info = _iso.inspect_iso(iso)
     assert info["summary"]["cluster_id"] == "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f"
     assert info["kargs"] == layout.live.DEFAULT_KARGS
-    _iso.edit_iso_in_place(iso, append_kargs=SERIAL)
-    assert _iso.read_kargs(iso).endswith(SERIAL)
+    _iso.append_kernel_arguments(iso, SERIAL)
+    assert _iso.inspect_iso(iso)["kargs"].endswith(SERIAL)
 
 
 def test_primary_level1_path_lookup(tmp_path, tools):
@@ -240,7 +242,7 @@ def test_pxe_initrd(tmp_path, tools, compression):
 def test_garbage_fails_naming_the_file(tmp_path):
     path = tmp_path / "random.bin"
     path.write_bytes(os.urandom(100000))
-    with pytest.raises(IsoLayoutError, match="is neither an ISO 9660 image .* nor an initrd") as info:
+    with pytest.raises(IsoLayoutError, match=r"is neither an ISO 9660 image .* nor an initrd") as info:
         _iso_info.describe_image(str(path), NOW)
     assert str(path) in str(info.value) and "node.<arch>.iso" in str(info.value)
 
@@ -280,14 +282,14 @@ def test_corrupt_embed_area(tmp_path, tools):
 
 def test_config_that_is_not_an_add_nodes_one(tmp_path, tools):
     iso = build(tmp_path, ignition={"ignition": {"version": "3.2.0"}})
-    with pytest.raises(IsoLayoutError, match="without /etc/assisted/add-nodes.env: not an add-nodes image"):
+    with pytest.raises(IsoLayoutError, match=r"without /etc/assisted/add-nodes\.env: not an add-nodes image"):
         _iso_info.describe_image(iso, NOW)
 
 
 def test_initrd_without_ignition(tmp_path, tools):
     path = tmp_path / "initrd.img"
     path.write_bytes(layout.cpio_archive({"etc/initrd-release": b"x"}))
-    with pytest.raises(IsoLayoutError, match="no Ignition archive .* appended at the end of this initrd"):
+    with pytest.raises(IsoLayoutError, match=r"no Ignition archive .* appended at the end of this initrd"):
         _iso_info.describe_image(str(path), NOW)
 
 
