@@ -23,8 +23,8 @@ baremetal, vsphere, none, external (pkg/asset/agent/common.go@2596730513b90f0f12
 
 ``coreos-bootimages`` is read leniently for the OS image URL of ``images.env`` (intermediate clusterinfo.go@
 c143649564e2b4c776faf2f7a3cc14f77cab7c6c). A source is anything with ``get(api_version, kind, name, namespace)``
-and ``list(api_version, kind)`` raising ``NotFound``: ``StoreSource`` (the lab's store) or ``ObjectsSource`` (a
-list of objects, for tests).
+and ``list(api_version, kind)`` raising ``NotFound``: ``StoreSource`` (the lab's store, which also reads and writes
+the agent-auth-token Secret for node-joiner) or ``ObjectsSource`` (a list of objects, for tests).
 """
 
 import base64
@@ -93,6 +93,17 @@ class StoreSource:
 
     def list(self, api_version, kind_name):
         return self.store.list(self._kind(api_version, kind_name, "get"))[0]
+
+    def get_secret(self, namespace, name):
+        """The Secret node-joiner reads for its auth tokens, or None."""
+        return self.store.find(kinds.SECRET, namespace, name)
+
+    def put_secret(self, secret):
+        """node-joiner's write of that Secret: an update of the one it read (it carries its resourceVersion),
+        else a create."""
+        if (secret.get("metadata") or {}).get("resourceVersion"):
+            return self.store.update(kinds.SECRET, secret)
+        return self.store.create(kinds.SECRET, secret)
 
 
 class ObjectsSource:

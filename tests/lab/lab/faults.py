@@ -114,3 +114,11 @@ class Faults:
 
     def denies(self, verb: str, resource: str, is_admin: bool) -> bool:
         return any(rule.matches(verb, resource, is_admin) for rule in self._values.get("deny", ()))
+
+
+def reset_connection(request, response):
+    """Drop the TCP connection (a fault); aiohttp then quietly fails to write ``response``."""
+    request["reset"] = True
+    if request.transport is not None:
+        request.transport.abort()
+    return response

@@ -36,6 +36,10 @@ INITRD_LOAD_ADDRESS = 0x02000000  # where the s390x loader puts the initrd (imag
 ISOLINUX_BIN = "/usr/lib/ISOLINUX/isolinux.bin"
 ISOHYBRID_MBR = "/usr/lib/ISOLINUX/isohdpfx.bin"
 LDLINUX_C32 = "/usr/lib/syslinux/modules/bios/ldlinux.c32"
+# The cache of the running lab and of labctl build-iso: <repository>/.cache/lab-iso.
+LAB_CACHE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), ".cache", "lab-iso"
+)
 
 
 def build_base_iso(cache_dir, size_bytes, arch="x86_64"):

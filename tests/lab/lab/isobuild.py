@@ -10,13 +10,10 @@ import os
 import tempfile
 import time
 
-from . import clusterinfo, isobase, kinds, versions
+from . import clusterinfo, isobase, versions
 from .apiserver import CTX, json_response
 from .hosts import _json_body
 
-ISO_CACHE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), ".cache", "lab-iso"
-)
 TEST_ISO_SIZE = 8 * 1024 * 1024
 
 
@@ -83,18 +80,9 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
 
     store = ctx.store
     source = _ForgedSource(store, cluster_id) if cluster_id else clusterinfo.StoreSource(store)
-
-    def get_secret(namespace, name):
-        return None if expired_token else store.find(kinds.SECRET, namespace, name)
-
-    def put_secret(secret):
-        if expired_token:
-            return None  # a throwaway token: the cluster's Secret stays as it is
-        secret.setdefault("metadata", {}).pop("resourceVersion", None)
-        if store.find(kinds.SECRET, secret["metadata"]["namespace"], secret["metadata"]["name"]):
-            return store.update(kinds.SECRET, secret)
-        return store.create(kinds.SECRET, secret)
-
+    get_secret, put_secret = source.get_secret, source.put_secret
+    if expired_token:  # a throwaway token: the cluster's Secret is neither read nor written
+        get_secret, put_secret = (lambda _namespace, _name: None), (lambda _secret: None)
     options = {"profile": versions.for_cluster(store)}
     if expired_token:
         past = time.time() - TOKEN_LIFETIME - 3600
@@ -110,7 +98,7 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
             source,
             get_secret,
             put_secret,
-            lambda wanted: isobase.build_base_iso(ISO_CACHE, TEST_ISO_SIZE, wanted),
+            lambda wanted: isobase.build_base_iso(isobase.LAB_CACHE, TEST_ISO_SIZE, wanted),
             options,
         )
         if await run.run() != 0:

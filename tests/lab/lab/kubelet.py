@@ -1,4 +1,4 @@
-"""Simulated kubelets after a host's reboot: the client and serving CSR lifecycle (FACTS.md §5, LAB.md item 4).
+"""Simulated kubelets after a host's reboot: the client and serving CSR lifecycle (docs/lab-hosts.md).
 
 When a host has rebooted into the installed system (``ctx.host_rebooted(host)``, called by the simulated
 hosts or by ``labctl reboot-done``), its kubelet:
@@ -25,33 +25,34 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hashlib
-import ipaddress
 import json
 import logging
 import os
-import ssl
 import time
 
 import aiohttp
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from . import auth, kinds
 from .apiserver import CTX, json_response
+from .csrs import (
+    CLIENT_SIGNER,
+    CLIENT_USAGES,
+    SERVING_SIGNER,
+    SERVING_USAGES,
+    ApiClient,
+    ApiRefused,
+    build_csr,
+    epoch_ms,
+    is_approved,
+    key_fingerprint,
+)
 from .faults import parse_seconds, register_fault
 from .pki import key_pem, write_private
 
 LOG = logging.getLogger(__name__)
 
-CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
-SERVING_SIGNER = "kubernetes.io/kubelet-serving"
-CLIENT_USAGES = ["digital signature", "key encipherment", "client auth"]
-SERVING_USAGES = ["digital signature", "key encipherment", "server auth"]
-CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 # Seconds between two tries of a request that failed (API fault, restart): the kubelet backs off too.
 RETRY_SECONDS = 1.0
 register_fault(
@@ -61,87 +62,6 @@ register_fault(
 )
 # RPM architecture (inventory) -> Go architecture (Node nodeInfo, kubernetes.io/arch).
 GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
-
-
-def epoch_ms(moment: float | None) -> str | None:
-    """RFC 3339 with milliseconds: the dump's filing/approval times, finer than creationTimestamp."""
-    if moment is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + f".{int(moment * 1000) % 1000:03d}Z"
-
-
-def build_csr(key, common_name: str, organizations=("system:nodes",), dns_names=(), ips=()) -> bytes:
-    """A PEM PKCS#10 request signed with ``key`` (subject O..., CN; optional SANs)."""
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attributes))
-    sans = [x509.DNSName(name) for name in dns_names] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
-
-
-def csr_object(request_pem: bytes, signer: str, usages) -> dict:
-    return {
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"generateName": "csr-"},
-        "spec": {"request": base64.b64encode(request_pem).decode(), "signerName": signer, "usages": list(usages)},
-    }
-
-
-def key_fingerprint(key) -> str:
-    der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return "sha256:" + hashlib.sha256(der).hexdigest()
-
-
-def is_approved(csr: dict) -> bool:
-    return any(
-        c.get("type") == "Approved" and c.get("status", "True") == "True"
-        for c in (csr.get("status") or {}).get("conditions") or []
-    )
-
-
-class ApiClient:
-    """HTTPS to the lab's own API server as one identity: a bearer token or a client certificate."""
-
-    def __init__(self, ctx, token: str | None = None, cert_file: str | None = None, key_file: str | None = None):
-        context = ssl.create_default_context(cadata=ctx.pki.ca_pem.decode())
-        if cert_file:
-            context.load_cert_chain(cert_file, key_file)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._url = ctx.api_url
-        self._session = aiohttp.ClientSession(
-            headers=headers, connector=aiohttp.TCPConnector(ssl=context), timeout=aiohttp.ClientTimeout(total=30)
-        )
-
-    async def request(self, method: str, path: str, body=None, content_type: str = "application/json") -> tuple:
-        """``(status, decoded body)``; connection failures raise aiohttp.ClientError/OSError."""
-        data = json.dumps(body) if body is not None else None
-        async with self._session.request(
-            method, self._url + path, data=data, headers={"Content-Type": content_type}
-        ) as response:
-            text = await response.text()
-            try:
-                return response.status, json.loads(text) if text else {}
-            except ValueError:
-                return response.status, {"message": text}
-
-    async def create_csr(self, request_pem: bytes, signer: str, usages) -> dict:
-        """POST one CSR; raises ApiRefused with the server's answer unless it was created."""
-        status, body = await self.request("POST", CSR_PATH, csr_object(request_pem, signer, usages))
-        if status != 201:
-            raise ApiRefused(status, body)
-        return body
-
-    async def close(self) -> None:
-        await self._session.close()
-
-
-class ApiRefused(Exception):
-    def __init__(self, status: int, body: dict):
-        super().__init__(f"{status}: {body.get('message', body)}")
-        self.status = status
 
 
 class Kubelets:

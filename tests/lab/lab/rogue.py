@@ -1,4 +1,4 @@
-"""Rogue CSRs (LAB.md item 6): requests an attacker could file while new workers join. None may be approved.
+"""Rogue CSRs: requests an attacker could file while new workers join. None may be approved (docs/lab-hosts.md).
 
 Each kind is filed over the real HTTPS API with an identity an attacker could hold: the node-bootstrapper
 token (it is in every worker's Ignition config), the client certificate of an existing node, or — for the
@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from . import auth
 from .apiserver import CTX, json_response
-from .kubelet import CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES, ApiClient, build_csr, epoch_ms
+from .csrs import CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES, ApiClient, build_csr, epoch_ms
 from .pki import write_private
 
 # A host no inventory names, and the node whose credential the attacker stole (seeded control plane).

@@ -12,13 +12,12 @@ import hashlib
 import os
 import posixpath
 import shlex
-import stat
-import tarfile
-import time
 from collections import namedtuple
 
-CHUNK = 256 * 1024
-TAR_RECORD = 10240
+from .coreutils import CHUNK, dd_summary, long_line, parse_size, stream_file, tar_stream
+
+__all__ = ["CHUNK", "Container", "ExecResult", "execute"]
+
 SHELLS = ("sh", "/bin/sh", "bash", "/bin/bash", "/usr/bin/bash")
 
 ExecResult = namedtuple("ExecResult", "stdout stderr exit_code")
@@ -33,45 +32,6 @@ def _result(stdout=None, stderr=b"", code=0):
     if isinstance(stderr, str):
         stderr = stderr.encode()
     return ExecResult(stdout if stdout is not None else _empty(), stderr, code)
-
-
-def _stream(path, start=0, length=None):
-    """Yield the bytes of ``path`` from ``start``, ``length`` bytes at most, in chunks."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        remaining = length
-        while remaining is None or remaining > 0:
-            chunk = f.read(CHUNK if remaining is None else min(CHUNK, remaining))
-            if not chunk:
-                return
-            if remaining is not None:
-                remaining -= len(chunk)
-            yield chunk
-
-
-def _parse_size(text):
-    """coreutils sizes: 512, 4K, 1M, 1G, 1KB (=1000)... Raises ValueError."""
-    units = {
-        "": 1,
-        "c": 1,
-        "w": 2,
-        "b": 512,
-        "K": 1024,
-        "k": 1024,
-        "KiB": 1024,
-        "KB": 1000,
-        "kB": 1000,
-        "M": 1024**2,
-        "MiB": 1024**2,
-        "MB": 1000**2,
-        "G": 1024**3,
-        "GiB": 1024**3,
-        "GB": 1000**3,
-    }
-    digits = len(text) - len(text.lstrip("0123456789"))
-    if digits == 0 or text[digits:] not in units:
-        raise ValueError(text)
-    return int(text[:digits]) * units[text[digits:]]
 
 
 class Container:
@@ -159,38 +119,30 @@ class Container:
 
     # ------------------------------------------------------------------ commands
 
-    def _missing(self, path):
-        return not os.path.lexists(self.host_path(path))
-
-    def _cat(self, args):
-        streams, errors = [], []
-        for name in args or ["-"]:
-            real = self.host_path(name)
-            if name == "-":
-                continue
-            if not os.path.exists(real):
-                errors.append("cat: %s: No such file or directory\n" % name)
-            elif os.path.isdir(real):
-                errors.append("cat: %s: Is a directory\n" % name)
-            else:
-                streams.append(_stream(real))
-        return _result(_chain(streams), "".join(errors), 1 if errors else 0)
-
-    def _sha256sum(self, args):
+    def _files(self, program, names):
+        """``(name, real path)`` of the regular files among ``names``, and coreutils' errors for the others."""
         files, errors = [], []
-        for name in args:
+        for name in names:
             real = self.host_path(name)
             if not os.path.exists(real):
-                errors.append("sha256sum: %s: No such file or directory\n" % name)
+                errors.append("%s: %s: No such file or directory\n" % (program, name))
             elif os.path.isdir(real):
-                errors.append("sha256sum: %s: Is a directory\n" % name)
+                errors.append("%s: %s: Is a directory\n" % (program, name))
             else:
                 files.append((name, real))
+        return files, errors
+
+    def _cat(self, args):
+        files, errors = self._files("cat", [name for name in args if name != "-"])  # no stdin in the lab
+        return _result(_chain(stream_file(real) for _name, real in files), "".join(errors), 1 if errors else 0)
+
+    def _sha256sum(self, args):
+        files, errors = self._files("sha256sum", args)
 
         def lines():
             for name, real in files:
                 digest = hashlib.sha256()
-                for chunk in _stream(real):
+                for chunk in stream_file(real):
                     digest.update(chunk)
                 yield ("%s  %s\n" % (digest.hexdigest(), name)).encode()
 
@@ -212,11 +164,11 @@ class Container:
                 if long_format:
                     blocks = sum(os.lstat(os.path.join(real, e)).st_blocks for e in entries) // 2
                     out.append("total %d\n" % blocks)
-                    out.extend(_long_line(os.path.join(real, e), e) for e in entries)
+                    out.extend(long_line(os.path.join(real, e), e) for e in entries)
                 else:
                     out.extend(e + "\n" for e in entries)
             else:
-                out.append(_long_line(real, name) if long_format else name + "\n")
+                out.append(long_line(real, name) if long_format else name + "\n")
         return _result(iter([("".join(out)).encode()]) if out else None, "".join(errors), 2 if errors else 0)
 
     def _test(self, args):
@@ -267,7 +219,7 @@ class Container:
         if len(args) != 3 or args[0] != "-c":
             return _result(stderr="head: only -c N FILE is supported in the lab\n", code=1)
         try:
-            count = _parse_size(args[1])
+            count = parse_size(args[1])
         except ValueError:
             return _result(stderr="head: invalid number of bytes: '%s'\n" % args[1], code=1)
         real = self.host_path(args[2])
@@ -275,7 +227,7 @@ class Container:
             return _result(stderr="head: cannot open '%s' for reading: No such file or directory\n" % args[2], code=1)
         if os.path.isdir(real):
             return _result(stderr="head: error reading '%s': Is a directory\n" % args[2], code=1)
-        return _result(_stream(real, 0, count))
+        return _result(stream_file(real, 0, count))
 
     def _dd(self, args):
         ops = {}
@@ -286,9 +238,9 @@ class Container:
             ops[key] = value
         flags = set(ops.get("iflag", "").split(",")) - {""}
         try:
-            bs = _parse_size(ops.get("bs", "512"))
-            skip = _parse_size(ops.get("skip", "0"))
-            count = _parse_size(ops["count"]) if "count" in ops else None
+            bs = parse_size(ops.get("bs", "512"))
+            skip = parse_size(ops.get("skip", "0"))
+            count = parse_size(ops["count"]) if "count" in ops else None
         except ValueError as exc:
             return _result(stderr="dd: invalid number: '%s'\n" % exc, code=1)
         if "if" not in ops:
@@ -301,8 +253,8 @@ class Container:
         wanted = None if count is None else (count if "count_bytes" in flags else count * bs)
         available = max(0, size - start)
         copied = available if wanted is None else min(wanted, available)
-        stderr = b"" if ops.get("status") in ("none", "noxfer") else _dd_summary(copied, bs).encode()
-        return _result(_stream(real, start, copied), stderr)
+        stderr = b"" if ops.get("status") in ("none", "noxfer") else dd_summary(copied, bs).encode()
+        return _result(stream_file(real, start, copied), stderr)
 
     def _tar(self, args):
         """``tar cf - [-C DIR] FILES...`` writing a GNU tar stream to stdout."""
@@ -335,7 +287,7 @@ class Container:
                 errors.append("tar: %s: Cannot stat: No such file or directory\n" % name)
         if errors:
             errors.append("tar: Exiting with failure status due to previous errors\n")
-        return _result(_tar_stream(present), "".join(errors), 2 if errors else 0)
+        return _result(tar_stream(present), "".join(errors), 2 if errors else 0)
 
 
 def _redirections(tokens):
@@ -369,67 +321,6 @@ def _chain(iterators):
 def _drain(iterator):
     for _chunk in iterator:
         pass
-
-
-def _long_line(real, name):
-    st = os.lstat(real)
-    owner = "root" if st.st_uid == 0 else str(st.st_uid)
-    group = "root" if st.st_gid == 0 else str(st.st_gid)
-    when = time.strftime("%b %e %H:%M", time.localtime(st.st_mtime))
-    return "%s %d %s %s %d %s %s\n" % (stat.filemode(st.st_mode), st.st_nlink, owner, group, st.st_size, when, name)
-
-
-def _dd_summary(copied, bs):
-    full, partial = divmod(copied, bs)
-    records = "%d+%d" % (full, 1 if partial else 0)
-    if copied < 1000:
-        amount = "%d bytes" % copied
-    else:
-        amount = "%d bytes (%.1f MB, %.1f MiB)" % (copied, copied / 1e6, copied / 1048576.0)
-    # The lab claims every copy took 1 ms.
-    rate = copied / 1e3
-    return "%s records in\n%s records out\n%s copied, 0.001 s, %.1f MB/s\n" % (records, records, amount, rate)
-
-
-def _tar_entries(name, real):
-    """(archive name, real path) for a member and, for a directory, everything below it."""
-    yield name, real
-    if os.path.isdir(real) and not os.path.islink(real):
-        for entry in sorted(os.listdir(real)):
-            yield from _tar_entries(posixpath.join(name, entry), os.path.join(real, entry))
-
-
-def _tar_stream(members):
-    written = 0
-    for top_name, top_real in members:
-        for name, real in _tar_entries(top_name.rstrip("/") or top_name, top_real):
-            st = os.lstat(real)
-            info = tarfile.TarInfo(name.lstrip("/"))
-            info.mode = stat.S_IMODE(st.st_mode)
-            info.mtime = int(st.st_mtime)
-            info.uid, info.gid = st.st_uid, st.st_gid
-            if stat.S_ISDIR(st.st_mode):
-                info.type = tarfile.DIRTYPE
-            elif stat.S_ISLNK(st.st_mode):
-                info.type = tarfile.SYMTYPE
-                info.linkname = os.readlink(real)
-            else:
-                info.size = st.st_size
-            header = info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-            yield header
-            written += len(header)
-            if info.type == tarfile.REGTYPE:
-                sent = 0
-                for chunk in _stream(real, 0, info.size):
-                    sent += len(chunk)
-                    yield chunk
-                # A file that shrank while archived is padded, as GNU tar does.
-                padding = (info.size - sent) + (-info.size % 512)
-                if padding:
-                    yield bytes(padding)
-                written += info.size + (-info.size % 512)
-    end = 1024 + (-(written + 1024) % TAR_RECORD)
-    yield bytes(end)
 
 
 def execute(root, command):
