@@ -33,29 +33,29 @@ description:
   - The written ISO is inspected (node-joiner's C(coreos/igninfo.jso) and C(kargs.jso) names as well as C(.json));
     the module fails if its cluster ID is not the cluster's. O(live_kernel_arguments)
     are written into the ISO's kernel-argument areas without rebuilding the ISO.
-  - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 and the agent token expiry read
-    from the ISO. A re-run with the same inputs, intact files and a token valid for at least O(min_token_validity)
-    reports C(changed=false) and sends no write request to the cluster.
+  - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 of every file written and the
+    agent token expiry read from the artifact when it was built. A re-run with the same inputs, intact files and a
+    token valid for at least O(min_token_validity) reports C(changed=false) and sends no write request to the cluster.
   - The ISO carries the cluster pull secret and the agent auth token; it is written with mode C(0600). Keep it as you
     would keep the pull secret. It stops working when its token expires (48 hours after it was issued).
 notes:
   - The identity needs to create and delete namespaces, service accounts, ClusterRoles, ClusterRoleBindings,
     ConfigMaps and pods, and to create C(pods/exec) and get C(pods/log) in the run's namespace (cluster-admin has all
-    of it). Before deciding anything it reads ClusterVersion, Proxy, Infrastructure and Nodes (four GETs); a build
+    of it). Before deciding anything it reads ClusterVersion, Infrastructure, Proxy and Nodes (four GETs, in this
+    order); a build
     also reads ConfigMap C(openshift-config/installer-images), and a PXE build Secret
     C(openshift-config/agent-auth-token) when the initrd does not tell the token expiry.
   - Failures include the node-joiner report stages and the tail of the pod log.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
+  - openshift_agent.day2.hosts
 options:
   hosts:
     description:
       - The new workers. Each item is the host's inventory variables (see the user guide) plus C(name), the host name.
-      - "Accepted keys: C(name), C(mac_address), C(interfaces), C(interface), C(ip), C(prefix_length), C(gateway),
-        C(dns_servers), C(vlan_id), C(ipv6), C(ipv6_prefix_length), C(ipv6_gateway), C(network_config),
-        C(root_device_hints), C(cpu_architecture), C(bmc_address), C(bmc_username), C(bmc_password),
-        C(bmc_verify_certs). Unknown keys are an error that names them."
+      - The keys are listed below; an unknown key is an error that names it, so a typo such as C(mac_adress) does not
+        silently give a DHCP host. The BMC keys of the boot step do not belong here.
     type: list
     elements: dict
     required: true
@@ -105,10 +105,6 @@ options:
     default: 5
   keep_on_failure:
     description: Keep the namespace and its objects when the run fails, for debugging. Delete it yourself afterwards.
-    type: bool
-    default: false
-  allow_loopback:
-    description: Accept host addresses in 127.0.0.0/8. Only for the lab; real hosts never have such addresses.
     type: bool
     default: false
 attributes:
@@ -246,41 +242,20 @@ duration:
 """
 
 import copy
-import os
-import time
-import uuid
 
-from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import (
-    Builder,
-    Day2IsoError,
-    check_architecture_pairs,
-    check_pxe_supported,
-    cleanup_note,
-    host_items,
-    read_cluster,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import IsoError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
-    InventoryError,
-    build_nodes_configs,
-    missing_libraries,
-    render_nodes_config,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import IMAGE_HOST_OPTIONS
 
 
 def argument_spec():
     spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(
-        hosts={"type": "list", "elements": "dict", "required": True},
+        hosts={"type": "list", "elements": "dict", "required": True, "options": copy.deepcopy(IMAGE_HOST_OPTIONS)},
         dest={"type": "path", "required": True},
         pxe={"type": "bool", "default": False},
         boot_artifacts_base_url={"type": "str"},
@@ -293,106 +268,17 @@ def argument_spec():
         build_timeout={"type": "int", "default": 1800},
         wait_sleep={"type": "int", "default": 5},
         keep_on_failure={"type": "bool", "default": False},
-        allow_loopback={"type": "bool", "default": False},
     )
     return spec
-
-
-def run_module(module):
-    params = module.params
-    started = time.monotonic()
-    result = {"changed": False, "artifacts": [], "nodes_configs": {}}
-    for name, trace in missing_libraries():
-        module.fail_json(msg=missing_required_lib(name), exception=trace)
-    if params["pxe"] is False and params["boot_artifacts_base_url"]:
-        raise Day2IsoError("boot_artifacts_base_url is only used with pxe=true")
-    try:
-        parse_duration(params["min_token_validity"])
-    except ValueError as error:
-        raise Day2IsoError("min_token_validity: %s" % error)
-    if not os.path.isdir(params["dest"]):
-        raise Day2IsoError("dest %s is not an existing directory: create it first" % params["dest"])
-    hosts = host_items(module, params["hosts"])
-
-    client, api = connect(module)
-    cluster = read_cluster(api)
-    check_pxe_supported(params["pxe"], cluster)
-    try:
-        configs = build_nodes_configs(
-            hosts,
-            cluster["architecture"],
-            ssh_key=params["ssh_key"],
-            boot_artifacts_base_url=params["boot_artifacts_base_url"],
-            allow_loopback=params["allow_loopback"],
-            platform=cluster["platform"],
-        )
-    except InventoryError as error:
-        raise Day2IsoError("invalid hosts, nothing was written:\n%s" % error, problems=error.problems)
-    check_architecture_pairs(configs, cluster["architecture"])
-
-    builder = Builder(module, api, cluster)
-    plans = {}
-    for arch, config in sorted(configs.items()):
-        text = render_nodes_config(config)
-        result["nodes_configs"][arch] = text
-        plans[arch] = dict(builder.plan(arch, text), nodes_config=text)
-
-    to_build = [arch for arch in sorted(plans) if not plans[arch]["reuse"]]
-    result["changed"] = bool(to_build)
-    if module.check_mode:
-        result["would_build"] = [{"architecture": a, "reason": plans[a]["reason"]} for a in to_build]
-        result["artifacts"] = [builder.reused_result(a, plans[a]) for a in sorted(plans) if plans[a]["reuse"]]
-        result["duration"] = round(time.monotonic() - started, 3)
-        return result
-
-    for arch in sorted(plans):
-        plan = plans[arch]
-        if plan["reuse"]:
-            result["artifacts"].append(builder.reused_result(arch, plan))
-            continue
-        run = NodeJoinerRun(
-            api,
-            client.client.configuration,
-            uuid.uuid4().hex[:12],
-            proxy=cluster["proxy"],
-            wait_sleep=params["wait_sleep"],
-            pod_start_timeout=params["pod_start_timeout"],
-            build_timeout=params["build_timeout"],
-            keep_on_failure=params["keep_on_failure"],
-            cluster_minor=cluster["version_tuple"],
-        )
-        try:
-            with run:
-                result["namespace"] = run.ns_name
-                image = builder.find_image(run)
-                result["node_joiner_image"] = image
-                artifact = builder.build(arch, plan["nodes_config"], plan["digest"], run, image)
-                artifact["reason"] = plan["reason"]
-                result["artifacts"].append(artifact)
-        except RunError as error:
-            raise Day2IsoError(
-                nj.describe_failure("%s%s" % (error, cleanup_note(run)), error.stages, error.log_tail),
-                stages=error.stages,
-                log_tail=error.log_tail,
-                namespace=run.ns_name,
-            )
-        except Day2IsoError as error:
-            raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name, **error.extra)
-        except (ApiAccessError, IsoError) as error:
-            raise Day2IsoError("%s%s" % (error, cleanup_note(run)), namespace=run.ns_name)
-    result["duration"] = round(time.monotonic() - started, 3)
-    return result
 
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     try:
-        result = run_module(module)
-    except Day2IsoError as error:
-        module.fail_json(msg="day2_iso: %s" % error, **error.extra)
-    except (ApiAccessError, CoreException, IsoError) as error:
-        module.fail_json(msg="day2_iso: %s" % error)
-    module.exit_json(**result)
+        result = build.run(module)
+    except Day2Error as error:
+        fail(module, "day2_iso", error)
+    finish(module, result)
 
 
 if __name__ == "__main__":

@@ -170,7 +170,8 @@ import copy
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import iso_info
 
 
@@ -187,9 +188,9 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     try:
         result = iso_info(module.params["path"], module.params["min_validity"])
-    except (IsoError, ValueError, OSError) as error:
-        module.fail_json(msg="iso_info: %s" % error, file=module.params["path"])
-    module.exit_json(changed=False, **result)
+    except Day2Error as error:
+        fail(module, "iso_info", error)
+    finish(module, result)
 
 
 if __name__ == "__main__":

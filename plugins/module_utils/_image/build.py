@@ -1,349 +1,219 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The day2_iso module's work: read the cluster, plan (reuse or build), run node-joiner, fetch and check artifacts.
+"""The day2_iso module's work: check the parameters and hosts, read the cluster, plan (reuse or build) each
+architecture's artifact, run node-joiner in the cluster, fetch and check what it wrote.
 
-What differs by release, as ``oc adm node-image create`` of that release does it (sources in _node_joiner and
-_node_joiner_run): the ClusterRole rules, the completion signal (report.json from 4.18, exit_code before) and
-``--pxe`` (4.18+ only: node-joiner 4.17 knows --kubeconfig, --dir and --log-level --
+What differs by release, as ``oc adm node-image create`` of that release does it (sources in node_joiner.py and
+run.py): the ClusterRole rules, the completion signal (report.json from 4.18, exit_code before) and ``--pxe``
+(4.18+ only: node-joiner 4.17 knows --kubeconfig, --dir and --log-level --
 openshift/installer cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c).
 """
 
+from __future__ import annotations
+
 import os
+import time
+import uuid
+from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
-    format_rfc3339,
-    parse_duration,
-    parse_rfc3339,
-    utcnow,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, group_target
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import GO_TO_RPM_ARCH
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
-    MIN_VERSION,
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, utcnow
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, connect, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import read_objects
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
+    MASTER_LABEL,
     master_architecture,
-    parse_version,
+    node_summary,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import MIN_VERSION, parse_version
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
-    IsoError,
-    edit_iso_in_place,
-    inspect_iso,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import Artifacts, Plan
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
+    loopback_allowed,
+    normalize_architecture,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import SECRET_HOST_KEYS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
-    file_sha256,
-    inputs_digest,
-    read_sidecar,
-    reuse_decision,
-    sidecar_path,
-    write_sidecar,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
+    InventoryError,
+    build_nodes_configs,
+    missing_libraries,
+    render_nodes_config,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
-    SECRET_NAME,
-    SECRET_NAMESPACE,
-    secret_expiry,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
 
-PXE_DIR = "boot-artifacts"
 # node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
 PXE_SINCE = (4, 18)
+# The objects read before anything is decided (_facts.cluster.READS, read in that order: four GETs of
+# ClusterVersion version, Infrastructure cluster, Proxy cluster and the Node list).
+CLUSTER_READS = ("clusterversion", "infrastructure", "proxy", "nodes")
+# amd64 and arm64 workers may join each other's clusters (with a multi-architecture release payload).
+MIXABLE_ARCHITECTURES = ("x86_64", "aarch64")
 
 
-class Day2IsoError(Day2Error):
-    def __init__(self, message, **extra):
-        super().__init__(message)
-        self.extra = extra
+def run(module: Any) -> dict[str, Any]:
+    """Do what day2_iso's parameters ask; return the module's result. Raises Day2Error with the partial result."""
+    params = module.params
+    started = time.monotonic()
+    min_validity = check_parameters(params)
+    client, api = connect(module)
+    cluster = read_cluster(api)
+    check_pxe_supported(params["pxe"], cluster)
+    configs = nodes_configs(params, cluster)
+    artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
+    result: dict[str, Any] = {"changed": False, "artifacts": [], "nodes_configs": {}}
+    plans = []
+    for arch, config in sorted(configs.items()):
+        result["nodes_configs"][arch] = render_nodes_config(config)
+        plans.append(artifacts.plan(arch, result["nodes_configs"][arch]))
+    result["changed"] = not all(plan.reuse for plan in plans)
+    if module.check_mode:
+        result["would_build"] = [{"architecture": p.architecture, "reason": p.reason} for p in plans if not p.reuse]
+        result["artifacts"] = [artifacts.reused(plan) for plan in plans if plan.reuse]
+    else:
+        for plan in plans:
+            if plan.reuse:
+                result["artifacts"].append(artifacts.reused(plan))
+            else:
+                result["artifacts"].append(_build(params, client, api, cluster, artifacts, plan, result))
+    result["duration"] = round(time.monotonic() - started, 3)
+    return result
 
 
-def read_cluster(api):
-    """ClusterVersion, Proxy, Infrastructure (platform) and the control plane's architecture: five GETs."""
-    cv = api.get(group_target("config.openshift.io", "v1", "clusterversions", "version"))
-    if not cv:
-        raise Day2IsoError(
-            "ClusterVersion 'version' does not exist: is the kubeconfig pointing at an OpenShift cluster?"
+def _build(
+    params: dict[str, Any],
+    client: Any,
+    api: ApiClient,
+    cluster: dict[str, Any],
+    artifacts: Artifacts,
+    plan: Plan,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """Build one artifact in a node-joiner run of its own; a failure says what was cleaned up."""
+    run = NodeJoinerRun(
+        api,
+        client.client.configuration,
+        uuid.uuid4().hex[:12],
+        proxy=cluster["proxy"],
+        wait_sleep=params["wait_sleep"],
+        pod_start_timeout=params["pod_start_timeout"],
+        build_timeout=params["build_timeout"],
+        keep_on_failure=params["keep_on_failure"],
+        cluster_minor=cluster["version_tuple"],
+    )
+    try:
+        with run:
+            result["namespace"] = run.ns_name
+            result["node_joiner_image"] = node_joiner_image(params, api, cluster, run)
+            return artifacts.build(plan, run, result["node_joiner_image"])
+    except Day2Error as error:
+        message = error.message + cleanup_note(run)
+        if isinstance(error, RunError):
+            message = nj.describe_failure(message, error.stages, error.log_tail)
+        so_far = {key: value for key, value in result.items() if key != "changed"}
+        raise Day2Error(message, {**so_far, "namespace": run.ns_name, **error.result})
+
+
+def check_parameters(params: dict[str, Any]) -> int:
+    """Refuse parameters that cannot work, before the cluster is read; return min_token_validity in seconds."""
+    for name, trace in missing_libraries():
+        raise Day2Error(missing_required_lib(name), {"exception": trace})
+    if not params["pxe"] and params["boot_artifacts_base_url"]:
+        raise InputError("boot_artifacts_base_url is only used with pxe=true: set pxe: true or drop it")
+    try:
+        min_validity = parse_duration(params["min_token_validity"])
+    except ValueError as error:
+        raise InputError("min_token_validity: %s" % error)
+    if not os.path.isdir(params["dest"]):
+        raise InputError("dest %s is not an existing directory: create it first" % params["dest"])
+    return min_validity
+
+
+def read_cluster(api: ApiClient) -> dict[str, Any]:
+    """Release, proxy, platform and control-plane architecture of the cluster: the four GETs of CLUSTER_READS."""
+    objects, unreadable = read_objects(api, list(CLUSTER_READS))
+    if unreadable:
+        raise Day2Error(
+            "cannot read what node-joiner needs: %s"
+            % "; ".join("%s: %s" % (key, reason) for key, reason in sorted(unreadable.items()))
         )
+    cv = objects["clusterversion"]
     desired = (cv.get("status") or {}).get("desired") or {}
     version = desired.get("version")
     parsed = parse_version(version)
     if parsed is None or parsed < MIN_VERSION:
-        raise Day2IsoError(
+        raise Day2Error(
             "cluster version %s is older than %d.%d: node-joiner cannot add nodes to it. Upgrade the cluster first."
             % (version, MIN_VERSION[0], MIN_VERSION[1])
         )
-    proxy = api.get(group_target("config.openshift.io", "v1", "proxies", "cluster"))
-    infrastructure = api.get(group_target("config.openshift.io", "v1", "infrastructures", "cluster")) or {}
-    # node-joiner takes the architecture of the first master-labelled Node (see _cluster_support)
-    arch, _arches = master_architecture((api.get(core_target("nodes")) or {}).get("items"))
-    if not arch:
-        raise Day2IsoError(
-            "cannot tell the control plane's architecture: no Node labelled "
-            "node-role.kubernetes.io/master reports status.nodeInfo.architecture"
+    nodes = [node_summary(item) for item in (objects["nodes"] or {}).get("items") or []]
+    architecture = master_architecture(nodes)
+    if not architecture:
+        raise Day2Error(
+            "cannot tell the control plane's architecture: no Node labelled %s reports "
+            "status.nodeInfo.architecture" % MASTER_LABEL
         )
+    infrastructure = objects["infrastructure"] or {}
     return {
         "cluster_id": (cv.get("spec") or {}).get("clusterID"),
         "version": version,
         "version_tuple": parsed,
         "release_image": desired.get("image"),
-        "proxy": proxy,
-        "architecture": GO_TO_RPM_ARCH.get(arch, arch),
-        # what node-joiner checks the workers' architecture against (see _inventory.NONE_PLATFORM_ONLY)
+        "proxy": objects["proxy"],
+        "architecture": normalize_architecture(architecture) or architecture,
+        # what node-joiner checks the workers' architecture against (see nodes_config.NONE_PLATFORM_ONLY)
         "platform": ((infrastructure.get("spec") or {}).get("platformSpec") or {}).get("type"),
     }
 
 
-def check_pxe_supported(pxe, cluster):
+def check_pxe_supported(pxe: bool, cluster: dict[str, Any]) -> None:
     """Refuse pxe on a cluster whose node-joiner has no --pxe, before anything is created."""
     if pxe and cluster["version_tuple"] < PXE_SINCE:
-        raise Day2IsoError(
+        raise InputError(
             "pxe: true needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no --pxe flag "
             '(it would stop with "Error: unknown flag: --pxe"). Set pxe: false and boot the hosts from the ISO, '
             "or upgrade the cluster first. Nothing was created." % (PXE_SINCE[0], PXE_SINCE[1], cluster["version"])
         )
 
 
-def check_architecture_pairs(configs, cluster_arch):
-    mixable = ("x86_64", "aarch64")
+def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The nodes-config of each architecture of the hosts; every problem of the hosts at once, as an InputError."""
+    try:
+        configs = build_nodes_configs(
+            params["hosts"],
+            cluster["architecture"],
+            ssh_key=params["ssh_key"],
+            boot_artifacts_base_url=params["boot_artifacts_base_url"],
+            allow_loopback=loopback_allowed(),
+            platform=cluster["platform"],
+        )
+    except InventoryError as error:
+        raise InputError("invalid hosts, nothing was written:\n%s" % error.message, error.result)
+    check_architecture_pairs(configs, cluster["architecture"])
+    return configs
+
+
+def check_architecture_pairs(configs: dict[str, dict[str, Any]], cluster_arch: str) -> None:
     for arch in configs:
-        if arch == cluster_arch:
-            continue
-        if arch in mixable and cluster_arch in mixable:
+        if arch == cluster_arch or (arch in MIXABLE_ARCHITECTURES and cluster_arch in MIXABLE_ARCHITECTURES):
             continue
         hosts = ", ".join(h["hostname"] for h in configs[arch]["hosts"])
-        raise Day2IsoError(
+        raise InputError(
             'hosts %s: field "cpu_architecture" value %r cannot join a %s cluster: only amd64 and arm64 workers '
             "may be mixed (with a multi-architecture release payload); s390x and ppc64le only join clusters of the "
             "same architecture. Fix cpu_architecture." % (hosts, arch, cluster_arch)
         )
 
 
-class Builder:
-    def __init__(self, module, api, cluster):
-        self.module = module
-        self.params = module.params
-        self.api = api
-        self.cluster = cluster
-        self.now = utcnow()
-        self.min_validity = parse_duration(self.params["min_token_validity"])
-
-    # --- planning -----------------------------------------------------------------------
-
-    def artifact_path(self, arch):
-        if self.params["pxe"]:
-            return os.path.join(self.params["dest"], PXE_DIR, arch)
-        return os.path.join(self.params["dest"], nj.iso_name(arch))
-
-    def plan(self, arch, nodes_config_yaml):
-        inputs = {
-            "nodes_config": nodes_config_yaml,
-            "release_image": self.cluster["release_image"],
-            "cluster_id": self.cluster["cluster_id"],
-            "pxe": self.params["pxe"],
-            "boot_artifacts_base_url": self.params["boot_artifacts_base_url"],
-            "live_kernel_arguments": self.params["live_kernel_arguments"],
-            "node_joiner_image": self.params["node_joiner_image"],
-        }
-        digest = inputs_digest(inputs)
-        path = self.artifact_path(arch)
-        if self.params["force"]:
-            return {"digest": digest, "reuse": False, "reason": "force is set"}
-        if self.params["pxe"]:
-            record = read_sidecar(path)
-            files = [os.path.join(path, f["name"]) for f in (record or {}).get("files", [])]
-            reuse, reason = self.reuse_pxe(record, files, digest)
-        else:
-            reuse, reason = reuse_decision([path], digest, self.now, self.min_validity, self.iso_token_expiry)
-        return {"digest": digest, "reuse": reuse, "reason": reason}
-
-    def reuse_pxe(self, record, files, digest):
-        if record is None:
-            return False, "no PXE artifacts recorded yet"
-        if record.get("inputs_digest") != digest:
-            return False, "the inputs changed since the PXE artifacts were built"
-        for entry, path in zip(record.get("files", []), files):
-            if not os.path.exists(path) or file_sha256(path) != entry.get("sha256"):
-                return False, "%s is missing or was modified" % path
-        try:
-            expiry = parse_rfc3339(record.get("token_expiry"))
-        except ValueError:
-            expiry = None
-        if expiry is None or (expiry - self.now).total_seconds() < self.min_validity:
-            return False, "the agent token of the PXE artifacts expires too soon (%s)" % record.get("token_expiry")
-        return True, "inputs unchanged, files intact, token valid until %s" % record.get("token_expiry")
-
-    @staticmethod
-    def iso_token_expiry(path):
-        try:
-            summary = inspect_iso(path)["summary"] or {}
-            return parse_rfc3339(summary.get("token_expiry"))
-        except (IsoError, ValueError, OSError):
-            return None
-
-    # --- building -----------------------------------------------------------------------
-
-    def find_image(self, run):
-        if self.params["node_joiner_image"]:
-            return self.params["node_joiner_image"]
-        configmap = self.api.get(
-            core_target("configmaps", nj.INSTALLER_IMAGES_CONFIGMAP, nj.INSTALLER_IMAGES_NAMESPACE)
-        )
-        image = nj.installer_image_from_configmap(configmap)
-        if image:
-            return image
-        return run.image_from_release(self.cluster["release_image"])
-
-    def build(self, arch, nodes_config_yaml, digest, run, image):
-        run.start_build(image, nodes_config_yaml, self.params["pxe"])
-        exit_code_only = self.cluster["version_tuple"] < (4, 18)
-        report, exit_code = run.wait_report(exit_code_only=exit_code_only)
-        stages = nj.summarize_stages(report)
-        if exit_code != 0:
-            message = nj.failure_message(report) if report else "node-joiner exited with code %s" % exit_code
-            raise RunError(message, stages=stages, log_tail=run.pod_log_tail(nj.POD))
-        if self.params["pxe"]:
-            return self.fetch_pxe(arch, digest, run, stages)
-        return self.fetch_iso(arch, digest, run, stages)
-
-    def finish_iso(self, temp_path):
-        """Check what the ISO says and add the live kernel arguments, before it is renamed into place."""
-        summary = inspect_iso(temp_path)["summary"] or {}
-        if summary.get("cluster_id") != self.cluster["cluster_id"]:
-            raise Day2IsoError(
-                "the ISO node-joiner built names cluster %r, not this cluster %r: refusing it"
-                % (summary.get("cluster_id"), self.cluster["cluster_id"])
-            )
-        if self.params["live_kernel_arguments"]:
-            edit_iso_in_place(temp_path, append_kargs=self.params["live_kernel_arguments"])
-
-    def fetch_iso(self, arch, digest, run, stages):
-        path = self.artifact_path(arch)
-        run.fetch("%s/%s" % (nj.ASSETS, nj.iso_name(arch)), path, finish=self.finish_iso)
-        sha = file_sha256(path)
-        info = inspect_iso(path)
-        summary = info["summary"] or {}
-        record = {
-            "inputs_digest": digest,
-            "sha256": sha,
-            "token_expiry": summary.get("token_expiry"),
-            "cluster_id": summary.get("cluster_id"),
-            "built_at": format_rfc3339(utcnow()),
-        }
-        sidecar = write_sidecar(path, record)
-        return self.iso_result(arch, path, sidecar, digest, False, "built", stages, info, sha)
-
-    def iso_result(self, arch, path, sidecar, digest, reused, reason, stages, info=None, sha=None):
-        info = info or inspect_iso(path)
-        summary = info["summary"] or {}
-        sha = sha or (read_sidecar(path) or {}).get("sha256")
-        return {
-            "architecture": arch,
-            "path": path,
-            "files": [{"path": path, "sha256": sha, "size": os.path.getsize(path)}],
-            "reused": reused,
-            "reason": reason,
-            "sidecar": sidecar,
-            "inputs_digest": digest,
-            "token_expiry": summary.get("token_expiry"),
-            "cluster_id": summary.get("cluster_id"),
-            "cluster_name": summary.get("cluster_name"),
-            "api_dns_name": summary.get("api_dns_name"),
-            "hosts": [
-                {"hostname": h.get("hostname"), "mac_addresses": h.get("mac_addresses")}
-                for h in summary.get("hosts") or []
-            ],
-            "kernel_arguments": info.get("kargs"),
-            "stages": stages,
-        }
-
-    def fetch_pxe(self, arch, digest, run, stages):
-        directory = self.artifact_path(arch)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        files = []
-        for name in run.list_dir(nj.ASSETS + "/" + PXE_DIR):
-            path = os.path.join(directory, name)
-            size, sha = run.fetch("%s/%s/%s" % (nj.ASSETS, PXE_DIR, name), path)
-            files.append({"name": name, "path": path, "sha256": sha, "size": size})
-        token_expiry = initrd_token_expiry([f["path"] for f in files]) or pxe_token_expiry(
-            self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE))
-        )
-        record = {
-            "inputs_digest": digest,
-            "files": files,
-            "token_expiry": token_expiry,
-            "built_at": format_rfc3339(utcnow()),
-        }
-        sidecar = write_sidecar(directory, record)
-        return {
-            "architecture": arch,
-            "path": directory,
-            "files": [{k: f[k] for k in ("path", "sha256", "size")} for f in files],
-            "reused": False,
-            "reason": "built",
-            "sidecar": sidecar,
-            "inputs_digest": digest,
-            "token_expiry": token_expiry,
-            "stages": stages,
-        }
-
-    def reused_result(self, arch, plan):
-        if self.params["pxe"]:
-            record = read_sidecar(self.artifact_path(arch)) or {}
-            return {
-                "architecture": arch,
-                "path": self.artifact_path(arch),
-                "files": [{k: f[k] for k in ("path", "sha256", "size")} for f in record.get("files", [])],
-                "reused": True,
-                "reason": plan["reason"],
-                "sidecar": sidecar_path(self.artifact_path(arch)),
-                "inputs_digest": plan["digest"],
-                "token_expiry": record.get("token_expiry"),
-                "stages": [],
-            }
-        path = self.artifact_path(arch)
-        return self.iso_result(arch, path, sidecar_path(path), plan["digest"], True, plan["reason"], [])
+def node_joiner_image(params: dict[str, Any], api: ApiClient, cluster: dict[str, Any], run: NodeJoinerRun) -> str:
+    """node_joiner_image; else ConfigMap openshift-config/installer-images; else the release's (a pod reads it)."""
+    if params["node_joiner_image"]:
+        return params["node_joiner_image"]
+    configmap = api.get(core_target("configmaps", nj.INSTALLER_IMAGES_CONFIGMAP, nj.INSTALLER_IMAGES_NAMESPACE))
+    return nj.installer_image_from_configmap(configmap) or run.image_from_release(cluster["release_image"])
 
 
-def host_items(module, hosts):
-    """Host dicts as the inventory code takes them; their secrets are hidden from every message and result."""
-    for host in hosts:
-        if not isinstance(host, dict) or not host.get("name"):
-            raise Day2IsoError(
-                "hosts: every item needs a 'name' (the host name); got %r"
-                % (sorted(host) if isinstance(host, dict) else host,)
-            )
-        for key in SECRET_HOST_KEYS:
-            if host.get(key):
-                # AnsibleK8SModule wraps AnsibleModule, which owns the no_log values.
-                module._module.no_log_values.add(str(host[key]))  # pylint: disable=protected-access
-    return hosts
-
-
-def initrd_token_expiry(paths):
-    """The token expiry the PXE initrd among ``paths`` carries (read from the file itself), or None."""
-    for path in paths:
-        if path.endswith("-initrd.img"):
-            try:
-                ignition, _kinds = read_pxe_initrd(path)
-                return summarize_add_nodes_ignition(ignition)["token_expiry"]
-            except (IsoError, OSError):
-                return None
-    return None
-
-
-def pxe_token_expiry(secret):
-    """When the tokens node-joiner put into the PXE files expire (those of the Secret it used), RFC 3339, or None.
-
-    A damaged Secret means an unknown expiry: the next run rebuilds.
-    """
-    expiry = secret_expiry(secret)
-    return format_rfc3339(expiry) if expiry else None
-
-
-def cleanup_note(run):
+def cleanup_note(run: NodeJoinerRun) -> str:
     if run.kept:
         return (
             " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)"

@@ -8,8 +8,11 @@ documents and pod logs. The module drives the API; this file only knows the shap
 that ``oc adm node-image create`` uses (openshift/oc pkg/cli/admin/nodeimage, cited below).
 """
 
+from __future__ import annotations
+
 import json
 import re
+from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
@@ -23,7 +26,8 @@ POD = "node-joiner"
 RELEASE_POD = "release-image-references"
 ASSETS = "/assets"
 # oc 4.18+ reads ConfigMap openshift-config/installer-images (key images.json, field installer), else the release
-# payload's baremetal-installer -- openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f.
+# payload's baremetal-installer -- openshift/oc
+# pkg/cli/admin/nodeimage/basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f.
 INSTALLER_IMAGES_NAMESPACE = "openshift-config"
 INSTALLER_IMAGES_CONFIGMAP = "installer-images"
 IMAGE_REFERENCES = "/release-manifests/image-references"
@@ -33,11 +37,12 @@ NODE_JOINER_TAG = "baremetal-installer"
 # "config.openshift.io imagecontentpolicies" resource -- openshift/oc
 # pkg/cli/admin/nodeimage/basenodeimagecommand.go@92a3a166a7f710a344a11bda0ad221e54583fccd (4.20; the same in
 # create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf on 4.17); 4.21 grants "operator.openshift.io
-# imagecontentsourcepolicies" instead (OCPBUGS-61491) -- basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
+# imagecontentsourcepolicies" instead (OCPBUGS-61491) --
+# basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
 # The run grants what the oc of the cluster's release grants.
 ICSP_RULE_FIXED_IN = (4, 21)
 _CONFIG_RESOURCES = ["clusterversions", "infrastructures", "proxies", "imagedigestmirrorsets"]
-_COMMON_RULES = [
+_COMMON_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigs"], "verbs": ["get", "list"]},
     {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "list"]},
     {"apiGroups": [""], "resources": ["configmaps", "nodes", "pods"], "verbs": ["get", "list"]},
@@ -45,7 +50,7 @@ _COMMON_RULES = [
 ]
 
 
-def cluster_role_rules(cluster_minor):
+def cluster_role_rules(cluster_minor: tuple[int, ...]) -> list[dict[str, Any]]:
     """The ClusterRole rules oc grants node-joiner on a cluster of release ``cluster_minor`` (e.g. (4, 18))."""
     if tuple(cluster_minor) >= ICSP_RULE_FIXED_IN:
         head = [
@@ -67,11 +72,11 @@ def cluster_role_rules(cluster_minor):
     return head + [dict(rule) for rule in _COMMON_RULES]
 
 
-def labels(run_id):
+def labels(run_id: str) -> dict[str, str]:
     return {MANAGED_BY_LABEL: MANAGED_BY, RUN_LABEL: run_id}
 
 
-def namespace_manifest(run_id):
+def namespace_manifest(run_id: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -84,7 +89,7 @@ def namespace_manifest(run_id):
     }
 
 
-def owned_by_namespace(namespace):
+def owned_by_namespace(namespace: dict[str, Any]) -> list[dict[str, Any]]:
     """Owner reference that makes cluster-scoped objects go with the namespace."""
     return [
         {
@@ -96,7 +101,7 @@ def owned_by_namespace(namespace):
     ]
 
 
-def service_account_manifest(namespace, run_id):
+def service_account_manifest(namespace: dict[str, Any], run_id: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
@@ -104,7 +109,7 @@ def service_account_manifest(namespace, run_id):
     }
 
 
-def cluster_role_manifest(namespace, run_id, cluster_minor):
+def cluster_role_manifest(namespace: dict[str, Any], run_id: str, cluster_minor: tuple[int, ...]) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -117,7 +122,7 @@ def cluster_role_manifest(namespace, run_id, cluster_minor):
     }
 
 
-def cluster_role_binding_manifest(namespace, run_id):
+def cluster_role_binding_manifest(namespace: dict[str, Any], run_id: str) -> dict[str, Any]:
     name = namespace["metadata"]["name"]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -128,7 +133,7 @@ def cluster_role_binding_manifest(namespace, run_id):
     }
 
 
-def config_map_manifest(namespace, run_id, nodes_config_yaml):
+def config_map_manifest(namespace: dict[str, Any], run_id: str, nodes_config_yaml: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -137,7 +142,7 @@ def config_map_manifest(namespace, run_id, nodes_config_yaml):
     }
 
 
-def _restricted_security_context():
+def _restricted_security_context() -> dict[str, Any]:
     return {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
@@ -146,7 +151,7 @@ def _restricted_security_context():
     }
 
 
-def proxy_env(proxy):
+def proxy_env(proxy: dict[str, Any] | None) -> list[dict[str, str]]:
     """Pod environment for the cluster proxy (``Proxy/cluster`` status)."""
     env = []
     status = (proxy or {}).get("status") or {}
@@ -156,7 +161,7 @@ def proxy_env(proxy):
     return env
 
 
-def node_joiner_command(pxe):
+def node_joiner_command(pxe: bool) -> str:
     flag = " --pxe" if pxe else ""
     # sleep keeps the container alive so the artifacts can be copied out.
     return "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600" % (
@@ -167,10 +172,16 @@ def node_joiner_command(pxe):
     )
 
 
-def _pod_manifest(namespace, run_id, name, container, volumes=None):
+def _pod_manifest(
+    namespace: dict[str, Any],
+    run_id: str,
+    name: str,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A run-once pod of this run, restricted as the restricted-v2 SCC expects."""
     container = dict(container, securityContext=_restricted_security_context())
-    spec = {
+    spec: dict[str, Any] = {
         "serviceAccountName": SERVICE_ACCOUNT,
         "restartPolicy": "Never",
         "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -186,7 +197,9 @@ def _pod_manifest(namespace, run_id, name, container, volumes=None):
     }
 
 
-def node_joiner_pod_manifest(namespace, run_id, image, pxe, proxy):
+def node_joiner_pod_manifest(
+    namespace: dict[str, Any], run_id: str, image: str, pxe: bool, proxy: dict[str, Any] | None
+) -> dict[str, Any]:
     container = {
         "name": POD,
         "image": image,
@@ -205,7 +218,7 @@ def node_joiner_pod_manifest(namespace, run_id, image, pxe, proxy):
     return _pod_manifest(namespace, run_id, POD, container, volumes)
 
 
-def release_pod_manifest(namespace, run_id, release_image):
+def release_pod_manifest(namespace: dict[str, Any], run_id: str, release_image: str) -> dict[str, Any]:
     """A short pod that runs the release image itself and prints its image references."""
     container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat %s" % IMAGE_REFERENCES]}
     return _pod_manifest(namespace, run_id, RELEASE_POD, container)
@@ -215,7 +228,7 @@ class ReportError(Day2Error):
     pass
 
 
-def installer_image_from_configmap(configmap):
+def installer_image_from_configmap(configmap: dict[str, Any] | None) -> str | None:
     """The node-joiner image from ConfigMap installer-images, or None."""
     text = ((configmap or {}).get("data") or {}).get("images.json")
     if not text:
@@ -226,19 +239,20 @@ def installer_image_from_configmap(configmap):
         return None
 
 
-def node_joiner_image_from_references(text):
+def node_joiner_image_from_references(text: str) -> str:
     """The ``baremetal-installer`` image from a release's image-references (an ImageStream JSON)."""
     try:
         stream = json.loads(text)
     except ValueError:
         raise ReportError("the release image printed no valid image-references document")
     for tag in (stream.get("spec") or {}).get("tags") or []:
-        if tag.get("name") == NODE_JOINER_TAG:
-            return ((tag.get("from") or {}).get("name")) or None
+        image = (tag.get("from") or {}).get("name") if tag.get("name") == NODE_JOINER_TAG else None
+        if image:
+            return str(image)
     raise ReportError("the release image-references list no %r image" % NODE_JOINER_TAG)
 
 
-def parse_report(text):
+def parse_report(text: str | None) -> dict[str, Any] | None:
     """Return the report dict, or None while it is not written or not complete JSON yet."""
     if not text or not text.strip():
         return None
@@ -252,20 +266,20 @@ def parse_report(text):
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Go's zero time: a stage (or the report) that has not ended
 
 
-def _ended(value):
+def _ended(value: Any) -> bool:
     return isinstance(value, str) and value != "" and not value.startswith("0001-01-01")
 
 
-def report_finished(report):
+def report_finished(report: dict[str, Any] | None) -> bool:
     """True once node-joiner completed the report: its top-level ``end_time`` is no longer Go's zero time.
 
     oc waits for exactly that, then reads ``result`` -- openshift/oc
     pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``monitorWorkflowReport``).
     """
-    return bool(report) and _ended(report.get("end_time"))
+    return report is not None and _ended(report.get("end_time"))
 
 
-def report_exit_code(report):
+def report_exit_code(report: dict[str, Any] | None) -> int | None:
     """``result.exit_code`` of a finished report; None when it ended without a result."""
     result = (report or {}).get("result")
     if not isinstance(result, dict):
@@ -276,7 +290,7 @@ def report_exit_code(report):
         return None
 
 
-def report_failed(report):
+def report_failed(report: dict[str, Any] | None) -> bool:
     return report_finished(report) and report_exit_code(report) != 0
 
 
@@ -287,30 +301,31 @@ def report_failed(report):
 _FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*)$", re.MULTILINE)
 
 
-def fatal_line(log_text):
+def fatal_line(log_text: str | None) -> str | None:
     """The first line of a pod log that says node-joiner stopped (fatal or cobra error), or None."""
     match = _FATAL_LINE.search(log_text or "")
     return match.group(0).strip() if match else None
 
 
-def ended_without_exit_code(line):
+def ended_without_exit_code(line: str) -> str:
     hint = ""
     if "unknown flag" in line:
         hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
     return "node-joiner stopped without writing %s/exit_code; its log says: %s.%s" % (ASSETS, line, hint)
 
 
-def summarize_stages(report):
+def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Flat list of stages and sub-stages: id, description, status (done, running, failed), times, result.
 
     ``result`` is the stage's own detail (node-joiner sets it on a few stages) and is kept when present.
     When the report failed, the last stage and its last sub-stage are the ones that failed.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     failed = report_failed(report)
 
-    def walk(stages, last_of_parent):
-        for index, stage in enumerate(stages or []):
+    def walk(stages: list[dict[str, Any]] | None, last_of_parent: bool) -> None:
+        stages = stages or []
+        for index, stage in enumerate(stages):
             last = last_of_parent and index == len(stages) - 1
             ended = _ended(stage.get("end_time"))
             row = {
@@ -329,7 +344,7 @@ def summarize_stages(report):
     return rows
 
 
-def failure_message(report):
+def failure_message(report: dict[str, Any] | None) -> str:
     result = (report or {}).get("result") or {}
     if not isinstance(result, dict) or not result:
         return "node-joiner completed its report (end_time %s) without a result" % (report or {}).get("end_time")
@@ -340,7 +355,7 @@ def failure_message(report):
     return "node-joiner failed%s: %s%s" % (where, message, (" (%s)" % detail) if detail and detail != message else "")
 
 
-def describe_failure(message, stages, log_tail):
+def describe_failure(message: str, stages: list[dict[str, Any]], log_tail: str | None) -> str:
     """One message with what went wrong, the report stages so far and the tail of the pod log."""
     lines = [message]
     if stages:
@@ -350,5 +365,5 @@ def describe_failure(message, stages, log_tail):
     return "\n".join(lines)
 
 
-def iso_name(rpm_arch):
+def iso_name(rpm_arch: str) -> str:
     return "node.%s.iso" % rpm_arch

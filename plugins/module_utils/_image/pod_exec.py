@@ -8,24 +8,24 @@ binary) and reads its frames one at a time, so a 1 GiB ``cat`` goes straight
 to a file instead of piling up in memory.
 """
 
+from __future__ import annotations
+
+import contextlib
 import hashlib
 import json
 import select
 import ssl
 import time
+from typing import IO, Any, Callable
+from urllib.parse import quote
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
-try:
-    from urllib.parse import quote
-except ImportError:  # pragma: no cover
-    quote = None
 
 try:
     from kubernetes.stream import ws_client
     from websocket import ABNF
 except ImportError:  # pragma: no cover - reported by the module
-    ws_client = None
+    ws_client = None  # type: ignore[assignment]
 
 STDOUT_CHANNEL, STDERR_CHANNEL, STATUS_CHANNEL = 1, 2, 3
 
@@ -35,13 +35,13 @@ class ExecError(Day2Error):
 
 
 class ExecResult:
-    def __init__(self, returncode, stdout, stderr):
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes) -> None:
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
 
 
-def exec_url(configuration, namespace, pod, container, command):
+def exec_url(configuration: Any, namespace: str | None, pod: str, container: str, command: list[str]) -> str:
     query = "&".join(["command=%s" % quote(part, safe="") for part in command])
     path = "/api/v1/namespaces/%s/pods/%s/exec?%s&container=%s&stdin=false&stdout=true&stderr=true&tty=false" % (
         namespace,
@@ -52,7 +52,7 @@ def exec_url(configuration, namespace, pod, container, command):
     return ws_client.get_websocket_url(configuration.host.rstrip("/") + path)
 
 
-def _headers(configuration):
+def _headers(configuration: Any) -> dict[str, str]:
     """The credential headers the REST calls send (the bearer token; client certificates go in TLS).
 
     Read through auth_settings() because the key of the token differs between kubernetes client
@@ -66,7 +66,7 @@ def _headers(configuration):
     return headers
 
 
-def _handshake_problem(error):
+def _handshake_problem(error: Exception) -> str:
     """The API server's Status message of a refused exec upgrade (403, 404...), else the error text."""
     status = getattr(error, "status_code", None)
     body = getattr(error, "resp_body", None)
@@ -81,7 +81,7 @@ def _handshake_problem(error):
     return str(error)
 
 
-def _readable(ws, timeout):
+def _readable(ws: Any, timeout: float) -> bool:
     """True when a frame can be read: bytes on the socket, or already decrypted in the TLS buffer."""
     raw = ws.sock
     if isinstance(raw, ssl.SSLSocket) and raw.pending():
@@ -93,7 +93,7 @@ def _readable(ws, timeout):
     return bool(select.select([raw], [], [], timeout)[0])
 
 
-def exit_code(status):
+def exit_code(status: dict[str, Any]) -> int:
     """The command's exit code from the Status the kubelet sends on channel 3."""
     if status.get("status") == "Success":
         return 0
@@ -106,7 +106,16 @@ def exit_code(status):
     return 1  # a failure without an exit code (the command could not start)
 
 
-def run_streaming(configuration, namespace, pod, container, command, sink, timeout=600, idle_timeout=120):
+def run_streaming(
+    configuration: Any,
+    namespace: str | None,
+    pod: str,
+    container: str,
+    command: list[str],
+    sink: Callable[[bytes], Any],
+    timeout: float = 600,
+    idle_timeout: float = 120,
+) -> tuple[int, bytes]:
     """Run ``command``; feed stdout chunks to ``sink``; return (returncode, stderr bytes).
 
     Frames are read one by one and handed to ``sink`` at once: the kubernetes client's own
@@ -168,27 +177,35 @@ def run_streaming(configuration, namespace, pod, container, command, sink, timeo
                 status = json.loads(payload.decode("utf-8", "replace") or "{}")
             # channel 255 (v5 "close this channel") needs no action: the stream ends with a close frame
     finally:
-        try:
+        with contextlib.suppress(Exception):  # pylint: disable=broad-except
             client.close()
-        except Exception:  # pylint: disable=broad-except
-            pass
     if status is None:
         raise ExecError("%s ended without an exit status (connection cut)" % described)
     return exit_code(status), bytes(stderr)
 
 
-def run(configuration, namespace, pod, container, command, timeout=120):
+def run(
+    configuration: Any, namespace: str | None, pod: str, container: str, command: list[str], timeout: float = 120
+) -> ExecResult:
     out = bytearray()
     code, err = run_streaming(configuration, namespace, pod, container, command, out.extend, timeout=timeout)
     return ExecResult(code, bytes(out), err)
 
 
-def copy_file(configuration, namespace, pod, container, path, fileobj, timeout=1800):
+def copy_file(
+    configuration: Any,
+    namespace: str | None,
+    pod: str,
+    container: str,
+    path: str,
+    fileobj: IO[bytes],
+    timeout: float = 1800,
+) -> tuple[int, str]:
     """Stream ``path`` from the pod into ``fileobj``; return (bytes written, sha256 hex)."""
     digest = hashlib.sha256()
     written = [0]
 
-    def sink(chunk):
+    def sink(chunk: bytes) -> None:
         fileobj.write(chunk)
         digest.update(chunk)
         written[0] += len(chunk)

@@ -3,20 +3,26 @@
 
 """Drive one node-joiner run in the cluster and copy its artifacts back, verified.
 
-The run creates a namespace (and the objects of _node_joiner) and always
-deletes it again, on failure too, unless the caller keeps it for debugging.
+The run creates a namespace (and the objects of node_joiner.py) and always deletes it again, on failure too,
+unless the caller keeps it for debugging.
 """
 
+from __future__ import annotations
+
+import contextlib
 import errno
 import os
 import re
 import sys
 import tempfile
+from types import TracebackType
+from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
+    ApiClient,
     core_target,
     group_target,
     with_query,
@@ -33,13 +39,16 @@ IMAGE_PULL_REASONS = (
 )
 LOG_TAIL_LINES = 40
 _SHA256_LINE = re.compile(r"^([0-9a-f]{64})\s")
+# node-joiner 4.17 writes only exit_code, 4.18 and later report.json too -- openshift/installer
+# pkg/nodejoiner/addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80 (4.17), @de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
+REPORT_SINCE = (4, 18)
 
 
 class RunError(Day2Error):
-    """A run failed; carries what is known so far for the module's result."""
+    """A run failed; ``stages`` and ``log_tail`` (also in the partial result) say how far node-joiner got."""
 
-    def __init__(self, message, stages=None, log_tail=None):
-        super().__init__(message)
+    def __init__(self, message: str, stages: list[dict[str, Any]] | None = None, log_tail: str | None = None) -> None:
+        super().__init__(message, {"stages": stages or [], "log_tail": log_tail})
         self.stages = stages or []
         self.log_tail = log_tail
 
@@ -49,17 +58,17 @@ class NodeJoinerRun:
 
     def __init__(
         self,
-        api,
-        configuration,
-        run_id,
-        proxy=None,
-        wait_sleep=5,
-        pod_start_timeout=900,
-        build_timeout=1800,
-        keep_on_failure=False,
-        sleeper=None,
-        cluster_minor=(4, 21),
-    ):
+        api: ApiClient,
+        configuration: Any,
+        run_id: str,
+        proxy: dict[str, Any] | None = None,
+        wait_sleep: float = 5,
+        pod_start_timeout: float = 900,
+        build_timeout: float = 1800,
+        keep_on_failure: bool = False,
+        sleeper: Callable[[float], Any] | None = None,
+        cluster_minor: tuple[int, int] = (4, 21),
+    ) -> None:
         self.api = api
         self.cluster_minor = tuple(cluster_minor)
         self.configuration = configuration
@@ -70,14 +79,14 @@ class NodeJoinerRun:
         self.build_timeout = build_timeout
         self.keep_on_failure = keep_on_failure
         self._sleeper = sleeper
-        self.namespace = None
+        self.namespace: dict[str, Any] | None = None
         self.cleaned_up = False
-        self.cleanup_failures = []
+        self.cleanup_failures: list[str] = []
         self.kept = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def __enter__(self):
+    def __enter__(self) -> NodeJoinerRun:
         self.namespace = self.api.create(core_target("namespaces", verb="create"), nj.namespace_manifest(self.run_id))
         try:
             self._create_rbac()
@@ -87,33 +96,42 @@ class NodeJoinerRun:
             raise
         return self
 
-    def _create_rbac(self):
+    def _create_rbac(self) -> None:
         name = self.ns_name
         self.api.create(
             core_target("serviceaccounts", namespace=name, verb="create"),
-            nj.service_account_manifest(self.namespace, self.run_id),
+            nj.service_account_manifest(self._created_namespace(), self.run_id),
         )
         self.api.create(
             group_target("rbac.authorization.k8s.io", "v1", "clusterroles", verb="create"),
-            nj.cluster_role_manifest(self.namespace, self.run_id, self.cluster_minor),
+            nj.cluster_role_manifest(self._created_namespace(), self.run_id, self.cluster_minor),
         )
         self.api.create(
             group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", verb="create"),
-            nj.cluster_role_binding_manifest(self.namespace, self.run_id),
+            nj.cluster_role_binding_manifest(self._created_namespace(), self.run_id),
         )
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is not None and self.keep_on_failure:
             self.kept = True
-            return False
-        self.cleanup()
-        return False
+        else:
+            self.cleanup()
+
+    def _created_namespace(self) -> dict[str, Any]:
+        if self.namespace is None:
+            raise RunError("the node-joiner run has no namespace yet: use it as a context manager")
+        return self.namespace
 
     @property
-    def ns_name(self):
+    def ns_name(self) -> str | None:
         return self.namespace["metadata"]["name"] if self.namespace else None
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """Delete everything this run created; the namespace takes its pods and config map with it."""
         if not self.namespace:
             return
@@ -131,7 +149,7 @@ class NodeJoinerRun:
                 self.cleanup_failures.append(str(error))
         self.cleaned_up = not self.cleanup_failures
 
-    def _sleep(self, deadline, seconds):
+    def _sleep(self, deadline: Deadline, seconds: float) -> None:
         if self._sleeper:
             self._sleeper(min(seconds, deadline.remaining()))
         else:
@@ -139,14 +157,14 @@ class NodeJoinerRun:
 
     # --- pods ------------------------------------------------------------------------------
 
-    def pod_log_tail(self, pod, lines=LOG_TAIL_LINES):
+    def pod_log_tail(self, pod: str, lines: int = LOG_TAIL_LINES) -> str:
         try:
             target = with_query(core_target("pods", pod + "/log", self.ns_name), tailLines=lines)
             return self.api.request("GET", target, raw=True) or ""
         except ApiAccessError as error:
             return "(pod log unavailable: %s)" % error
 
-    def wait_started(self, pod, image, until_phases=("Running", "Succeeded")):
+    def wait_started(self, pod: str, image: str, until_phases: tuple[str, ...] = ("Running", "Succeeded")) -> str:
         """Wait until the pod runs; image-pull errors are retried until the start timeout."""
         deadline = Deadline(self.pod_start_timeout)
         last_waiting = None
@@ -190,7 +208,7 @@ class NodeJoinerRun:
                 )
             self._sleep(deadline, self.wait_sleep)
 
-    def exec(self, pod, container, command, timeout=120):
+    def exec(self, pod: str, container: str, command: list[str], timeout: float = 120) -> _pod_exec.ExecResult:
         try:
             return _pod_exec.run(self.configuration, self.ns_name, pod, container, command, timeout=timeout)
         except _pod_exec.ExecError as error:
@@ -198,11 +216,11 @@ class NodeJoinerRun:
 
     # --- node-joiner image -----------------------------------------------------------------
 
-    def image_from_release(self, release_image):
+    def image_from_release(self, release_image: str) -> str:
         """Run the release image once and read its image-references (no registry access needed here)."""
         self.api.create(
             core_target("pods", namespace=self.ns_name, verb="create"),
-            nj.release_pod_manifest(self.namespace, self.run_id, release_image),
+            nj.release_pod_manifest(self._created_namespace(), self.run_id, release_image),
         )
         deadline = Deadline(self.pod_start_timeout)
         self.wait_started(nj.RELEASE_POD, release_image, until_phases=("Succeeded",))
@@ -217,24 +235,37 @@ class NodeJoinerRun:
 
     # --- the build -------------------------------------------------------------------------
 
-    def start_build(self, image, nodes_config_yaml, pxe):
+    def build(self, image: str, nodes_config_yaml: str, pxe: bool) -> list[dict[str, Any]]:
+        """Run node-joiner with ``image`` on ``nodes_config_yaml`` until it is done; return its report stages.
+
+        Raises RunError with the stages and the pod log tail when it fails.
+        """
+        self.start_build(image, nodes_config_yaml, pxe)
+        report, exit_code = self.wait_report(exit_code_only=self.cluster_minor < REPORT_SINCE)
+        stages = nj.summarize_stages(report)
+        if exit_code != 0:
+            message = nj.failure_message(report) if report else "node-joiner exited with code %s" % exit_code
+            raise RunError(message, stages=stages, log_tail=self.pod_log_tail(nj.POD))
+        return stages
+
+    def start_build(self, image: str, nodes_config_yaml: str, pxe: bool) -> None:
         self.api.create(
             core_target("configmaps", namespace=self.ns_name, verb="create"),
-            nj.config_map_manifest(self.namespace, self.run_id, nodes_config_yaml),
+            nj.config_map_manifest(self._created_namespace(), self.run_id, nodes_config_yaml),
         )
         self.api.create(
             core_target("pods", namespace=self.ns_name, verb="create"),
-            nj.node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy),
+            nj.node_joiner_pod_manifest(self._created_namespace(), self.run_id, image, pxe, self.proxy),
         )
         self.wait_started(nj.POD, image, until_phases=("Running",))
 
-    def _exit_code(self):
+    def _exit_code(self) -> int | None:
         """The number in /assets/exit_code, or None while node-joiner has not written it."""
         result = self.exec(nj.POD, nj.POD, ["cat", nj.ASSETS + "/exit_code"])
         text = result.stdout.decode("utf-8", "replace").strip()
         return int(text) if result.returncode == 0 and text.lstrip("-").isdigit() else None
 
-    def wait_report(self, exit_code_only=False):
+    def wait_report(self, exit_code_only: bool = False) -> tuple[dict[str, Any] | None, int | None]:
         """Wait until node-joiner is done, as oc does; return (report or None, exit code or None).
 
         From 4.18: until report.json's top-level end_time is set, then its result.exit_code (None when it has
@@ -278,7 +309,7 @@ class NodeJoinerRun:
                 )
             self._sleep(deadline, self.wait_sleep)
 
-    def remote_sha256(self, path):
+    def remote_sha256(self, path: str) -> str:
         result = self.exec(nj.POD, nj.POD, ["sha256sum", path])
         match = _SHA256_LINE.match(result.stdout.decode("utf-8", "replace"))
         if result.returncode != 0 or not match:
@@ -288,7 +319,7 @@ class NodeJoinerRun:
             )
         return match.group(1)
 
-    def list_dir(self, path):
+    def list_dir(self, path: str) -> list[str]:
         result = self.exec(nj.POD, nj.POD, ["ls", path])
         if result.returncode != 0:
             raise RunError(
@@ -296,7 +327,9 @@ class NodeJoinerRun:
             )
         return sorted(line.strip() for line in result.stdout.decode("utf-8", "replace").splitlines() if line.strip())
 
-    def fetch(self, remote_path, dest_path, finish=None, attempts=2):
+    def fetch(
+        self, remote_path: str, dest_path: str, finish: Callable[[str], Any] | None = None, attempts: int = 2
+    ) -> tuple[int, str]:
         """Copy a file out of the pod into ``dest_path`` atomically, verified by sha256.
 
         ``finish(temp_path)`` may edit the verified copy before it is renamed into place.
@@ -306,7 +339,7 @@ class NodeJoinerRun:
         expected = self.remote_sha256(remote_path)
         directory = os.path.dirname(os.path.abspath(dest_path))
         problem = None
-        for attempt in range(1, attempts + 1):
+        for _attempt in range(attempts):
             fd, temp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(dest_path), suffix=".part", dir=directory)
             try:
                 os.fchmod(fd, 0o600)  # the artifacts carry the pull secret and the agent token
@@ -351,8 +384,6 @@ class _Retry(Exception):  # internal: never leaves fetch()
     pass
 
 
-def _remove(path):
-    try:
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

@@ -1,17 +1,22 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""day2_iso's work on real node-joiner output: .jso ISOs after a build and on reuse, per-release rules."""
+"""day2_iso's work without a cluster: the cluster read, the plan, artifacts fetched from a stand-in run (real
+node-joiner-laid-out ISOs and initrds), the sidecar, per-release rules and what a failure returns."""
 
 import base64
-import datetime
 import importlib.util
 import os
 import shutil
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build as d2
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import file_sha256, read_sidecar
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
@@ -22,34 +27,36 @@ _spec.loader.exec_module(layout)
 CLUSTER_ID = "5c3d7b2e-0d1e-4f5a-9b8c-1a2b3c4d5e6f"
 HOSTS = [{"hostname": "extra-worker-0", "macs": ["52:54:00:6f:00:14"], "interfaces": ["eth0"]}]
 SERIAL = "console=ttyS0,115200n8"
+CONFIG = "/apis/config.openshift.io/v1/%s/%s"
+CV, INFRA, PROXY, NODES = (
+    CONFIG % ("clusterversions", "version"),
+    CONFIG % ("infrastructures", "cluster"),
+    CONFIG % ("proxies", "cluster"),
+    "/api/v1/nodes",
+)
+HOST = {"name": "extra-worker-0", "mac_address": "52:54:00:6f:00:14", "ip": "192.168.111.20", "prefix_length": 24}
+STAGES = [{"id": "generate-iso", "status": "done"}]
 
 
-class Module:
-    def __init__(self, **params):
-        self.params = dict(
-            {
-                "min_token_validity": "24h",
-                "pxe": False,
-                "dest": "/nonexistent",
-                "force": False,
-                "live_kernel_arguments": None,
-                "node_joiner_image": None,
-                "boot_artifacts_base_url": None,
-            },
-            **params,
-        )
-
-
-class Api:
-    """Answers GETs from a dict of paths; records every path asked."""
-
-    def __init__(self, objects=None):
-        self.objects = objects or {}
-        self.asked = []
-
-    def get(self, target):
-        self.asked.append(target.path)
-        return self.objects.get(target.path)
+def params(destination, **changes):
+    return dict(
+        {
+            "hosts": [HOST],
+            "dest": str(destination),
+            "pxe": False,
+            "force": False,
+            "min_token_validity": "24h",
+            "live_kernel_arguments": None,
+            "node_joiner_image": None,
+            "boot_artifacts_base_url": None,
+            "ssh_key": None,
+            "wait_sleep": 1,
+            "pod_start_timeout": 5,
+            "build_timeout": 5,
+            "keep_on_failure": False,
+        },
+        **changes,
+    )
 
 
 def cluster(version=(4, 21)):
@@ -64,115 +71,309 @@ def cluster(version=(4, 21)):
     }
 
 
+def cluster_objects(version="4.21.3", platform="BareMetal", architecture="amd64"):
+    master = {
+        "metadata": {"name": "m0", "labels": {"node-role.kubernetes.io/master": ""}},
+        "status": {"nodeInfo": {"architecture": architecture}, "conditions": []},
+    }
+    return {
+        CV: {"spec": {"clusterID": CLUSTER_ID}, "status": {"desired": {"version": version, "image": "r"}}},
+        INFRA: {"spec": {"platformSpec": {"type": platform}}},
+        PROXY: {"status": {"httpsProxy": "http://proxy:3128"}},
+        NODES: {"items": [master]},
+    }
+
+
+class Api:
+    """Answers GETs from a dict of paths (a value that is an exception is raised); records every path asked."""
+
+    def __init__(self, objects=None):
+        self.objects = objects or {}
+        self.asked = []
+
+    def get(self, target):
+        self.asked.append(target.path)
+        found = self.objects.get(target.path)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+
+class Run:
+    """Stands in for NodeJoinerRun: 'builds' by handing out files that exist, fetched like NodeJoinerRun.fetch."""
+
+    def __init__(self, files):
+        self.files = files  # {name in the pod: local file}
+        self.built = None
+
+    def build(self, image, nodes_config, pxe):
+        self.built = (image, nodes_config, pxe)
+        return STAGES
+
+    def list_dir(self, path):
+        return sorted(self.files)
+
+    def fetch(self, remote_path, dest_path, finish=None):
+        temp = dest_path + ".part"
+        shutil.copyfile(self.files[os.path.basename(remote_path)], temp)
+        os.chmod(temp, 0o600)
+        size, sha = os.path.getsize(temp), file_sha256(temp)
+        if finish:
+            finish(temp)
+        os.replace(temp, dest_path)
+        return size, sha
+
+
 @pytest.fixture(scope="module")
 def node_iso(tmp_path_factory):
     assert not layout.live.required_tools() and shutil.which("cpio")
     work = tmp_path_factory.mktemp("node")
     path = str(work / "node.x86_64.iso")
-    layout.build_node_iso(
-        str(work),
-        path,
-        layout.add_nodes_ignition(
-            hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2031-01-01T00:00:00Z"
-        ),
+    ignition = layout.add_nodes_ignition(
+        hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2031-01-01T00:00:00Z"
     )
+    layout.build_node_iso(str(work), path, ignition)
     os.chmod(path, 0o444)
     return path
 
 
-def test_reuse_reads_the_expiry_of_a_jso_iso(node_iso):
-    expiry = d2.Builder.iso_token_expiry(node_iso)
-    assert expiry == datetime.datetime(2031, 1, 1, tzinfo=datetime.timezone.utc)
+def _artifacts(tmp_path, api=None, the_cluster=None, **changes):
+    return art.Artifacts(params(tmp_path, **changes), api or Api(), the_cluster or cluster(), build.utcnow(), 24 * 3600)
 
 
-def test_after_a_build_the_cluster_id_is_checked_and_kargs_added(node_iso, tmp_path):
-    copy = str(tmp_path / "copy.iso")
-    shutil.copyfile(node_iso, copy)
-    os.chmod(copy, 0o600)
-    builder = d2.Builder(Module(live_kernel_arguments=SERIAL), Api(), cluster())
-    builder.finish_iso(copy)
-    assert _iso.read_kargs(copy).endswith(" " + SERIAL)
-    result = builder.iso_result("x86_64", copy, copy + ".json", "digest", False, "built", [])
-    assert result["cluster_id"] == CLUSTER_ID and result["token_expiry"] == "2031-01-01T00:00:00Z"
-    assert result["hosts"] == [{"hostname": "extra-worker-0", "mac_addresses": ["52:54:00:6f:00:14"]}]
-    other = d2.Builder(Module(), Api(), dict(cluster(), cluster_id="another-cluster"))
-    with pytest.raises(d2.Day2IsoError, match="names cluster '%s', not this cluster 'another-cluster'" % CLUSTER_ID):
-        other.finish_iso(copy)
+# --- the ISO: fetched, checked, edited, recorded ------------------------------------------------------
 
 
-@pytest.mark.parametrize("version, refused", [((4, 17), True), ((4, 18), False), ((4, 21), False)])
-def test_pxe_is_refused_below_4_18(version, refused):
-    if refused:
-        with pytest.raises(
-            d2.Day2IsoError,
-            match=r"pxe: true needs OpenShift 4.18 or later, but this cluster runs "
-            r"4.17.3.*unknown flag: --pxe.*Nothing was created",
-        ):
-            d2.check_pxe_supported(True, cluster(version))
-    else:
-        d2.check_pxe_supported(True, cluster(version))
-    d2.check_pxe_supported(False, cluster((4, 17)))
+def test_iso_facts_read_a_jso_iso(node_iso):
+    facts = art.iso_facts(node_iso)
+    assert (facts["token_expiry"], facts["cluster_id"]) == ("2031-01-01T00:00:00Z", CLUSTER_ID)
+    assert facts["hosts"] == [{"hostname": "extra-worker-0", "mac_addresses": ["52:54:00:6f:00:14"]}]
 
 
-def test_node_joiner_image_only_from_openshift_config():
-    path = "/api/v1/namespaces/openshift-config/configmaps/installer-images"
-    api = Api({path: {"data": {"images.json": '{"installer": "quay.io/installer@sha256:2"}'}}})
-    assert d2.Builder(Module(), api, cluster()).find_image(None) == "quay.io/installer@sha256:2"
-
-    class Run:
-        @staticmethod
-        def image_from_release(release):
-            return "from-release:" + release
-
-    empty = Api(
-        {
-            "/api/v1/namespaces/openshift/configmaps/installer-images": {
-                "data": {"images.json": '{"installer": "never-used"}'}
-            }
-        }
+def test_a_built_iso_gets_its_kernel_arguments_and_a_sidecar_then_is_reused(node_iso, tmp_path):
+    artifacts = _artifacts(tmp_path, live_kernel_arguments=SERIAL)
+    plan = artifacts.plan("x86_64", "nodes-config")
+    assert plan.reuse is False and "does not exist" in plan.reason
+    run = Run({"node.x86_64.iso": node_iso})
+    result = artifacts.build(plan, run, "quay.io/installer@sha256:2")
+    path = str(tmp_path / "node.x86_64.iso")
+    assert run.built == ("quay.io/installer@sha256:2", "nodes-config", False)
+    assert _iso.inspect_iso(path)["kargs"].endswith(" " + SERIAL) and result["kernel_arguments"].endswith(SERIAL)
+    assert result["files"] == [{"path": path, "sha256": file_sha256(path), "size": os.path.getsize(path)}]
+    assert (result["cluster_id"], result["token_expiry"], result["stages"]) == (
+        CLUSTER_ID,
+        "2031-01-01T00:00:00Z",
+        STAGES,
     )
-    assert d2.Builder(Module(), empty, cluster()).find_image(Run()) == "from-release:quay.io/x@sha256:1"
-    assert empty.asked == [path]
+    assert read_sidecar(path)["files"] == result["files"] and result["sidecar"] == path + ".json"
+    again = artifacts.plan("x86_64", "nodes-config")
+    assert again.reuse is True and again.digest == plan.digest
+    reused = artifacts.reused(again)
+    assert reused["reused"] is True and reused["files"] == result["files"] and reused["stages"] == []
+    assert artifacts.plan("x86_64", "other nodes-config").reuse is False
+    assert _artifacts(tmp_path, live_kernel_arguments="quiet").plan("x86_64", "nodes-config").reuse is False
+    assert _artifacts(tmp_path, live_kernel_arguments=SERIAL, force=True).plan("x86_64", "nodes-config").reason == (
+        "force is set"
+    )
+
+
+def test_an_iso_of_another_cluster_is_refused_and_nothing_is_left(node_iso, tmp_path):
+    artifacts = _artifacts(tmp_path, the_cluster=dict(cluster(), cluster_id="another-cluster"))
+    with pytest.raises(Day2Error, match="names cluster '%s', not this cluster 'another-cluster'" % CLUSTER_ID):
+        artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
+    assert not os.path.exists(tmp_path / "node.x86_64.iso") and not os.path.exists(tmp_path / "node.x86_64.iso.json")
+
+
+# --- PXE files -------------------------------------------------------------------------------------------
 
 
 def _secret(**tokens):
     return {"data": {key: base64.b64encode(layout.jwt(claims).encode()).decode() for key, claims in tokens.items()}}
 
 
-def test_pxe_expiry_from_the_secret_is_the_earliest_token():
+def test_pxe_expiry_from_the_initrd_itself(tmp_path):
+    initrd = str(tmp_path / "node.x86_64-initrd.img")
+    layout.pxe_initrd(initrd, layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z"))
+    assert art.initrd_token_expiry([str(tmp_path / "node.x86_64-vmlinuz"), initrd]) == "2030-06-01T00:00:00Z"
+    assert art.initrd_token_expiry([str(tmp_path / "node.x86_64.ipxe")]) is None
+
+
+def test_pxe_files_without_a_readable_initrd_take_the_expiry_of_the_secret(tmp_path):
     secret = _secret(
         agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000100},
         watcherAuthToken={"auth_scheme": "watcherAuth", "exp": 1900000000},
     )
-    assert d2.pxe_token_expiry(secret) == "2030-03-17T17:46:40Z"
-    assert d2.pxe_token_expiry({"data": {"agentAuthToken": "%%%"}}) is None and d2.pxe_token_expiry(None) is None
+    api = Api({"/api/v1/namespaces/openshift-config/secrets/agent-auth-token": secret})
+    source = tmp_path / "pod"
+    source.mkdir()
+    for name in ("node.x86_64-initrd.img", "node.x86_64.ipxe"):
+        (source / name).write_bytes(b"not what node-joiner writes")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    artifacts = _artifacts(dest, api=api, pxe=True)
+    run = Run({name: str(source / name) for name in os.listdir(source)})
+    result = artifacts.build(artifacts.plan("x86_64", "x"), run, "image")
+    assert result["token_expiry"] == "2030-03-17T17:46:40Z"  # the earliest token of the Secret
+    assert [os.path.basename(f["path"]) for f in result["files"]] == ["node.x86_64-initrd.img", "node.x86_64.ipxe"]
+    assert result["path"] == str(dest / "boot-artifacts" / "x86_64") and "cluster_id" not in result
+    assert artifacts.plan("x86_64", "x").reuse is True
 
 
-def test_pxe_expiry_from_the_initrd_itself(tmp_path):
-    initrd = str(tmp_path / "node.x86_64-initrd.img")
-    layout.pxe_initrd(initrd, layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z"))
-    assert d2.initrd_token_expiry([str(tmp_path / "node.x86_64-vmlinuz"), initrd]) == "2030-06-01T00:00:00Z"
-    assert d2.initrd_token_expiry([str(tmp_path / "node.x86_64.ipxe")]) is None
+# --- the cluster, the parameters, the release ------------------------------------------------------------
 
 
-def test_read_cluster_reads_the_platform():
-    def path(resource, name):
-        return "/apis/config.openshift.io/v1/%s/%s" % (resource, name)
-
-    node = {
-        "metadata": {"name": "m0", "labels": {"node-role.kubernetes.io/master": ""}},
-        "status": {"nodeInfo": {"architecture": "s390x"}, "conditions": []},
-    }
-    api = Api(
-        {
-            path("clusterversions", "version"): {
-                "spec": {"clusterID": CLUSTER_ID},
-                "status": {"desired": {"version": "4.19.2", "image": "r"}},
-            },
-            path("infrastructures", "cluster"): {"spec": {"platformSpec": {"type": "None"}}},
-            "/api/v1/nodes": {"items": [node]},
-        }
-    )
-    found = d2.read_cluster(api)
+def test_read_cluster_takes_four_gets_in_a_fixed_order():
+    api = Api(cluster_objects(version="4.19.2", platform="None", architecture="s390x"))
+    found = build.read_cluster(api)
     assert (found["platform"], found["architecture"], found["version_tuple"]) == ("None", "s390x", (4, 19))
-    assert path("infrastructures", "cluster") in api.asked and len(api.asked) == 4
+    assert found["proxy"] == {"status": {"httpsProxy": "http://proxy:3128"}} and found["release_image"] == "r"
+    assert api.asked == [CV, INFRA, PROXY, NODES]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({CV: {"status": {"desired": {"version": "4.16.9"}}}}, "cluster version 4.16.9 is older than 4.17"),
+        ({NODES: {"items": []}}, "no Node labelled node-role.kubernetes.io/master"),
+        ({PROXY: ApiAccessError("forbidden", status=403)}, "cannot read what node-joiner needs: proxy: forbidden"),
+    ],
+)
+def test_read_cluster_refuses_what_node_joiner_cannot_use(change, message):
+    with pytest.raises(Day2Error, match=message):
+        build.read_cluster(Api(dict(cluster_objects(), **change)))
+
+
+@pytest.mark.parametrize("version, refused", [((4, 17), True), ((4, 18), False), ((4, 21), False)])
+def test_pxe_is_refused_below_4_18(version, refused):
+    if refused:
+        with pytest.raises(
+            InputError,
+            match=r"pxe: true needs OpenShift 4.18 or later, but this cluster runs "
+            r"4.17.3.*unknown flag: --pxe.*Nothing was created",
+        ):
+            build.check_pxe_supported(True, cluster(version))
+    else:
+        build.check_pxe_supported(True, cluster(version))
+    build.check_pxe_supported(False, cluster((4, 17)))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"boot_artifacts_base_url": "http://x/"}, "boot_artifacts_base_url is only used with pxe=true"),
+        ({"min_token_validity": "soon"}, "min_token_validity: 'soon' is not a duration"),
+        ({"dest": "/nonexistent/dest"}, "dest /nonexistent/dest is not an existing directory"),
+    ],
+)
+def test_parameters_that_cannot_work_are_refused_first(tmp_path, changes, message):
+    with pytest.raises(InputError, match=message):
+        build.check_parameters(params(tmp_path, **changes))
+    assert build.check_parameters(params(tmp_path, min_token_validity="36h")) == 36 * 3600
+
+
+def test_node_joiner_image_only_from_openshift_config():
+    path = "/api/v1/namespaces/openshift-config/configmaps/installer-images"
+    api = Api({path: {"data": {"images.json": '{"installer": "quay.io/installer@sha256:2"}'}}})
+    assert build.node_joiner_image(params("/"), api, cluster(), None) == "quay.io/installer@sha256:2"
+
+    class ReleaseRun:
+        @staticmethod
+        def image_from_release(release):
+            return "from-release:" + release
+
+    empty = Api({"/api/v1/namespaces/openshift/configmaps/installer-images": {"data": {"images.json": "{}"}}})
+    assert build.node_joiner_image(params("/"), empty, cluster(), ReleaseRun()) == "from-release:quay.io/x@sha256:1"
+    assert empty.asked == [path]
+    assert build.node_joiner_image(params("/", node_joiner_image="mine"), empty, cluster(), None) == "mine"
+
+
+def test_only_amd64_and_arm64_mix():
+    build.check_architecture_pairs({"x86_64": {}, "aarch64": {}}, "aarch64")
+    with pytest.raises(InputError, match="hosts w1: field \"cpu_architecture\" value 's390x' cannot join a x86_64"):
+        build.check_architecture_pairs({"s390x": {"hosts": [{"hostname": "w1"}]}}, "x86_64")
+
+
+# --- the whole run -------------------------------------------------------------------------------------
+
+
+class Module:
+    def __init__(self, dest, check_mode=False, **changes):
+        self.params = params(dest, **changes)
+        self.check_mode = check_mode
+
+
+class Client:
+    class client:
+        configuration = None
+
+
+@pytest.fixture
+def connected(monkeypatch):
+    api = Api(cluster_objects())
+    monkeypatch.setattr(build, "connect", lambda module: (Client(), api))
+    return api
+
+
+def test_check_mode_reads_four_objects_and_says_what_it_would_build(connected, tmp_path):
+    result = build.run(Module(tmp_path, check_mode=True))
+    assert result["changed"] is True and result["artifacts"] == []
+    assert result["would_build"] == [
+        {"architecture": "x86_64", "reason": "%s does not exist" % (tmp_path / "node.x86_64.iso")}
+    ]
+    assert "hostname: extra-worker-0" in result["nodes_configs"]["x86_64"] and connected.asked == [
+        CV,
+        INFRA,
+        PROXY,
+        NODES,
+    ]
+    assert os.listdir(tmp_path) == []
+
+
+def test_invalid_hosts_are_an_input_error_with_every_problem(connected, tmp_path):
+    hosts = [dict(HOST, ip="192.168.111.0"), dict(HOST, name="Bad", mac_address="zz")]
+    with pytest.raises(InputError, match="invalid hosts, nothing was written") as caught:
+        build.run(Module(tmp_path, hosts=hosts))
+    assert [(p["host"], p["field"]) for p in caught.value.result["problems"]] == [
+        ("extra-worker-0", "ip"),
+        ("Bad", "name"),
+        ("Bad", "mac_address"),
+    ]
+
+
+def test_loopback_hosts_need_the_lab_variable(connected, tmp_path, monkeypatch):
+    lab_host = dict(HOST, ip="127.0.111.20", gateway="127.0.111.1")
+    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK", raising=False)
+    with pytest.raises(InputError, match="is a loopback address"):
+        build.run(Module(tmp_path, check_mode=True, hosts=[lab_host]))
+    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK", "1")
+    assert build.run(Module(tmp_path, check_mode=True, hosts=[lab_host]))["changed"] is True
+
+
+def test_a_failed_run_returns_its_stages_log_and_namespace(connected, tmp_path, monkeypatch):
+    class FailingRun:
+        def __init__(self, *args, **kwargs):
+            self.kept, self.cleaned_up, self.cleanup_failures = False, False, []
+            self.ns_name = "openshift-node-joiner-x1"
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.cleaned_up = True
+
+        def build(self, image, nodes_config, pxe):
+            stages = [{"id": "create-manifest", "status": "failed"}]
+            raise RunError("node-joiner failed at stage create-manifest", stages, "log line")
+
+    monkeypatch.setattr(build, "NodeJoinerRun", FailingRun)
+    with pytest.raises(Day2Error) as caught:
+        build.run(Module(tmp_path, node_joiner_image="image"))
+    message, result = caught.value.message, caught.value.result
+    assert message.startswith("node-joiner failed at stage create-manifest (namespace openshift-node-joiner-x1")
+    assert "\nnode-joiner stages: create-manifest failed\nnode-joiner pod log (last lines):\nlog line" in message
+    assert (result["namespace"], result["stages"], result["log_tail"]) == (
+        "openshift-node-joiner-x1",
+        [{"id": "create-manifest", "status": "failed"}],
+        "log line",
+    )
+    assert result["node_joiner_image"] == "image" and "x86_64" in result["nodes_configs"] and "changed" not in result

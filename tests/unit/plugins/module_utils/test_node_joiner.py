@@ -272,7 +272,8 @@ def test_report_is_finished_only_when_its_end_time_is_set():
     "log, line",
     [
         (
-            'time="2025-01-01T00:00:00Z" level=info msg="x"\ntime="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"\n',
+            'time="2025-01-01T00:00:00Z" level=info msg="x"\n'
+            'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"\n',
             'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"',
         ),
         ("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n", "Error: unknown flag: --pxe"),

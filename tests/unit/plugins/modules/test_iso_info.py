@@ -1,3 +1,4 @@
+# Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The iso_info module: one run of main() on node-joiner-laid-out images, check mode, failures, its docs."""
@@ -10,6 +11,7 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as info_module
 from ansible_collections.openshift_agent.day2.plugins.modules import iso_info
 
 _spec = importlib.util.spec_from_file_location(
@@ -80,11 +82,26 @@ def test_fails_naming_the_file_and_what_was_expected(tmp_path, capsys, content, 
     result = run_main({"path": str(path)}, capsys)
     assert result["failed"] is True and result["msg"].startswith("iso_info: %s" % path)
     assert message in result["msg"] and "node.<arch>.iso" in result["msg"]
+    assert result["file"] == str(path)
+
+
+def test_a_read_error_names_the_file(node_iso, capsys, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(info_module, "describe_image", refuse)
+    result = run_main({"path": node_iso}, capsys)
+    assert result["msg"] == "iso_info: %s: cannot read it (Permission denied); expected %s" % (
+        node_iso,
+        info_module.EXPECTED,
+    )
+    assert result["failed"] is True and result["file"] == node_iso
 
 
 def test_bad_min_validity(node_iso, capsys):
     result = run_main({"path": node_iso, "min_validity": "one day"}, capsys)
     assert result["failed"] is True and "min_validity: 'one day' is not a duration" in result["msg"]
+    assert result["file"] == node_iso
 
 
 def test_documentation_is_valid_yaml_and_lists_every_return_value(node_iso, capsys):

@@ -1,0 +1,203 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The artifacts of one architecture: where they go, whether they are reused, how they are fetched and checked.
+
+An ISO is ``<dest>/node.<arch>.iso``; PXE files go into ``<dest>/boot-artifacts/<arch>/``. Each has a sidecar
+(sidecar.py) that the reuse decision reads, and the module's result describes what the artifact really holds, read
+back from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from typing import Any
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
+    append_kernel_arguments,
+    inspect_iso,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
+    file_sha256,
+    inputs_digest,
+    read_sidecar,
+    reuse_decision,
+    sidecar_path,
+    write_sidecar,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
+    SECRET_NAME,
+    SECRET_NAMESPACE,
+    secret_expiry,
+)
+
+PXE_DIR = "boot-artifacts"
+# The parameters that go into the inputs digest besides the nodes-config and the cluster's identity.
+DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments", "node_joiner_image")
+
+
+@dataclasses.dataclass
+class Plan:
+    """What to do for one architecture: reuse the artifact, or build it from ``nodes_config``."""
+
+    architecture: str
+    nodes_config: str
+    digest: str
+    reuse: bool
+    reason: str
+
+
+class Artifacts:
+    """The artifacts of one day2_iso run; ``params`` are the module's, ``cluster`` what build.read_cluster read."""
+
+    def __init__(
+        self,
+        params: dict[str, Any],
+        api: ApiClient,
+        cluster: dict[str, Any],
+        now: datetime.datetime,
+        min_validity: float,
+    ) -> None:
+        self.params = params
+        self.pxe = bool(params["pxe"])
+        self.api = api
+        self.cluster = cluster
+        self.now = now
+        self.min_validity = min_validity
+
+    def path(self, arch: str) -> str:
+        if self.pxe:
+            return os.path.join(self.params["dest"], PXE_DIR, arch)
+        return os.path.join(self.params["dest"], nj.iso_name(arch))
+
+    def plan(self, arch: str, nodes_config: str) -> Plan:
+        inputs = {key: self.params[key] for key in DIGESTED_PARAMETERS}
+        inputs.update(
+            nodes_config=nodes_config,
+            release_image=self.cluster["release_image"],
+            cluster_id=self.cluster["cluster_id"],
+        )
+        digest = inputs_digest(inputs)
+        if self.params["force"]:
+            return Plan(arch, nodes_config, digest, False, "force is set")
+        reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity)
+        return Plan(arch, nodes_config, digest, reuse, reason)
+
+    def reused(self, plan: Plan) -> dict[str, Any]:
+        """The result entry of an artifact kept as it is."""
+        return self._result(plan, read_sidecar(self.path(plan.architecture)) or {}, [])
+
+    def build(self, plan: Plan, run: NodeJoinerRun, image: str) -> dict[str, Any]:
+        """Run node-joiner for ``plan``, fetch what it wrote, record it in the sidecar; return the result entry.
+
+        Its ``reason`` is the plan's: why the artifact could not be reused.
+        """
+        stages = run.build(image, plan.nodes_config, self.pxe)
+        path = self.path(plan.architecture)
+        if self.pxe:
+            files, token_expiry = self._fetch_pxe(run, path)
+        else:
+            files, token_expiry = self._fetch_iso(run, path)
+        record = {
+            "inputs_digest": plan.digest,
+            "files": files,
+            "token_expiry": token_expiry,
+            "built_at": format_rfc3339(self.now),
+        }
+        write_sidecar(path, record)
+        return self._result(plan, record, stages)
+
+    # --- ISO -------------------------------------------------------------------------------------
+
+    def _fetch_iso(self, run: NodeJoinerRun, path: str) -> tuple[list[dict[str, Any]], str | None]:
+        size, sha = run.fetch("%s/%s" % (nj.ASSETS, os.path.basename(path)), path, finish=self._finish_iso)
+        if self.params["live_kernel_arguments"]:
+            size, sha = os.path.getsize(path), file_sha256(path)  # the kernel arguments were written into it
+        return [{"path": path, "sha256": sha, "size": size}], iso_facts(path)["token_expiry"]
+
+    def _finish_iso(self, temp_path: str) -> None:
+        """Check what the fetched ISO says and add the live kernel arguments, before it is renamed into place."""
+        found = iso_facts(temp_path)["cluster_id"]
+        if found != self.cluster["cluster_id"]:
+            raise Day2Error(
+                "the ISO node-joiner built names cluster %r, not this cluster %r: refusing it. Check "
+                "node_joiner_image." % (found, self.cluster["cluster_id"])
+            )
+        if self.params["live_kernel_arguments"]:
+            append_kernel_arguments(temp_path, self.params["live_kernel_arguments"])
+
+    # --- PXE -------------------------------------------------------------------------------------
+
+    def _fetch_pxe(self, run: NodeJoinerRun, directory: str) -> tuple[list[dict[str, Any]], str | None]:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        files: list[dict[str, Any]] = []
+        for name in run.list_dir(nj.ASSETS + "/" + PXE_DIR):
+            path = os.path.join(directory, name)
+            size, sha = run.fetch("%s/%s/%s" % (nj.ASSETS, PXE_DIR, name), path)
+            files.append({"path": path, "sha256": sha, "size": size})
+        token_expiry = initrd_token_expiry([entry["path"] for entry in files])
+        if token_expiry is None:
+            # The tokens node-joiner put into the PXE files are those of the Secret it used.
+            expiry = secret_expiry(self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)))
+            token_expiry = format_rfc3339(expiry) if expiry else None
+        return files, token_expiry
+
+    # --- the result ------------------------------------------------------------------------------
+
+    def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]]) -> dict[str, Any]:
+        path = self.path(plan.architecture)
+        result = {
+            "architecture": plan.architecture,
+            "path": path,
+            "files": [
+                {key: entry.get(key) for key in ("path", "sha256", "size")} for entry in record.get("files") or []
+            ],
+            "reused": plan.reuse,
+            "reason": plan.reason,
+            "sidecar": sidecar_path(path),
+            "inputs_digest": plan.digest,
+            "token_expiry": record.get("token_expiry"),
+            "stages": stages,
+        }
+        if not self.pxe:
+            result.update(iso_facts(path))
+        return result
+
+
+def iso_facts(path: str) -> dict[str, Any]:
+    """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry, kernel arguments."""
+    info = inspect_iso(path)
+    summary = info["summary"] or {}
+    return {
+        "token_expiry": summary.get("token_expiry"),
+        "cluster_id": summary.get("cluster_id"),
+        "cluster_name": summary.get("cluster_name"),
+        "api_dns_name": summary.get("api_dns_name"),
+        "hosts": [
+            {"hostname": host.get("hostname"), "mac_addresses": host.get("mac_addresses")}
+            for host in summary.get("hosts") or []
+        ],
+        "kernel_arguments": info.get("kargs"),
+    }
+
+
+def initrd_token_expiry(paths: list[str]) -> str | None:
+    """The token expiry the PXE initrd among ``paths`` carries (read from the file itself), or None."""
+    for path in paths:
+        if path.endswith("-initrd.img"):
+            try:
+                ignition, _kinds = read_pxe_initrd(path)
+                return summarize_add_nodes_ignition(ignition)["token_expiry"]
+            except (IsoError, OSError):
+                return None
+    return None
