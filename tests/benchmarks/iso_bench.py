@@ -1,13 +1,16 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmark the ISO codec on a ~1 GiB live ISO.
+"""Benchmark what day2_iso and iso_info do with a ~1 GiB node ISO, each beside a baseline on the same file.
 
-Prints (a) the median time to read the embedded Ignition config and (b) the time of a
-kargs + ignition edit producing a new file against ``cp`` of the same file, as a ratio.
+(a) read the ISO (inspect_iso: the ISO 9660 lookup, the embedded Ignition config, the kernel arguments), as
+    iso_info and day2_iso do after every build; baseline: ``cat FILE > /dev/null`` (reading all of it).
+(b) append the live kernel arguments in place (append_kernel_arguments, with its fsync), as day2_iso does to the
+    fetched ISO; baseline: ``cp`` of the same file, what a tool that rewrites the ISO pays at least.
+(c) the sha256 the sidecar records (sidecar.file_sha256); baseline: ``sha256sum FILE``.
 
 Run from the repository root:  .venv/bin/python tests/benchmarks/iso_bench.py [--iso PATH]
-Needs xorriso and isolinux to build the ISO (not with --iso); otherwise only the Python stdlib (the collection
-reads ISO 9660 itself, plugins/module_utils/_image/iso9660.py).
+Needs xorriso, isolinux and cpio to build the ISO (not with --iso, which must hold an Ignition config); otherwise
+only the Python standard library.
 """
 
 import argparse
@@ -21,39 +24,40 @@ import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAYOUT_FILE = os.path.join(
-    REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "iso", "live_iso_layout.py"
-)
-IGNITION = {
-    "ignition": {"version": "3.2.0"},
-    "storage": {
-        "files": [
-            {
-                "path": "/etc/assisted/add-nodes.env",
-                "mode": 420,
-                "contents": {"source": "data:,CLUSTER_ID%3Dbench%0ACLUSTER_NAME%3Dbench%0A"},
-            }
-        ]
-    },
-}
+FIXTURES = os.path.join(REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "iso")
+SERIAL = "console=ttyS0,115200n8"
+HOSTS = [{"hostname": "extra-worker-0", "macs": ["52:54:00:6f:00:14"], "interfaces": ["eth0"]}]
 
 
-def import_iso_module(workdir):
-    """Import the collection's _iso module through an ansible_collections tree pointing at this repo."""
+def import_collection(workdir):
+    """The collection's _image.iso and _image.sidecar, through an ansible_collections tree pointing at this repo."""
     namespace = os.path.join(workdir, "collections", "ansible_collections", "openshift_agent")
     os.makedirs(namespace)
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
-    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso, sidecar
 
-    return _iso
+    return iso, sidecar
 
 
-def load_layout_builder():
-    spec = importlib.util.spec_from_file_location("live_iso_layout", LAYOUT_FILE)
+def load_fixture(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(FIXTURES, name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def build_node_iso(workdir, path, size_mib, iso_module):
+    """A live ISO of ``size_mib`` with node-joiner's Ignition archive (system cpio, gzip) in its embed area."""
+    node_layout = load_fixture("node_iso_layout")
+    missing = node_layout.live.required_tools() + ([] if shutil.which("cpio") else ["cpio"])
+    if missing:
+        raise SystemExit("missing %s (run .ci/setup.sh)" % ", ".join(missing))
+    node_layout.live.build_live_iso(workdir, path, rootfs_size=max(size_mib - 2, 1) << 20)
+    with open(path, "r+b") as handle:
+        offset = iso_module.read_layout(handle, path).embed_area.offset
+        handle.seek(offset)
+        handle.write(node_layout.ignition_archive(node_layout.add_nodes_ignition(hosts=HOSTS)))
 
 
 def timed(func):
@@ -62,77 +66,68 @@ def timed(func):
     return time.perf_counter() - start
 
 
-def drop_file(path):
-    if os.path.exists(path):
-        os.unlink(path)
+def shell(*command, stdout=None):
+    subprocess.run(command, check=True, stdout=stdout)
+
+
+def cat_to_null(path):
+    with open(os.devnull, "wb") as null:
+        shell("cat", path, stdout=null)
+
+
+def median_ms(samples):
+    return statistics.median(samples) * 1e3
+
+
+def report(label, ours, baseline_label, baseline):
+    print(
+        "%s: median %.2f ms over %d runs (min %.2f, max %.2f)"
+        % (label, median_ms(ours), len(ours), min(ours) * 1e3, max(ours) * 1e3)
+    )
+    print(
+        "    baseline %s: median %.2f ms -> ratio %.3f"
+        % (baseline_label, median_ms(baseline), statistics.median(ours) / statistics.median(baseline))
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iso", help="existing live ISO to use instead of building one")
+    parser.add_argument("--iso", help="existing node ISO (with an Ignition config) to use instead of building one")
     parser.add_argument("--size-mib", type=int, default=1024, help="size of the built ISO (default 1024)")
     parser.add_argument("--runs", type=int, default=21, help="runs of the read benchmark (default 21)")
-    parser.add_argument("--copies", type=int, default=5, help="runs of the edit and cp benchmark (default 5)")
+    parser.add_argument("--copies", type=int, default=5, help="runs of the edit and sha256 benchmarks (default 5)")
     parser.add_argument("--workdir", help="directory for the ISO and its copies (default: a new temp dir)")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="iso-bench-", dir=args.workdir)
     try:
-        iso_module = import_iso_module(workdir)
+        iso, sidecar = import_collection(workdir)
         source = os.path.join(workdir, "source.iso")
         if args.iso:
             shutil.copyfile(args.iso, source)
         else:
-            builder = load_layout_builder()
-            missing = builder.required_tools()
-            if missing:
-                parser.error("missing %s (run .ci/setup.sh)" % ", ".join(missing))
-            seconds = timed(
-                lambda: builder.build_live_iso(workdir, source, rootfs_size=max(args.size_mib - 2, 1) << 20)
-            )
-            print("built %s (%.0f MiB) with xorriso in %.1f s" % (source, os.path.getsize(source) / 2**20, seconds))
-        if iso_module.read_embedded_config(source) is None:
-            iso_module.edit_iso_in_place(source, ignition=IGNITION)
-        size_mib = os.path.getsize(source) / 2**20
+            seconds = timed(lambda: build_node_iso(workdir, source, args.size_mib, iso))
+            print("built %s with xorriso in %.1f s" % (source, seconds))
+        if iso.inspect_iso(source)["summary"] is None:
+            raise SystemExit("%s holds no Ignition config: give a node ISO" % source)
+        print("ISO: %.0f MiB" % (os.path.getsize(source) / 2**20))
 
-        reads = [timed(lambda: iso_module.read_embedded_ignition(source)) for run in range(args.runs)]
-        print(
-            "(a) read embedded config: median %.2f ms over %d runs (min %.2f, max %.2f)"
-            % (statistics.median(reads) * 1e3, len(reads), min(reads) * 1e3, max(reads) * 1e3)
-        )
+        reads = [timed(lambda: iso.inspect_iso(source)) for _ in range(args.runs)]
+        cats = [timed(lambda: cat_to_null(source)) for _ in range(args.runs)]
+        report("(a) read the ISO (inspect_iso)", reads, "cat FILE > /dev/null", cats)
 
-        edited, copied = os.path.join(workdir, "edited.iso"), os.path.join(workdir, "copied.iso")
-        edit_times, cp_times, cp_sync_times = [], [], []
-        for run in range(args.copies):
-            drop_file(copied)
-            cp_times.append(timed(lambda: subprocess.run(["cp", source, copied], check=True)))
-            drop_file(copied)
-            # the edit fsyncs its result; "cp + sync FILE" is the like-for-like comparison
-            cp_sync_times.append(
-                timed(
-                    lambda: (
-                        subprocess.run(["cp", source, copied], check=True)
-                        and subprocess.run(["sync", copied], check=True)
-                    )
-                )
-            )
-            drop_file(edited)
-            edit_times.append(
-                timed(
-                    lambda: iso_module.write_edited_iso(
-                        source, edited, ignition=IGNITION, append_kargs=["console=ttyS0,115200n8"]
-                    )
-                )
-            )
-        edit = statistics.median(edit_times)
-        cp, cp_sync = statistics.median(cp_times), statistics.median(cp_sync_times)
-        print(
-            "(b) edit to a new file (kargs + ignition, copy, fsync, rename): %.0f ms  [%.0f MiB, median of %d]"
-            % (edit * 1e3, size_mib, len(edit_times))
-        )
-        print("    cp: %.0f ms -> ratio edit/cp = %.2f" % (cp * 1e3, edit / cp))
-        print("    cp + sync FILE: %.0f ms -> ratio edit/(cp + sync) = %.2f" % (cp_sync * 1e3, edit / cp_sync))
-        assert iso_module.read_embedded_ignition(edited) == IGNITION
+        work = os.path.join(workdir, "work.iso")
+        edits, copies, hashes, sha256sums = [], [], [], []
+        for _ in range(args.copies):
+            if os.path.exists(work):
+                os.unlink(work)
+            copies.append(timed(lambda: shell("cp", source, work)))
+            edits.append(timed(lambda: iso.append_kernel_arguments(work, SERIAL)))
+            hashes.append(timed(lambda: sidecar.file_sha256(work)))
+            sha256sums.append(timed(lambda: shell("sha256sum", work, stdout=subprocess.DEVNULL)))
+        report("(b) append live kernel arguments in place (append_kernel_arguments)", edits, "cp FILE", copies)
+        report("(c) sha256 of the ISO (sidecar.file_sha256)", hashes, "sha256sum FILE", sha256sums)
+        assert iso.inspect_iso(work)["kargs"].endswith(" " + SERIAL)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
