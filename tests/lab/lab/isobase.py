@@ -36,6 +36,21 @@ INITRD_LOAD_ADDRESS = 0x02000000  # where the s390x loader puts the initrd (imag
 ISOLINUX_BIN = "/usr/lib/ISOLINUX/isolinux.bin"
 ISOHYBRID_MBR = "/usr/lib/ISOLINUX/isohdpfx.bin"
 LDLINUX_C32 = "/usr/lib/syslinux/modules/bios/ldlinux.c32"
+# The x86_64 El Torito entries of an RHCOS ISO: BIOS (isolinux, catalog isolinux/boot.cat), then UEFI.
+X86_64_EL_TORITO = (
+    "-b",
+    "isolinux/isolinux.bin",
+    "-c",
+    "isolinux/boot.cat",
+    "-no-emul-boot",
+    "-boot-load-size",
+    "4",
+    "-boot-info-table",
+    "-eltorito-alt-boot",
+    "-e",
+    "images/efiboot.img",
+    "-no-emul-boot",
+)
 # The cache of the running lab and of labctl build-iso: <repository>/.cache/lab-iso.
 LAB_CACHE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), ".cache", "lab-iso"
@@ -73,23 +88,7 @@ def build_base_iso(cache_dir, size_bytes, arch="x86_64"):
 
 def _boot_options(arch):
     if arch == "x86_64":
-        return [
-            "-isohybrid-mbr",
-            ISOHYBRID_MBR,
-            "-b",
-            "isolinux/isolinux.bin",
-            "-c",
-            "isolinux/boot.cat",
-            "-no-emul-boot",
-            "-boot-load-size",
-            "4",
-            "-boot-info-table",
-            "-eltorito-alt-boot",
-            "-e",
-            "images/efiboot.img",
-            "-no-emul-boot",
-            "-isohybrid-gpt-basdat",
-        ]
+        return ["-isohybrid-mbr", ISOHYBRID_MBR, *X86_64_EL_TORITO, "-isohybrid-gpt-basdat"]
     if arch == "aarch64":
         return ["-c", "boot.catalog", "-e", "images/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"]
     if arch == "s390x":

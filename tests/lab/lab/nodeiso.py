@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 
 from . import iso
+from .isobase import X86_64_EL_TORITO
 
 ISO9660_LEVEL1_EXT_LEN = 3
 SKIP_RENAME = ("boot.catalog",)
@@ -123,20 +124,7 @@ def el_torito_options(tree):
     """The xorriso El Torito options isoeditor.Create would pick from the files present."""
     if all(_exists(tree, p) for p in ("isolinux/boot.cat", "isolinux/isolinux.bin", "images/efiboot.img")):
         os.unlink(os.path.join(tree, "isolinux/boot.cat"))  # the catalog is written anew at that path
-        return [
-            "-b",
-            "isolinux/isolinux.bin",
-            "-c",
-            "isolinux/boot.cat",
-            "-no-emul-boot",
-            "-boot-load-size",
-            "4",
-            "-boot-info-table",
-            "-eltorito-alt-boot",
-            "-e",
-            "images/efiboot.img",
-            "-no-emul-boot",
-        ]
+        return list(X86_64_EL_TORITO)
     if _exists(tree, "images/efiboot.img"):
         if not _exists(tree, "boot.catalog"):
             raise NodeIsoError("missing boot.catalog file")

@@ -26,35 +26,17 @@ _KEYED_LISTS = {
 
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+    return _merge(target, patch, keyed_lists=False)
 
 
 def strategic_merge_patch(target, patch, field_name: str = ""):
     """Merge like a merge patch, but merge the well-known keyed lists item by item."""
-    if isinstance(patch, list) and field_name in _KEYED_LISTS and isinstance(target, list):
-        key = _KEYED_LISTS[field_name]
-        result = copy.deepcopy(target)
-        for item in patch:
-            if not isinstance(item, dict) or key not in item:
-                raise bad_request(f"strategic merge patch: list {field_name} items need the key {key!r}")
-            existing = next(
-                (entry for entry in result if isinstance(entry, dict) and entry.get(key) == item[key]), None
-            )
-            if item.get("$patch") == "delete":
-                result = [entry for entry in result if entry is not existing]
-            elif existing is None:
-                result.append(copy.deepcopy(item))
-            else:
-                result[result.index(existing)] = strategic_merge_patch(existing, item)
-        return result
+    return _merge(target, patch, True, field_name)
+
+
+def _merge(target, patch, keyed_lists: bool, field_name: str = ""):
+    if keyed_lists and isinstance(patch, list) and field_name in _KEYED_LISTS and isinstance(target, list):
+        return _merge_keyed_list(target, patch, field_name)
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
@@ -62,7 +44,23 @@ def strategic_merge_patch(target, patch, field_name: str = ""):
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = strategic_merge_patch(result.get(key), value, key)
+            result[key] = _merge(result.get(key), value, keyed_lists, key)
+    return result
+
+
+def _merge_keyed_list(target: list, patch: list, field_name: str) -> list:
+    key = _KEYED_LISTS[field_name]
+    result = copy.deepcopy(target)
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            raise bad_request(f"strategic merge patch: list {field_name} items need the key {key!r}")
+        existing = next((entry for entry in result if isinstance(entry, dict) and entry.get(key) == item[key]), None)
+        if item.get("$patch") == "delete":
+            result = [entry for entry in result if entry is not existing]
+        elif existing is None:
+            result.append(copy.deepcopy(item))
+        else:
+            result[result.index(existing)] = _merge(existing, item, True)
     return result
 
 

@@ -169,7 +169,7 @@ class Container:
                     out.extend(e + "\n" for e in entries)
             else:
                 out.append(long_line(real, name) if long_format else name + "\n")
-        return _result(iter([("".join(out)).encode()]) if out else None, "".join(errors), 2 if errors else 0)
+        return _lines(out, errors, 2)
 
     def _test(self, args):
         if len(args) == 2 and args[0] in ("-f", "-d", "-e", "-s"):
@@ -213,7 +213,7 @@ class Container:
             st = os.stat(real)
             text = fmt.replace("%s", str(st.st_size)).replace("%n", name).replace("%Y", str(int(st.st_mtime)))
             out.append(text + "\n")
-        return _result(iter([("".join(out)).encode()]) if out else None, "".join(errors), 1 if errors else 0)
+        return _lines(out, errors, 1)
 
     def _head(self, args):
         if len(args) != 3 or args[0] != "-c":
@@ -311,6 +311,11 @@ def _redirections(tokens):
         argv.append(tok)
         i += 1
     return argv, drop_out, drop_err
+
+
+def _lines(out, errors, failure_code):
+    """A command's text lines on stdout, its error lines on stderr, ``failure_code`` if there were any errors."""
+    return _result(iter(["".join(out).encode()]) if out else None, "".join(errors), failure_code if errors else 0)
 
 
 def _chain(iterators):
