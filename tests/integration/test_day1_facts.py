@@ -9,6 +9,7 @@ base domain disagrees with the API URL. node-joiner adds nodes to it; so must da
 import base64
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -179,7 +180,7 @@ def test_check_mode_is_a_normal_read(labs):
     normal, _output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
     lab.reset_log()
     checked, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig}, check_mode=True)
-    assert checked["changed"] is False
+    assert checked["changed"] is False, output
     assert checked["ansible_facts"] == normal["ansible_facts"]
     assert lab.writes() == []
 
@@ -188,7 +189,7 @@ def test_environment_and_token_auth(labs):
     lab = labs("default")
     result, output = run_module(MODULE, {}, env={"K8S_AUTH_KUBECONFIG": lab.kubeconfig})
     assert result["ansible_facts"]["day1_cluster"]["name"] == "lab", output
-    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    kubeconfig = yaml.safe_load(Path(lab.kubeconfig).read_text())
     token = kubeconfig["users"][0]["user"]["token"]
     args = {
         "host": kubeconfig["clusters"][0]["cluster"]["server"],
@@ -209,7 +210,7 @@ def test_readonly_identity_can_read(labs):
 def test_identity_without_read_access_names_the_resource(labs):
     lab = labs("default")
     result, output = run_module(MODULE, {"kubeconfig": str(lab.state / "kubeconfig-bootstrapper")})
-    assert result["failed"] is True
+    assert result["failed"] is True, output
     assert "403" in result["msg"] and "clusterversions" in result["msg"] and "get" in result["msg"], result["msg"]
 
 
@@ -221,7 +222,7 @@ def test_forbidden_needed_object_makes_cluster_unsupported(labs):
     finally:
         lab.control("DELETE", "/faults")
     facts = result["ansible_facts"]["day1_cluster"]
-    assert facts["supported"] is False
+    assert facts["supported"] is False, output
     assert any("cannot read the pull secret" in r and "secrets" in r for r in facts["unsupported_reasons"])
     # worker-user-data-managed is a Secret too, but node-joiner does without it: a warning
     assert not any("worker-user-data-managed" in r for r in facts["unsupported_reasons"])
@@ -234,7 +235,7 @@ def test_forbidden_needed_object_makes_cluster_unsupported(labs):
 
 def test_wrong_token_is_401(labs):
     lab = labs("default")
-    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    kubeconfig = yaml.safe_load(Path(lab.kubeconfig).read_text())
     args = {
         "host": kubeconfig["clusters"][0]["cluster"]["server"],
         "api_key": "not-a-token",
@@ -246,12 +247,25 @@ def test_wrong_token_is_401(labs):
 
 def test_unreachable_api_says_so(tmp_path, labs):
     lab = labs("default")
-    kubeconfig = yaml.safe_load(open(lab.kubeconfig))
+    kubeconfig = yaml.safe_load(Path(lab.kubeconfig).read_text())
     kubeconfig["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(kubeconfig))
     result, _output = run_module(MODULE, {"kubeconfig": str(path)})
     assert result["failed"] is True and "cannot reach the API server https://127.0.0.1:1" in result["msg"]
+
+
+def test_a_missing_kubeconfig_or_context_is_a_clean_failure(tmp_path, labs):
+    """kubernetes.core's CoreException becomes a failure that names the kubeconfig, the context and the fix."""
+    missing = str(tmp_path / "no-kubeconfig")
+    result, output = run_module(MODULE, {"kubeconfig": missing})
+    assert result["failed"] is True and "Traceback" not in output, output
+    assert result["msg"].startswith("day1_facts: cannot load the kubeconfig %s with its current-context: " % missing)
+    assert "auth/kubeconfig" in result["msg"]
+    lab = labs("default")
+    result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "context": "no-such-context"})
+    assert result["failed"] is True and "Traceback" not in output, output
+    assert "with context no-such-context: " in result["msg"] and "oc config get-contexts" in result["msg"]
 
 
 def test_malformed_install_config_is_a_warning(lab_factory):

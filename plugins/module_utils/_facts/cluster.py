@@ -34,7 +34,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.suppor
 
 GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
-# How much each object matters (see _cluster_support for the upstream source):
+# How much each object matters (see _facts.support for the upstream source):
 REQUIRED = "required"  # missing or forbidden fails the module: not an OpenShift cluster, or no access at all
 NEEDED = "needed"  # node-joiner fails without it: missing or forbidden makes the cluster unsupported
 OPTIONAL = "optional"  # node-joiner does without it: missing or forbidden is a warning
