@@ -25,12 +25,12 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.objects import dig
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import settings
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import health
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import node_summary
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
     master_architecture,
-    split_api_host,
-    support_reasons,
+    master_architectures,
+    node_summary,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import split_api_host, support_reasons
 
 GO_TO_RPM_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -150,9 +150,9 @@ def _platform(infrastructure: Any) -> dict[str, Any]:
     }
 
 
-def _architecture(node_items: list[Any], warnings: list[str]) -> dict[str, Any]:
-    """The control plane's architecture as node-joiner takes it (the first master Node in the list's order)."""
-    architecture, reported = master_architecture(node_items)
+def _architecture(listed: list[dict[str, Any]], warnings: list[str]) -> dict[str, Any]:
+    """The control plane's architecture as node-joiner takes it (``listed``: Node summaries in the API's order)."""
+    architecture, reported = master_architecture(listed), master_architectures(listed)
     if len(reported) > 1:
         warnings.append(
             "the master Nodes report several architectures (%s): node-joiner takes %s, the first "
@@ -183,10 +183,9 @@ def build_facts(objects: dict[str, Any], unreadable: dict[str, str] | None = Non
     readable = {key: key not in unreadable for key, _target, _role in READS}
     warnings = absence_warnings(objects, unreadable)
     config = settings.install_config(objects.get("install_config"), warnings)
-    node_items = dig(objects.get("nodes"), "items", default=[])
-    nodes = sorted((node_summary(item) for item in node_items), key=lambda node: node["name"] or "")
-
-    architecture = _architecture(node_items, warnings)
+    listed = [node_summary(item) for item in dig(objects.get("nodes"), "items", default=[])]
+    nodes = sorted(listed, key=lambda node: node["name"] or "")
+    architecture = _architecture(listed, warnings)
 
     facts: dict[str, Any] = {}
     facts.update(_identity(objects.get("clusterversion"), objects.get("infrastructure"), config, warnings))

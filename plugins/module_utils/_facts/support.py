@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import nodes
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import MASTER_LABEL
 
 MIN_VERSION = (4, 17)
@@ -56,16 +55,6 @@ def split_api_host(api_host: str | None) -> tuple[str | None, str | None]:
     """``(name, base domain)`` from ``api.<name>.<base domain>``, or ``(None, None)``."""
     match = API_HOST.match(api_host or "")
     return (match.group(1), match.group(2)) if match else (None, None)
-
-
-def master_architecture(node_items: list[Any] | None) -> tuple[str | None, list[str]]:
-    """``(architecture node-joiner builds for, every architecture the master Nodes report)`` of Node objects.
-
-    node-joiner takes the first Node of the API's list that is labelled master (see :mod:`_facts.nodes`); more
-    than one architecture is a mixed control plane. Used by the facts and by the image step.
-    """
-    summaries = [nodes.node_summary(item) for item in node_items or []]
-    return nodes.master_architecture(summaries), nodes.master_architectures(summaries)
 
 
 def platform_reasons(platform: str | None, architecture: str | None) -> list[str]:
