@@ -1,4 +1,8 @@
-"""day2_iso against the lab: the ISO checked with independent tools, idempotency, check mode, every failure."""
+"""day2_iso against the lab: the ISO checked with independent tools, idempotency, check mode, every failure.
+
+The lab's hosts have addresses in 127.0.0.0/8, which day2_iso accepts only with OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1
+in its environment: conftest.ansible_env sets it for every run.
+"""
 
 import base64
 import json
@@ -28,7 +32,8 @@ SERIAL = "console=ttyS0,115200n8"
 # ----- helpers -------------------------------------------------------------------------------------
 def lab_hosts(lab):
     """The module's ``hosts``: each inventory host's variables plus its name."""
-    inventory = yaml.safe_load(open(lab.inventory))
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
     return [
         dict(hostvars, name=name) for name, hostvars in inventory["all"]["children"]["new_workers"]["hosts"].items()
     ]
@@ -39,7 +44,6 @@ def day2_iso(lab, dest, check_mode=False, **options):
         "kubeconfig": lab.kubeconfig,
         "hosts": lab_hosts(lab),
         "dest": str(dest),
-        "allow_loopback": True,
         "wait_sleep": 1,
         "pod_start_timeout": 20,
         "build_timeout": 30,
@@ -65,7 +69,7 @@ def leftovers(lab):
 
 
 def lab_cluster_id(lab):
-    cv = [o for o in lab.dump()["objects"] if o["kind"] == "ClusterVersion"][0]
+    cv = next(o for o in lab.dump()["objects"] if o["kind"] == "ClusterVersion")
     return cv["spec"]["clusterID"]
 
 
@@ -124,7 +128,7 @@ def data_url(source):
 
 
 def env_of(config, path):
-    text = [data_url(f["contents"]["source"]) for f in config["storage"]["files"] if f["path"] == path][0].decode()
+    text = next(data_url(f["contents"]["source"]) for f in config["storage"]["files"] if f["path"] == path).decode()
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
@@ -227,13 +231,13 @@ def test_check_mode_writes_nothing_anywhere(lab, clean, tmp_path):
     result = day2_iso(lab, tmp_path, check_mode=True)
     assert result["changed"] is True and result["would_build"][0]["architecture"] == "x86_64"
     assert lab.writes() == [] and os.listdir(tmp_path) == []
-    # the four GETs before any decision: ClusterVersion, Proxy, Infrastructure (platform), Nodes
-    reads = sorted(r["path"].split("?", 1)[0] for r in lab.requests() if not is_discovery(r["path"]))
+    # the four GETs before any decision, in this order: ClusterVersion, Infrastructure (platform), Proxy, Nodes
+    reads = [r["path"].split("?", 1)[0] for r in lab.requests() if not is_discovery(r["path"])]
     assert reads == [
-        "/api/v1/nodes",
         "/apis/config.openshift.io/v1/clusterversions/version",
         "/apis/config.openshift.io/v1/infrastructures/cluster",
         "/apis/config.openshift.io/v1/proxies/cluster",
+        "/api/v1/nodes",
     ]
 
 
@@ -290,7 +294,7 @@ def test_pxe_artifacts(lab, clean, tmp_path):
     for entry in result["artifacts"][0]["files"]:
         assert run("sha256sum", entry["path"]).stdout.decode().split()[0] == entry["sha256"]
         assert stat.S_IMODE(os.stat(entry["path"]).st_mode) == 0o600
-    ipxe = [n for n in names if n.endswith(".ipxe")][0]
+    ipxe = next(n for n in names if n.endswith(".ipxe"))
     assert base_url in (directory / ipxe).read_text()
     assert leftovers(lab) == []
     # the initrd carries the config: iso_info reads it, and the expiry day2_iso recorded is the initrd's
@@ -305,9 +309,9 @@ def test_pxe_artifacts(lab, clean, tmp_path):
 
 def test_node_joiner_image_from_the_release_payload(lab, clean, tmp_path):
     """Without ConfigMap installer-images the image comes from a pod running the release image."""
-    cm = [o for o in lab.dump()["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "installer-images"][
-        0
-    ]
+    cm = next(
+        o for o in lab.dump()["objects"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "installer-images"
+    )
     installer = json.loads(cm["data"]["images.json"])["installer"]
     subprocess.run(
         [
@@ -354,33 +358,41 @@ def test_unknown_host_key_is_named(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[1]["mac_adress"] = hosts[1].pop("mac_address")
     lab.reset_log()
-    result = run_module(
-        MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True}
-    )[0]
-    assert result["failed"] and "extra-worker-1" in result["msg"] and "mac_adress" in result["msg"]
-    assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
+    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path)})[0]
+    assert result["failed"] and "Unsupported parameters" in result["msg"] and "hosts.mac_adress" in result["msg"]
+    assert "Supported parameters include: " in result["msg"] and "mac_address" in result["msg"]
+    assert [r for r in lab.requests() if not is_discovery(r["path"])] == [] and os.listdir(tmp_path) == []
 
 
-def test_bmc_password_is_accepted_and_never_shown(lab, clean, tmp_path):
+def test_bmc_keys_are_refused_and_the_password_never_shown(lab, clean, tmp_path):
+    """The BMC keys are the boot step's: day2_iso refuses them, and even at -vvv the password is not shown."""
     hosts = lab_hosts(lab)
     hosts[0].update(bmc_address="https://127.0.0.1:1", bmc_username="admin", bmc_password="BMC-SECRET-4c1f")
-    hosts[1]["gateway"] = "BMC-SECRET-4c1f is not a gateway"
     result, output = run_module(
-        MODULE,
-        {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True},
-        verbosity=3,
+        MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path)}, verbosity=3
     )
-    assert result["failed"] and "gateway" in result["msg"]
+    assert result["failed"] and "hosts.bmc_password" in result["msg"] and "hosts.bmc_address" in result["msg"]
     assert "Traceback" not in output and "BMC-SECRET-4c1f" not in output
+
+
+def test_loopback_hosts_are_refused_without_the_lab_variable(lab, clean, tmp_path):
+    lab.reset_log()
+    result, _output = run_module(
+        MODULE,
+        {"kubeconfig": lab.kubeconfig, "hosts": lab_hosts(lab), "dest": str(tmp_path)},
+        env={"OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK": "0"},
+    )
+    assert result["failed"] and "invalid hosts, nothing was written" in result["msg"]
+    assert 'host extra-worker-0: field "ip" value "127.0.111.20" is a loopback address' in result["msg"]
+    assert {p["host"] for p in result["problems"]} == {"extra-worker-0", "extra-worker-1", "extra-worker-2"}
+    assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
 
 
 def test_architecture_pairing_is_checked(lab, clean, tmp_path):
     hosts = lab_hosts(lab)
     hosts[2]["cpu_architecture"] = "s390x"
     lab.reset_log()
-    result = run_module(
-        MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path), "allow_loopback": True}
-    )[0]
+    result = run_module(MODULE, {"kubeconfig": lab.kubeconfig, "hosts": hosts, "dest": str(tmp_path)})[0]
     assert result["failed"] and "extra-worker-2" in result["msg"] and "cpu_architecture" in result["msg"]
     # node-joiner's own rule: the lab cluster's platform is BareMetal
     assert 'cannot join this BareMetal cluster: CPU architecture "s390x" only supports platform "none"' in result["msg"]

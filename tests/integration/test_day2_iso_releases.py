@@ -35,9 +35,9 @@ def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
     os.makedirs(tmp_path / "x")
     failed = day2_iso(v417, tmp_path / "x", keep_on_failure=True)
     assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
-    role = [
+    role = next(
         o for o in v417.dump()["objects"] if o["kind"] == "ClusterRole" and o["metadata"]["name"] == failed["namespace"]
-    ][0]
+    )
     resources = {(r["apiGroups"][0], name) for r in role["rules"] for name in r["resources"]}
     assert ("config.openshift.io", "imagecontentpolicies") in resources
     assert ("operator.openshift.io", "imagecontentsourcepolicies") not in resources
@@ -63,7 +63,7 @@ def test_run_objects_carry_the_proxy_the_labels_and_the_restricted_pod_spec(lab_
     result = day2_iso(proxied, tmp_path, keep_on_failure=True)
     namespace = result["namespace"]
     objects = proxied.dump()["objects"]
-    proxy_status = [o for o in objects if o["kind"] == "Proxy"][0]["status"]
+    proxy_status = next(o for o in objects if o["kind"] == "Proxy")["status"]
     mine = [o for o in objects if o["metadata"]["name"] == namespace or o["metadata"].get("namespace") == namespace]
     by_kind = {o["kind"]: o for o in mine if o["kind"] != "Secret"}
     assert sorted(by_kind) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Namespace", "Pod", "ServiceAccount"]

@@ -13,8 +13,9 @@ PROFILES = ["v417", "v418", "v419", "v420", "v421"]
 
 def lab_facts(lab):
     objects = lab.dump()["objects"]
-    version = [o for o in objects if o["kind"] == "ClusterVersion"][0]
-    inventory = yaml.safe_load(open(lab.inventory))["all"]["children"]["new_workers"]["hosts"]
+    version = next(o for o in objects if o["kind"] == "ClusterVersion")
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)["all"]["children"]["new_workers"]["hosts"]
     return version["spec"]["clusterID"], version["status"]["desired"]["version"], inventory
 
 
