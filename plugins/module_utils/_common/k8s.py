@@ -20,7 +20,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 # What a request or a connection raises when the API cannot be reached or answers with an error status.
 _API_ERRORS: tuple[type[BaseException], ...] = (OSError,)
 # What loading the client's configuration raises: kubernetes.core wraps the kubernetes client's ConfigException
-# in CoreException; a kubeconfig that is not YAML surfaces as the YAML parser's error.
+# in CoreException (kubernetes.core 6.6.0 plugins/module_utils/k8s/client.py, get_api_client); a kubeconfig that
+# is not YAML surfaces as the YAML parser's error.
 _CONFIG_ERRORS: tuple[type[BaseException], ...] = ()
 
 try:
