@@ -18,7 +18,7 @@ from typing import Any
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 # What a request or a connection raises when the API cannot be reached or answers with an error status.
-_API_ERRORS: tuple[type[BaseException], ...] = (OSError,)
+API_ERRORS: tuple[type[BaseException], ...] = (OSError,)
 # What loading the client's configuration raises: kubernetes.core wraps the kubernetes client's ConfigException
 # in CoreException (kubernetes.core 6.6.0 plugins/module_utils/k8s/client.py, get_api_client); a kubeconfig that
 # is not YAML surfaces as the YAML parser's error.
@@ -29,14 +29,14 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports the missing library
     pass
 else:
-    _API_ERRORS += (DynamicApiError,)
+    API_ERRORS += (DynamicApiError,)
 
 try:
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
 except ImportError:  # pragma: no cover
     pass
 else:
-    _API_ERRORS += (Urllib3HTTPError,)
+    API_ERRORS += (Urllib3HTTPError,)
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
@@ -144,7 +144,7 @@ class ApiClient:
         self.calls += 1
         try:
             response = self._client.request(method, target.path, body=body, serialize=False, **params)
-        except _API_ERRORS as error:
+        except API_ERRORS as error:
             raise describe_api_error(error, target, self.api_url)
         data = response.data
         if isinstance(data, bytes):
@@ -262,7 +262,7 @@ def _config_fix(reason: str) -> str:
 
 
 def connection_error(error: BaseException, module: Any) -> ApiAccessError:
-    """The ApiAccessError for a failure to create the API client (one of ``_CONFIG_ERRORS`` or ``_API_ERRORS``)."""
+    """The ApiAccessError for a failure to create the API client (one of ``_CONFIG_ERRORS`` or ``API_ERRORS``)."""
     used = describe_connection(module)
     if isinstance(error, _CONFIG_ERRORS):
         reason = " ".join(str(error).split())
@@ -288,6 +288,6 @@ def connect(module: Any) -> tuple[Any, ApiClient]:
 
     try:
         client = get_api_client(module=module)
-    except _CONFIG_ERRORS + _API_ERRORS as error:
+    except _CONFIG_ERRORS + API_ERRORS as error:
         raise connection_error(error, module)
     return client, ApiClient(client.client)

@@ -12,7 +12,6 @@ ROLE_PREFIX = "node-role.kubernetes.io/"
 # node-joiner takes the architecture of the first Node labelled master (the control-plane label is not read) --
 # openshift/installer pkg/asset/agent/joiner/clusterinfo.go@ead4c47ae829a90629f8c39693ed0bf61e24412f.
 MASTER_LABEL = ROLE_PREFIX + "master"
-CONTROL_PLANE_ROLES = ("master", "control-plane")
 
 
 def node_summary(node: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    _API_ERRORS,
+    API_ERRORS,
     ApiClient,
     Target,
     core_target,
@@ -34,7 +34,7 @@ NODE_LIST = core_target("nodes")
 WATCH_CONNECT_TIMEOUT = 10
 WATCH_READ_GRACE = 10
 # What a broken stream raises: what any API request raises, and a garbled line.
-STREAM_ERRORS: tuple[type[BaseException], ...] = (*_API_ERRORS, ValueError)
+STREAM_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
 
 
 class WatchBroken(Day2Error):
