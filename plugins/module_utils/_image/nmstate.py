@@ -84,8 +84,8 @@ def _reserved_reason(address: Any, allow_loopback: bool) -> str | None:
 # --- address checks -------------------------------------------------------------------------
 
 
-def check_host_address(report: Report, field: str, value: Any, version: int, allow_loopback: bool) -> Any:
-    """Check an address a host will own; return the IPAddress or None after reporting."""
+def _address_of_version(report: Report, field: str, value: Any, version: int) -> Any:
+    """``value`` as a netaddr.IPAddress of IP ``version``, or None after reporting."""
     address = parse_ip(value, version)
     if address is None:
         report(
@@ -94,6 +94,13 @@ def check_host_address(report: Report, field: str, value: Any, version: int, all
             "is not an IPv%d address" % version,
             "write a plain address such as %s" % EXAMPLE_ADDRESS[version],
         )
+    return address
+
+
+def check_host_address(report: Report, field: str, value: Any, version: int, allow_loopback: bool) -> Any:
+    """Check an address a host will own; return the IPAddress or None after reporting."""
+    address = _address_of_version(report, field, value, version)
+    if address is None:
         return None
     reason = _reserved_reason(address, allow_loopback)
     if reason:
@@ -132,14 +139,8 @@ def check_address_in_subnet(report: Report, field: str, value: Any, address: Any
 def check_gateway(report: Report, field: str, value: Any, address: Any, prefix: int, subnet_fields: str) -> Any:
     """Check a default gateway against the host's own address and prefix."""
     version = address.version
-    gateway = parse_ip(value, version)
+    gateway = _address_of_version(report, field, value, version)
     if gateway is None:
-        report(
-            field,
-            value,
-            "is not an IPv%d address" % version,
-            "write a plain address such as %s" % EXAMPLE_ADDRESS[version],
-        )
         return None
     if gateway.value == 0 or gateway.is_multicast():
         report(field, value, "is not a unicast address", "set the address of the router")
