@@ -359,8 +359,9 @@ def test_the_wrong_header_first_gets_the_releases_answer_and_agent_wait_recovers
         "--variant", variant, "--hosts", "1", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6"
     )
     build_iso(versioned, tmp_path / "node.iso")
-    boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"))
-    result = agent_wait(versioned, ["extra-worker-0"], first_header=wrong)
+    # A long install and until=discovered: the agent must still be there to answer, however loaded the machine.
+    boot(versioned, "extra-worker-0", iso=str(tmp_path / "node.iso"), install_seconds=60)
+    result = agent_wait(versioned, ["extra-worker-0"], first_header=wrong, until="discovered")
     assert not result.get("failed"), result.get("msg")
     host = result["hosts"]["extra-worker-0"]
     assert result["token_info"]["first_header"] == wrong
