@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -85,15 +86,46 @@ class Lab:
         response.raise_for_status()
         return response.json()
 
+    def host_state(self, name: str) -> dict:
+        """What the control API says of the simulated host ``name``."""
+        return next(host for host in self.control("GET", "/hosts") if host["name"] == name)
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    state = str(tmp_path_factory.mktemp("lab-state"))
-    labctl("start", "--state", state, "--hosts", "3", "--event-window", str(SESSION_EVENT_WINDOW))
+    def build_iso(self, path, *args: str) -> str:
+        """``labctl build-iso`` (the lab's own node-joiner run for its inventory) writing ``path``."""
+        labctl("build-iso", "--state", self.state, "--out", str(path), *args)
+        return str(path)
+
+
+@contextlib.contextmanager
+def running_lab(state: str, *start_args: str):
+    """``labctl start --state STATE START_ARGS...``; the running Lab, stopped on the way out."""
+    labctl("start", "--state", state, *start_args)
     try:
         yield Lab(state)
     finally:
         labctl("stop", "--state", state)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    state = str(tmp_path_factory.mktemp("lab-state"))
+    with running_lab(state, "--hosts", "3", "--event-window", str(SESSION_EVENT_WINDOW)) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def iso_cache(tmp_path_factory):
+    """One base-ISO cache for every test of a worker: base ISOs are built once per size and architecture."""
+    return str(tmp_path_factory.mktemp("isocache"))
+
+
+@pytest.fixture(scope="session")
+def base_iso(iso_cache):
+    """The x86_64 base ISO of the ISO tests (iso_helpers.SIZE bytes)."""
+    from iso_helpers import SIZE
+    from lab import iso
+
+    return iso.build_base_iso(iso_cache, SIZE)
 
 
 @pytest.fixture

@@ -3,13 +3,8 @@
 import asyncio
 import base64
 import json
-import os
-import sys
 
 import yaml
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
-
 from lab import clusterinfo, iso, nodejoiner, seeds, versions
 
 NOW = 1_800_000_000

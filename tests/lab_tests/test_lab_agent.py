@@ -13,7 +13,7 @@ import time
 import agent_media
 import pytest
 import requests
-from conftest import Lab, labctl
+from conftest import labctl, running_lab
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from lab import jwt, versions
@@ -25,29 +25,17 @@ CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 RELEASES = pytest.mark.parametrize("profile", versions.PROFILES, ids=lambda p: p.name)
 OLDEST_AND_NEWEST = pytest.mark.parametrize("profile", (versions.PROFILES[0], versions.NEWEST), ids=lambda p: p.name)
 JSON = "application/json"
+pytestmark = pytest.mark.usefixtures("no_faults")  # with this module's lab
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = str(tmp_path_factory.mktemp("agent-lab"))
-    labctl(
-        "start", "--state", state, "--hosts", "3", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "30"
-    )
-    started = Lab(state)
-    started.cluster_id = started.api("GET", "/apis/config.openshift.io/v1/clusterversions/version").json()["spec"][
-        "clusterID"
-    ]
-    try:
+    start = ("--hosts", "3", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "30")
+    with running_lab(state, *start) as started:
+        cluster_version = started.api("GET", "/apis/config.openshift.io/v1/clusterversions/version").json()
+        started.cluster_id = cluster_version["spec"]["clusterID"]
         yield started
-    finally:
-        labctl("stop", "--state", state)
-
-
-@pytest.fixture(autouse=True)
-def clean(lab):
-    lab.control("DELETE", "/faults")
-    yield
-    lab.control("DELETE", "/faults")
 
 
 def set_release(lab, profile):
@@ -81,8 +69,7 @@ def boot_pxe(lab, tmp_path, profile, index=0, install_seconds=30, media_profile=
 
 
 def state_of(lab, index=0):
-    name = inventory(lab, index)["name"]
-    return next(h for h in lab.control("GET", "/hosts") if h["name"] == name)
+    return lab.host_state(inventory(lab, index)["name"])
 
 
 def agent(lab, path, headers=None, index=0, **params):

@@ -1,6 +1,6 @@
 """The simulated hosts booted from the lab's own add-nodes ISO (labctl build-iso) on the default lab: ISO checks at
-boot, the agent API with the ISO's key, the install state machine, the kubelet port after reboot, host faults,
-and the Redfish boot through sushy-emulator. Per-release behaviour is in test_lab_agent.py."""
+boot, the agent API with the ISO's key, the install state machine, the kubelet port after reboot, and host faults.
+Per-release behaviour is in test_lab_agent.py, the Redfish boot in test_lab_redfish.py."""
 
 from __future__ import annotations
 
@@ -12,51 +12,36 @@ import time
 
 import pytest
 import requests
-from conftest import Lab, labctl
+from conftest import labctl, running_lab
 from lab import hosts as hosts_mod
 from lab import ignition as ignition_mod
 from lab import iso as iso_mod
 from lab import versions
 from lab.hosts.progress import REBOOTING_DAY2
 from lab.seeds import find, load_seed
+from lab.waiting import wait_for
 
 API = "/api/assisted-install/v2"
 CLUSTER_ID = find(load_seed("default"), "ClusterVersion", "version")["spec"]["clusterID"]
 HOST0 = {"name": "extra-worker-0", "ip": "127.0.111.20", "mac_address": "52:54:00:6f:00:14"}
+pytestmark = pytest.mark.usefixtures("no_faults")  # with this module's lab
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = str(tmp_path_factory.mktemp("hosts-lab"))
-    labctl(
-        "start", "--state", state, "--hosts", "2", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "3"
-    )
-    started = Lab(state)
-    started.iso = build_iso(state, tmp_path_factory.mktemp("iso") / "node.iso")
-    secret = started.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
-    cluster_version = started.api("GET", "/apis/config.openshift.io/v1/clusterversions/version").json()
-    started.profile = versions.for_version(versions.cluster_version(cluster_version))
-    # What the installer's monitor sends: 4.17 the agent token in Authorization, 4.18+ the watcher token in
-    # Watcher-Authorization.
-    started.header = "Watcher-Authorization" if started.profile.watcher_scheme else "Authorization"
-    key = "watcherAuthToken" if started.profile.watcher_scheme else "agentAuthToken"
-    started.token = base64.b64decode(secret["data"][key]).decode()
-    try:
+    start = ("--hosts", "2", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "3")
+    with running_lab(state, *start) as started:
+        started.iso = started.build_iso(tmp_path_factory.mktemp("iso") / "node.iso")
+        secret = started.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
+        cluster_version = started.api("GET", "/apis/config.openshift.io/v1/clusterversions/version").json()
+        started.profile = versions.for_version(versions.cluster_version(cluster_version))
+        # What the installer's monitor sends: 4.17 the agent token in Authorization, 4.18+ the watcher token in
+        # Watcher-Authorization.
+        started.header = "Watcher-Authorization" if started.profile.watcher_scheme else "Authorization"
+        key = "watcherAuthToken" if started.profile.watcher_scheme else "agentAuthToken"
+        started.token = base64.b64decode(secret["data"][key]).decode()
         yield started
-    finally:
-        labctl("stop", "--state", state)
-
-
-@pytest.fixture(autouse=True)
-def clean(lab):
-    lab.control("DELETE", "/faults")
-    yield
-    lab.control("DELETE", "/faults")
-
-
-def build_iso(state, path, *args):
-    labctl("build-iso", "--state", state, "--out", str(path), *args)
-    return str(path)
 
 
 def boot(lab, name="extra-worker-0", iso=None, **extra):
@@ -65,7 +50,7 @@ def boot(lab, name="extra-worker-0", iso=None, **extra):
 
 
 def state_of(lab, name="extra-worker-0"):
-    return next(h for h in lab.control("GET", "/hosts") if h["name"] == name)
+    return lab.host_state(name)
 
 
 def agent(lab, path, token=None, ip="127.0.111.20", **params):
@@ -76,16 +61,6 @@ def agent(lab, path, token=None, ip="127.0.111.20", **params):
 def host_of(lab):
     clusters = agent(lab, "/clusters", with_hosts="true").json()
     return clusters[0]["hosts"][0] if clusters[0]["hosts"] else None
-
-
-def until(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not reached within {timeout} s")
 
 
 def refused(ip, port):
@@ -123,10 +98,10 @@ def test_iso_checks_at_boot(lab, tmp_path):
     good = hosts_mod.read_boot_config(lab.iso, HOST0, CLUSTER_ID)
     assert good.hostname == "extra-worker-0" and lab.token in good.tokens.values()
     assert good.expiry_variable == lab.profile.expiry_variable
-    only_one = build_iso(lab.state, tmp_path / "one.iso", "extra-worker-1")
+    only_one = lab.build_iso(tmp_path / "one.iso", "extra-worker-1")
     with pytest.raises(hosts_mod.WrongIso, match="MAC 52:54:00:6f:00:14 is not in the ISO"):
         hosts_mod.read_boot_config(only_one, HOST0, CLUSTER_ID)
-    foreign = build_iso(lab.state, tmp_path / "foreign.iso", "--cluster-id", "11111111-2222-3333-4444-555555555555")
+    foreign = lab.build_iso(tmp_path / "foreign.iso", "--cluster-id", "11111111-2222-3333-4444-555555555555")
     with pytest.raises(hosts_mod.WrongIso, match="the ISO is for cluster 11111111-2222-3333-4444-555555555555"):
         hosts_mod.read_boot_config(foreign, HOST0, CLUSTER_ID)
     # Booted, each of them leaves the host at "wrong ISO" with its agent silent.
@@ -145,17 +120,17 @@ def iso_tokens(path):
 
 
 def test_an_iso_whose_tokens_expired_answers_401_and_never_installs(lab, tmp_path):
-    expired = build_iso(lab.state, tmp_path / "expired.iso", "--expired-token")
+    expired = lab.build_iso(tmp_path / "expired.iso", "--expired-token")
     state = boot(lab, iso=expired, install_seconds=1)
     assert state["phase"] == "agent" and state["booted_from"] == "iso"
-    until(lambda: state_of(lab)["agent_up"])
+    wait_for(lambda: state_of(lab)["agent_up"])
     for name, token in iso_tokens(expired).items():
         response = agent(lab, "/clusters", token=token)
         assert (response.status_code, response.json()) == (
             401,
             {"code": 401, "message": "Failed to parse token: Token is expired\n"},
         ), name
-    until(lambda: state_of(lab)["boot_error"])
+    wait_for(lambda: state_of(lab)["boot_error"])
     time.sleep(1.2)
     state = state_of(lab)
     assert "request is refused: 401 Failed to parse token: Token is expired" in state["boot_error"]
@@ -171,7 +146,7 @@ def test_the_agent_checks_tokens_with_the_isos_key(lab, tmp_path):
     from lab import jwt
 
     boot(lab, install_seconds=30)
-    until(lambda: state_of(lab)["agent_up"])
+    wait_for(lambda: state_of(lab)["agent_up"])
     assert agent(lab, "/infra-envs").status_code == 200
     missing = agent(lab, "/infra-envs", token=False)
     assert (missing.status_code, missing.json()) == (
@@ -216,7 +191,7 @@ def test_the_install_walks_the_state_machine_then_the_kubelet_port_alerts(lab):
                 seen.append(snapshot)
         return False
 
-    until(finished)
+    wait_for(finished)
     statuses = [status for status, _stage, _info in seen]
     order = ["discovering", "known", "installing", "installing-in-progress", "added-to-existing-cluster"]
     assert [s for s in order if s in statuses] == sorted(set(statuses), key=order.index)
@@ -248,7 +223,7 @@ def test_the_install_walks_the_state_machine_then_the_kubelet_port_alerts(lab):
 
 def test_events_and_clusters_by_id(lab):
     boot(lab, install_seconds=30)
-    until(lambda: host_of(lab) if state_of(lab)["agent_up"] else None)
+    wait_for(lambda: host_of(lab) if state_of(lab)["agent_up"] else None)
     cluster = agent(lab, "/clusters").json()[0]
     assert "hosts" not in cluster and cluster["kind"] == "AddHostsCluster"
     assert cluster["openshift_cluster_id"] == CLUSTER_ID
@@ -271,7 +246,7 @@ def validations(host):
 def test_a_failing_validation_keeps_the_host_insufficient_until_cleared(lab):
     lab.control("POST", "/faults", {"validation_failing": "extra-worker-0:ntp-synced"})
     boot(lab, install_seconds=3)
-    host = until(
+    host = wait_for(
         lambda: (h := host_of(lab) if state_of(lab)["agent_up"] else None) and h["status"] == "insufficient" and h
     )
     failing = validations(host)["ntp-synced"]
@@ -287,7 +262,7 @@ def test_a_failing_validation_keeps_the_host_insufficient_until_cleared(lab):
     time.sleep(1.5)
     assert host_of(lab)["status"] == "insufficient"
     lab.control("DELETE", "/faults?name=validation_failing")
-    until(lambda: host_of(lab)["status"] not in ("insufficient",))
+    wait_for(lambda: host_of(lab)["status"] not in ("insufficient",))
     assert validations(host_of(lab))["ntp-synced"]["status"] == "success"
 
 
@@ -295,7 +270,7 @@ def test_a_failing_validation_keeps_the_host_insufficient_until_cleared(lab):
 def test_an_install_error_at_a_stage(lab, stage):
     lab.control("POST", "/faults", {"install_error": stage})
     boot(lab, install_seconds=3)
-    host = until(lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["status"] == "error" and h)
+    host = wait_for(lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["status"] == "error" and h)
     # The agent reports Failed: the service keeps the last stage and its percentage, status error.
     assert host["progress"]["current_stage"] == stage
     assert host["status_info"].startswith(f"Failed - installation stage {stage} failed: ")
@@ -308,7 +283,7 @@ def test_an_install_error_at_a_stage(lab, stage):
 def test_an_install_error_at_rebooting_leaves_the_host_in_its_live_system(lab):
     lab.control("POST", "/faults", {"install_error": "extra-worker-0:Rebooting"})
     boot(lab, install_seconds=2)
-    host = until(
+    host = wait_for(
         lambda: state_of(lab)["agent_up"] and (h := host_of(lab)) and h["progress"]["current_stage"] == "Done" and h
     )
     # The service refuses Failed once the host is added-to-existing-cluster; the host just never reboots.
@@ -329,7 +304,7 @@ def test_wrong_boot_order_ends_in_pending_user_action_at_stage_done(lab):
         seen.append((host["status"], host["progress"]["current_stage"]))
         return host["status"] == "installing-pending-user-action" and host
 
-    host = until(pending)
+    host = wait_for(pending)
     assert (host["progress"]["current_stage"], host["progress"]["installation_percentage"]) == ("Done", 100)
     assert host["status_info"].startswith(
         "Expected the host to boot from disk, but it booted the installation "
@@ -343,7 +318,7 @@ def test_wrong_boot_order_ends_in_pending_user_action_at_stage_done(lab):
 
 def test_token_rejected(lab):
     boot(lab, install_seconds=30)
-    until(lambda: state_of(lab)["agent_up"])
+    wait_for(lambda: state_of(lab)["agent_up"])
     lab.control("POST", "/faults", {"token_rejected": "extra-worker-0:1"})
     response = agent(lab, "/clusters")
     assert response.status_code == 401 and response.json() == {
@@ -356,10 +331,10 @@ def test_token_rejected(lab):
 
 def test_agent_unreachable_for_a_while(lab):
     boot(lab, install_seconds=30)
-    until(lambda: state_of(lab)["agent_up"])
+    wait_for(lambda: state_of(lab)["agent_up"])
     lab.control("POST", "/faults", {"agent_unreachable": "extra-worker-0:1.5"})
-    until(lambda: refused("127.0.111.20", lab.info["agent_port"]), timeout=2)
-    until(lambda: not refused("127.0.111.20", lab.info["agent_port"]), timeout=5)
+    wait_for(lambda: refused("127.0.111.20", lab.info["agent_port"]), timeout=2)
+    wait_for(lambda: not refused("127.0.111.20", lab.info["agent_port"]), timeout=5)
     assert agent(lab, "/infra-envs").status_code == 200
 
 
@@ -369,7 +344,7 @@ def test_a_taken_agent_port_is_reported(lab):
         squatter.bind(("127.0.111.21", lab.info["agent_port"]))
         squatter.listen()
         boot(lab, "extra-worker-1")
-        state = until(lambda: (s := state_of(lab, "extra-worker-1"))["boot_error"] and s, timeout=5)
+        state = wait_for(lambda: (s := state_of(lab, "extra-worker-1"))["boot_error"] and s, timeout=5)
     assert state["boot_error"].startswith(f"the agent cannot listen on 127.0.111.21:{lab.info['agent_port']}")
     assert state["agent_up"] is False
 
@@ -383,80 +358,3 @@ def test_dump_has_the_hosts(lab):
 def test_labctl_boot_unknown_host_is_an_error(lab):
     result = labctl("boot", "--state", lab.state, "--iso", lab.iso, "no-such-host", check=False)
     assert result.returncode == 1 and "no host 'no-such-host'" in result.stderr
-
-
-# ----- Redfish ----------------------------------------------------------------------------------------
-def test_redfish_boot(tmp_path):
-    state = str(tmp_path / "redfish-lab")
-    labctl(
-        "start",
-        "--state",
-        state,
-        "--hosts",
-        "1",
-        "--redfish",
-        "--agent-port",
-        "0",
-        "--kubelet-port",
-        "0",
-        "--install-seconds",
-        "30",
-    )
-    try:
-        redfish_lab = Lab(state)
-        info = redfish_lab.info
-        bmc = info["hosts"][0]
-        system = info["redfish"]["systems"]["extra-worker-0"]
-        assert bmc["bmc_address"] == f"redfish-virtualmedia+{info['redfish']['url']}/redfish/v1/Systems/{system}"
-        assert bmc["bmc_username"] == info["redfish"]["username"] and bmc["bmc_password"]
-        with open(f"{state}/inventory.yml", encoding="utf-8") as handle:
-            assert bmc["bmc_password"] in handle.read()
-        base = bmc["bmc_address"].split("+", 1)[1]
-        auth = (bmc["bmc_username"], bmc["bmc_password"])
-        assert requests.get(base, timeout=5).status_code == 401
-        described = requests.get(base, auth=auth, timeout=5).json()
-        assert described["PowerState"] == "Off"
-        nics = requests.get(base + "/EthernetInterfaces", auth=auth, timeout=5).json()["Members"]
-        assert "52:54:00:6f:00:14" in json.dumps(nics).lower()
-        # The BMC downloads the image from its URL, and so does the lab: serve it on loopback.
-        (tmp_path / "www").mkdir()
-        iso = build_iso(state, tmp_path / "www" / "node.iso")
-        server = _serve(tmp_path / "www")
-        try:
-            url = f"http://127.0.0.1:{server.server_port}/node.iso"
-            inserted = requests.post(
-                base + "/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia",
-                auth=auth,
-                json={"Image": url, "Inserted": True},
-                timeout=30,
-            )
-            assert inserted.status_code == 204, inserted.text
-            assert (
-                requests.post(
-                    base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"}, timeout=5
-                ).status_code
-                == 204
-            )
-            # The fake driver applies power changes 1-11 s later; the lab polls every 0.5 s.
-            booted = until(lambda: (s := state_of(redfish_lab)) and s["phase"] == "agent" and s, timeout=20)
-        finally:
-            server.shutdown()
-        assert booted["booted_by"] == "redfish" and booted["iso"] == f"{state}/redfish/extra-worker-0.iso"
-        assert booted["booted_from"] == "iso"
-        with open(iso, "rb") as original, open(booted["iso"], "rb") as downloaded:
-            assert original.read() == downloaded.read()
-        requests.post(base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "ForceOff"}, timeout=5)
-        until(lambda: state_of(redfish_lab)["phase"] == "off", timeout=20)
-    finally:
-        labctl("stop", "--state", state)
-
-
-def _serve(directory):
-    import functools
-    import http.server
-    import threading
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server

@@ -1,66 +1,24 @@
-"""The lab's base ISOs, node ISOs, config ISO and PXE artifacts, checked with xorriso, gzip, xz and GNU cpio."""
+"""The lab's base ISOs and the node ISOs node-joiner writes, checked with xorriso, gzip and GNU cpio.
+
+Reading an ISO back, PXE artifacts, the config ISO and cpio are in test_lab_boot_artifacts.py."""
 
 import concurrent.futures
 import gzip
 import json
-import lzma
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
-
-from lab import ignition as ign
+from iso_helpers import CONFIG, SIZE, el_torito, gzip_member, run, xorriso_extract, xorriso_ls
 from lab import iso, isobase, nodeiso
-
-SIZE = 24 * 1024 * 1024
-CONFIG = {
-    "ignition": {"version": "3.2.0"},
-    "storage": {
-        "files": [{"path": "/etc/assisted/add-nodes.env", "contents": {"source": ign.data_url("CLUSTER_ID=abc\n")}}]
-    },
-}
-
-
-def run(*cmd, **kwargs):
-    proc = subprocess.run(cmd, capture_output=True, check=False, **kwargs)
-    assert proc.returncode == 0, "%s failed: %s" % (cmd, proc.stderr.decode())
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("isocache"))
-
-
-@pytest.fixture(scope="module")
-def base_iso(cache):
-    return iso.build_base_iso(cache, SIZE)
 
 
 @pytest.fixture(scope="module")
 def node_iso(base_iso, tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("node") / "node.x86_64.iso")
     return nodeiso.build_node_iso(base_iso, dest, CONFIG, " fips=1")
-
-
-def xorriso_extract(image, inner, dest):
-    run("xorriso", "-osirrox", "on", "-indev", image, "-extract", inner, dest)
-    return dest
-
-
-def xorriso_ls(image, directory):
-    return [name.strip("'") for name in run("xorriso", "-indev", image, "-ls", directory).decode().split()]
-
-
-def el_torito(image):
-    report = run("xorriso", "-indev", image, "-report_el_torito", "plain").decode()
-    return report, [line.split()[6] for line in report.splitlines() if line.startswith("El Torito boot img")]
 
 
 def has_joliet(image):
@@ -145,9 +103,9 @@ def test_reader_offsets_match_xorriso(base_iso, tmp_path):
         os.unlink(extracted)
 
 
-def test_build_is_cached(cache, base_iso):
+def test_build_is_cached(iso_cache, base_iso):
     before = os.stat(base_iso).st_mtime_ns
-    assert iso.build_base_iso(cache, SIZE) == base_iso
+    assert iso.build_base_iso(iso_cache, SIZE) == base_iso
     assert os.stat(base_iso).st_mtime_ns == before
 
 
@@ -167,17 +125,17 @@ def test_concurrent_builders_share_one_image(tmp_path):
         ("ppc64le", [], ["boot/grub/grub.cfg"], []),
     ],
 )
-def test_other_architectures_have_their_layout(cache, arch, platforms, kargs_files, extra):
-    image = iso.build_base_iso(cache, 8 * 1024 * 1024, arch)
+def test_other_architectures_have_their_layout(iso_cache, arch, platforms, kargs_files, extra):
+    image = iso.build_base_iso(iso_cache, 8 * 1024 * 1024, arch)
     assert el_torito(image)[1] == platforms if platforms else "El Torito" not in el_torito(image)[0]
     assert [e["path"] for e in json.loads(iso.read_file(image, "coreos/kargs.json"))["files"]] == kargs_files
     for path in extra:
         assert iso.locate_file(image, path) is not None, path
 
 
-def test_unknown_arch_is_refused(cache):
+def test_unknown_arch_is_refused(iso_cache):
     with pytest.raises(ValueError, match="unknown architecture"):
-        iso.build_base_iso(cache, SIZE, "mips")
+        iso.build_base_iso(iso_cache, SIZE, "mips")
 
 
 def test_one_gib_build_and_node_iso_take_seconds(tmp_path):
@@ -216,16 +174,6 @@ def test_node_iso_rebuild_rock_ridge_no_joliet_no_isohybrid_same_volume_id(node_
     assert platforms == ["BIOS", "UEFI"] and "/isolinux/boot.cat" in report
 
 
-def _gzip_member(data):
-    """The bytes of the first gzip member, so what follows can be checked to be zeros."""
-    import zlib
-
-    dec = zlib.decompressobj(wbits=31)
-    dec.decompress(data)
-    assert dec.eof
-    return data[: len(data) - len(dec.unused_data)]
-
-
 def test_node_iso_embed_area_is_gzip_cpio_zero_padded(node_iso, tmp_path):
     info = json.loads(iso.read_file(node_iso, "COREOS/IGNINFO.JSO", primary=True))
     assert info == {"file": "images/ignition.img"}
@@ -233,7 +181,7 @@ def test_node_iso_embed_area_is_gzip_cpio_zero_padded(node_iso, tmp_path):
     with open(area, "rb") as f:
         data = f.read()
     assert len(data) == isobase.EMBED_AREA_SIZE and data[:2] == b"\x1f\x8b"
-    member = _gzip_member(data)
+    member = gzip_member(data)
     padded = len(member) + (-len(member) % 4)
     assert not data[len(member) :].strip(b"\0") and padded % 4 == 0
     assert iso.ignition_archive(CONFIG) == data[:padded]  # the archive, its 4-byte zero padding, then zeros
@@ -267,8 +215,8 @@ def test_a_config_bigger_than_the_area_grows_it(base_iso, tmp_path):
     assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".")], "temporary files left behind"
 
 
-def test_aarch64_node_iso_keeps_boot_catalog_and_hides_it(cache, tmp_path):
-    base = iso.build_base_iso(cache, 8 * 1024 * 1024, "aarch64")
+def test_aarch64_node_iso_keeps_boot_catalog_and_hides_it(iso_cache, tmp_path):
+    base = iso.build_base_iso(iso_cache, 8 * 1024 * 1024, "aarch64")
     tree = nodeiso.extract_tree(base, str(tmp_path / "tree"))
     assert os.path.isfile(os.path.join(tree, "boot.catalog"))
     renamed = nodeiso.normalize_extensions(tree)
@@ -282,150 +230,8 @@ def test_aarch64_node_iso_keeps_boot_catalog_and_hides_it(cache, tmp_path):
         nodeiso.create_iso(str(tmp_path / "x.iso"), str(tmp_path / "tree"), "x")
 
 
-def test_s390x_node_iso_renames_initrd_addrsize(cache, tmp_path):
-    base = iso.build_base_iso(cache, 8 * 1024 * 1024, "s390x")
+def test_s390x_node_iso_renames_initrd_addrsize(iso_cache, tmp_path):
+    base = iso.build_base_iso(iso_cache, 8 * 1024 * 1024, "s390x")
     node = nodeiso.build_node_iso(base, str(tmp_path / "node.s390x.iso"), CONFIG)
     assert "initrd.add" in xorriso_ls(node, "/images") and "initrd.addrsize" not in xorriso_ls(node, "/images")
     assert el_torito(node)[1] == ["BIOS"] and iso.read_embedded_ignition(node) == CONFIG
-
-
-# --------------------------------------------------------------------------- the reader
-
-
-def test_reader_reads_xz_and_concatenated_archives(base_iso, tmp_path):
-    dest = str(tmp_path / "cat.iso")
-    shutil.copyfile(base_iso, dest)
-    offset = iso.embed_area(dest)[0]
-    with open(dest, "r+b") as f:
-        f.seek(offset)
-        f.write(iso.ignition_archive(CONFIG, "xz"))
-    assert iso.read_embedded_ignition(dest) == CONFIG
-    newer = dict(CONFIG, passwd={"users": [{"name": "core"}]})
-    payload = (
-        gzip.compress(iso.cpio_newc({"config.ign": json.dumps(CONFIG).encode()}))
-        + bytes(512)
-        + iso.ignition_archive(newer, "xz")
-    )
-    with open(dest, "r+b") as f:
-        f.seek(offset)
-        f.write(payload)
-    assert iso.read_embedded_ignition(dest) == newer
-    # xz refuses trailing NULs that are not stream padding: cut at the stream end.
-    xz = iso.ignition_archive(CONFIG, "xz")
-    dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-    dec.decompress(xz)
-    (tmp_path / "config.cpio.xz").write_bytes(xz[: len(xz) - len(dec.unused_data)])
-    checks = [
-        line.split("\t")[6]
-        for line in run("xz", "--robot", "--list", str(tmp_path / "config.cpio.xz")).decode().splitlines()
-        if line.startswith("file\t")
-    ]
-    assert checks == ["CRC32"]
-
-
-def test_area_without_config_is_an_error(base_iso, tmp_path):
-    dest = str(tmp_path / "other.iso")
-    shutil.copyfile(base_iso, dest)
-    offset = iso.embed_area(dest)[0]
-    with open(dest, "r+b") as f:
-        f.seek(offset)
-        f.write(lzma.compress(iso.cpio_newc({"other.txt": b"x"}), check=lzma.CHECK_CRC32))
-    with pytest.raises(iso.IsoFormatError, match=re.escape("no config.ign")):
-        iso.read_embedded_ignition(dest)
-
-
-def test_not_an_iso(tmp_path):
-    junk = tmp_path / "junk.iso"
-    junk.write_bytes(bytes(40 * 2048))
-    with pytest.raises(iso.IsoFormatError, match="primary volume descriptor"):
-        iso.read_embedded_ignition(str(junk))
-
-
-# --------------------------------------------------------------------------- PXE and the config ISO
-
-
-@pytest.fixture(scope="module")
-def tree(base_iso, tmp_path_factory):
-    return nodeiso.extract_tree(base_iso, str(tmp_path_factory.mktemp("tree") / "t"))
-
-
-def test_pxe_artifacts(base_iso, tree, tmp_path):
-    out = nodeiso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, tree, "http://127.0.0.1:8080/pxe", " fips=1")
-    assert out == str(tmp_path / "boot-artifacts")
-    assert sorted(os.listdir(out)) == [
-        "node.x86_64-initrd.img",
-        "node.x86_64-rootfs.img",
-        "node.x86_64-vmlinuz",
-        "node.x86_64.ipxe",
-    ]
-    rootfs = iso.locate_file(base_iso, "images/pxeboot/rootfs.img")[1]
-    assert os.path.getsize(os.path.join(out, "node.x86_64-rootfs.img")) == rootfs
-    with open(os.path.join(out, "node.x86_64-initrd.img"), "rb") as f:
-        initrd = f.read()
-    base_initrd = iso.read_file(base_iso, "images/pxeboot/initrd.img")
-    assert initrd.startswith(base_initrd)
-    # The appended archive, read by gzip and GNU cpio rather than the lab's reader.
-    tail = initrd[len(base_initrd) :]
-    assert tail[:2] == b"\x1f\x8b"
-    archive = gzip.decompress(_gzip_member(tail))
-    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["config.ign"]
-    assert iso.read_pxe_ignition(os.path.join(out, "node.x86_64-initrd.img")) == CONFIG
-    assert "etc/initrd-release" in iso.read_initrd_files(initrd)
-    script = (tmp_path / "boot-artifacts" / "node.x86_64.ipxe").read_text()
-    assert script == (
-        "#!ipxe\ninitrd --name initrd http://127.0.0.1:8080/pxe/node.x86_64-initrd.img\n"
-        "kernel http://127.0.0.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd "
-        "coreos.live.rootfs_url=http://127.0.0.1:8080/pxe/node.x86_64-rootfs.img "
-        "ignition.firstboot ignition.platform.id=metal fips=1\nboot\n"
-    )
-    assert "coreos.liveiso" not in script
-
-
-def test_pxe_without_base_url_has_no_ipxe_script(tree, tmp_path):
-    out = nodeiso.write_pxe_artifacts(str(tmp_path), "x86_64", CONFIG, tree)
-    assert not [name for name in os.listdir(out) if name.endswith(".ipxe")]
-
-
-def test_pxe_arch_specifics(cache, tmp_path):
-    arm = nodeiso.extract_tree(iso.build_base_iso(cache, 8 * 1024 * 1024, "aarch64"), str(tmp_path / "arm"))
-    out = nodeiso.write_pxe_artifacts(str(tmp_path / "a"), "aarch64", CONFIG, arm)
-    with open(os.path.join(out, "node.aarch64-vmlinuz"), "rb") as f:
-        assert f.read(2) == b"MZ"  # gunzipped, as node-joiner does for arm64
-    s390x = nodeiso.extract_tree(iso.build_base_iso(cache, 8 * 1024 * 1024, "s390x"), str(tmp_path / "z"))
-    out = nodeiso.write_pxe_artifacts(str(tmp_path / "s"), "s390x", CONFIG, s390x)
-    assert sorted(os.listdir(out)) == [
-        "node.s390x-generic.ins",
-        "node.s390x-initrd.addrsize",
-        "node.s390x-initrd.img",
-        "node.s390x-rootfs.img",
-        "node.s390x-vmlinuz",
-    ]
-    with open(os.path.join(out, "node.s390x-initrd.addrsize"), "rb") as f:
-        addrsize = f.read()
-    assert int.from_bytes(addrsize[8:], "big") == os.path.getsize(os.path.join(out, "node.s390x-initrd.img"))
-    with open(os.path.join(out, "node.s390x-generic.ins"), encoding="utf-8") as handle:
-        ins = handle.read()
-    assert "node.s390x-vmlinuz" in ins and "node.s390x-initrd.img" in ins and "node.s390x-initrd.addrsize" in ins
-
-
-def test_config_iso_holds_config_gz_with_absolute_paths_and_modes(tmp_path):
-    files = [("/etc/assisted/manifests/infraenv.yaml", b"kind: InfraEnv\n", 0o600), ("/etc/issue", b"\\S\n", 0o644)]
-    dest = nodeiso.build_config_iso(str(tmp_path / "agentconfig.noarch.iso"), files)
-    assert xorriso_ls(dest, "/") == ["config.gz"]
-    assert iso.volume_id(dest) == "agent_configimage" and "El Torito" not in el_torito(dest)[0]
-    found, modes = iso.read_config_iso(dest)
-    assert found == {path: data for path, data, _mode in files}
-    assert modes == {"/etc/assisted/manifests/infraenv.yaml": 0o100600, "/etc/issue": 0o100644}
-    archive = gzip.decompress(iso.read_file(dest, "config.gz"))
-    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == [p for p, _d, _m in files]
-
-
-def test_cpio_round_trip_matches_gnu_cpio(tmp_path):
-    archive = iso.cpio_newc({"a.txt": b"one", "dir/b.bin": bytes(range(7))})
-    assert run("cpio", "-t", "--quiet", input=archive).decode().split() == ["a.txt", "dir/b.bin"]
-    files, rest = iso.parse_cpio_newc(archive + b"tail")
-    assert files == {"a.txt": b"one", "dir/b.bin": bytes(range(7))} and rest == b"tail"
-    # And the other way round: an archive written by GNU cpio.
-    (tmp_path / "x.txt").write_bytes(b"hello")
-    gnu = run("cpio", "-o", "-H", "newc", "--quiet", input=b"x.txt\n", cwd=str(tmp_path))
-    assert iso.parse_cpio_newc(gnu)[0] == {"x.txt": b"hello"}

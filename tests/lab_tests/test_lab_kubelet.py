@@ -11,7 +11,7 @@ import json
 import time
 
 import pytest
-from conftest import Lab, labctl
+from conftest import labctl, running_lab
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -31,11 +31,8 @@ BOOTSTRAP_GROUPS = [
 @pytest.fixture(scope="module")
 def klab(tmp_path_factory):
     state = str(tmp_path_factory.mktemp("kubelet-lab"))
-    labctl("start", "--state", state, "--hosts", "4", "--csr-refile-seconds", str(REFILE_SECONDS))
-    try:
-        yield Lab(state)
-    finally:
-        labctl("stop", "--state", state)
+    with running_lab(state, "--hosts", "4", "--csr-refile-seconds", str(REFILE_SECONDS)) as started:
+        yield started
 
 
 def csrs_of(lab, filed_by=None, cn=None):

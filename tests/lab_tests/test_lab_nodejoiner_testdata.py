@@ -30,11 +30,6 @@ def _rsa_key():
 RSA_KEY = _rsa_key()
 
 
-@pytest.fixture(scope="module")
-def iso_cache(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("tdcache"))
-
-
 def nodes_config(**top):
     return dict({"hosts": [{"hostname": "extra-worker-0", "interfaces": [{"name": "eth0", "macAddress": MAC}]}]}, **top)
 

@@ -1,145 +1,31 @@
-"""Pods of the lab: behaviours by image, exec over WebSocket (v4/v5), log, node-joiner faults."""
+"""Pods of the default lab: behaviours by image, exec over WebSocket (v4/v5), log, node-joiner and exec faults.
+
+The node-joiner pod on each release lab is in test_lab_pods_releases.py."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import ssl
 import time
-import urllib.parse
 
 import pytest
 import requests
 import websocket
-import yaml
-from conftest import Lab, labctl
 from lab import iso as lab_iso
 from lab.ignition import files_by_path, read_env_file
 from lab.waiting import wait_for
-
-NODES_CONFIG = {
-    "hosts": [
-        {
-            "hostname": "extra-worker-0",
-            "role": "worker",
-            "interfaces": [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}],
-            "networkConfig": {
-                "interfaces": [
-                    {
-                        "name": "eth0",
-                        "type": "ethernet",
-                        "state": "up",
-                        "mac-address": "52:54:00:6f:00:14",
-                        "ipv4": {
-                            "enabled": True,
-                            "dhcp": False,
-                            "address": [{"ip": "127.0.111.20", "prefix-length": 24}],
-                        },
-                    }
-                ]
-            },
-        }
-    ],
-}
-NODE_JOINER_CMD = (
-    "cp /config/nodes-config.yaml /assets; HOME=/assets node-joiner add-nodes --dir=/assets "
-    "--log-level=debug; sleep 600"
+from pod_helpers import (
+    NODE_JOINER_CMD,
+    create_pod,
+    exec_ws,
+    image_tags,
+    installer_image,
+    new_namespace,
+    pod_status,
+    release_stream,
+    wait_report,
 )
-
-
-def installer_image(lab) -> str:
-    cm = lab.api("GET", "/api/v1/namespaces/openshift-config/configmaps/installer-images").json()
-    return json.loads(cm["data"]["images.json"])["installer"]
-
-
-def release_image(lab) -> str:
-    return lab.api("GET", "/apis/config.openshift.io/v1/clusterversions/version").json()["status"]["desired"]["image"]
-
-
-def new_namespace(lab) -> str:
-    created = lab.api("POST", "/api/v1/namespaces", body={"metadata": {"generateName": "pods-test-"}})
-    assert created.status_code == 201, created.text
-    return created.json()["metadata"]["name"]
-
-
-def create_pod(lab, ns, image, command=NODE_JOINER_CMD, name="node-joiner", with_config=True):
-    if with_config:
-        response = lab.api(
-            "POST",
-            f"/api/v1/namespaces/{ns}/configmaps",
-            body={"metadata": {"name": "nodes-config"}, "data": {"nodes-config.yaml": yaml.safe_dump(NODES_CONFIG)}},
-        )
-        assert response.status_code == 201, response.text
-    pod = {
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": name,
-                    "image": image,
-                    "command": ["/bin/bash", "-c", command],
-                    "volumeMounts": [
-                        {"name": "nodes-config", "mountPath": "/config"},
-                        {"name": "assets", "mountPath": "/assets"},
-                    ],
-                }
-            ],
-            "volumes": [
-                {"name": "nodes-config", "configMap": {"name": "nodes-config"}},
-                {"name": "assets", "emptyDir": {}},
-            ],
-        },
-    }
-    response = lab.api("POST", f"/api/v1/namespaces/{ns}/pods", body=pod)
-    assert response.status_code == 201, response.text
-
-
-def pod_status(lab, ns, name="node-joiner") -> dict:
-    return lab.api("GET", f"/api/v1/namespaces/{ns}/pods/{name}").json()["status"]
-
-
-def exec_ws(lab, ns, pod, command, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), token=None):
-    """Run ``command`` over a raw WebSocket; return (protocol, {channel: bytes}, status dict or None)."""
-    query = urllib.parse.urlencode([("command", c) for c in command] + [("stdout", "true"), ("stderr", "true")])
-    url = lab.api_url.replace("https://", "wss://") + f"/api/v1/namespaces/{ns}/pods/{pod}/exec?{query}"
-    ws = websocket.create_connection(
-        url,
-        subprotocols=list(protocols),
-        sslopt={"ca_certs": lab.ca},
-        header=[f"Authorization: Bearer {token or lab.tokens['admin']}"],
-        timeout=30,
-    )
-    channels = {1: b"", 2: b""}
-    status = None
-    try:
-        while True:
-            opcode, data = ws.recv_data(control_frame=False)
-            if opcode == websocket.ABNF.OPCODE_CLOSE:
-                break
-            assert opcode == websocket.ABNF.OPCODE_BINARY
-            if data[0] == 3:
-                status = json.loads(data[1:])
-            else:
-                channels[data[0]] += data[1:]
-    except (websocket.WebSocketConnectionClosedException, ConnectionError, ssl.SSLError):
-        pass
-    finally:
-        protocol = ws.subprotocol
-        ws.close()
-    return protocol, channels, status
-
-
-def wait_report(lab, ns):
-    def finished():
-        _proto, out, status = exec_ws(lab, ns, "node-joiner", ["cat", "/assets/report.json"])
-        if status and status["status"] == "Success":
-            report = json.loads(out[1])
-            return report if report.get("result") else None
-        return None
-
-    return wait_for(finished, timeout=60)
 
 
 @pytest.fixture
@@ -209,21 +95,8 @@ def test_log_with_tail_lines(lab, joined):
 
 
 def test_release_image_pod_prints_image_references_and_succeeds(lab, no_faults):
-    ns = new_namespace(lab)
-    create_pod(
-        lab,
-        ns,
-        release_image(lab),
-        command="cat /release-manifests/image-references",
-        name="release",
-        with_config=False,
-    )
-    wait_for(lambda: pod_status(lab, ns, "release")["phase"] == "Succeeded")
-    terminated = pod_status(lab, ns, "release")["containerStatuses"][0]["state"]["terminated"]
-    assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
-    stream = json.loads(lab.api("GET", f"/api/v1/namespaces/{ns}/pods/release/log").text)
-    tags = {t["name"]: t["from"]["name"] for t in stream["spec"]["tags"]}
-    assert stream["kind"] == "ImageStream" and tags["baremetal-installer"] == installer_image(lab)
+    ns, stream = release_stream(lab)
+    assert stream["kind"] == "ImageStream" and image_tags(stream)["baremetal-installer"] == installer_image(lab)
     lab.api("DELETE", f"/api/v1/namespaces/{ns}")
 
 
@@ -313,83 +186,6 @@ def test_fault_values_are_checked(lab, no_faults):
         assert next(iter(body)) in refused.value.response.json()["error"], body
 
 
-def payload_installer(lab) -> str:
-    """The release payload's baremetal-installer image, as oc finds it without ConfigMap installer-images."""
-    ns = new_namespace(lab)
-    create_pod(
-        lab,
-        ns,
-        release_image(lab),
-        command="cat /release-manifests/image-references",
-        name="release",
-        with_config=False,
-    )
-    wait_for(lambda: pod_status(lab, ns, "release")["phase"] == "Succeeded")
-    stream = json.loads(lab.api("GET", f"/api/v1/namespaces/{ns}/pods/release/log").text)
-    return {t["name"]: t["from"]["name"] for t in stream["spec"]["tags"]}["baremetal-installer"]
-
-
-def cat(lab, ns, path):
-    _p, out, status = exec_ws(lab, ns, "node-joiner", ["cat", path])
-    return out[1] if status and status["status"] == "Success" else None
-
-
-# variant -> (installer-images ConfigMap, report.json, Secret data keys)
-PER_RELEASE = {
-    "v417": (False, False, ["agentAuthToken", "authTokenPublicKey"]),
-    "v418": (False, True, ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"]),
-    "v419": (True, True, ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"]),
-    "v420": (True, True, ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"]),
-    "v421": (True, True, ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"]),
-}
-
-
-@pytest.mark.parametrize("variant", sorted(PER_RELEASE))
-def test_node_joiner_pod_per_release(tmp_path, variant):
-    has_configmap, has_report, keys = PER_RELEASE[variant]
-    state = str(tmp_path / variant)
-    labctl("start", "--state", state, "--variant", variant, "--hosts", "0")
-    try:
-        lab = Lab(state)
-        configmap = lab.api("GET", "/api/v1/namespaces/openshift-config/configmaps/installer-images")
-        assert configmap.status_code == (200 if has_configmap else 404)
-        image = installer_image(lab) if has_configmap else payload_installer(lab)
-        ns = new_namespace(lab)
-        create_pod(lab, ns, image)
-        assert wait_for(lambda: cat(lab, ns, "/assets/exit_code"), timeout=60) == b"0"
-        assert (cat(lab, ns, "/assets/report.json") is not None) is has_report
-        listing = cat_ls(lab, ns)
-        assert ("agentconfig.noarch.iso" in listing) is (variant == "v417") and "node.x86_64.iso" in listing
-        secret = lab.api("GET", "/api/v1/namespaces/openshift-config/secrets/agent-auth-token").json()
-        assert sorted(secret["data"]) == keys
-    finally:
-        labctl("stop", "--state", state)
-
-
-def cat_ls(lab, ns):
-    _p, out, _status = exec_ws(lab, ns, "node-joiner", ["ls", "/assets"])
-    return out[1].decode().split()
-
-
-def test_an_unknown_flag_on_417_leaves_no_exit_code_and_logs_cobras_error(tmp_path):
-    state = str(tmp_path / "v417")
-    labctl("start", "--state", state, "--variant", "v417", "--hosts", "0")
-    try:
-        lab = Lab(state)
-        ns = new_namespace(lab)
-        create_pod(lab, ns, payload_installer(lab), command=NODE_JOINER_CMD.replace("add-nodes", "add-nodes --pxe"))
-        wait_for(lambda: pod_status(lab, ns)["phase"] == "Running")
-        log = wait_for(lambda: lab.api("GET", f"/api/v1/namespaces/{ns}/pods/node-joiner/log").text or None)
-        assert log.startswith("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n")
-        assert "Global Flags:" in log and 'level=fatal msg="unknown flag: --pxe"' in log
-        time.sleep(0.5)
-        assert cat(lab, ns, "/assets/exit_code") is None and cat(lab, ns, "/assets/report.json") is None
-        assert cat_ls(lab, ns) == ["nodes-config.yaml"]
-        assert pod_status(lab, ns)["phase"] == "Running"  # the container goes on with `sleep`
-    finally:
-        labctl("stop", "--state", state)
-
-
 def test_pxe_pod_writes_boot_artifacts(lab, no_faults):
     ns = new_namespace(lab)
     create_pod(lab, ns, installer_image(lab), command=NODE_JOINER_CMD.replace("add-nodes", "add-nodes --pxe"))
@@ -400,51 +196,7 @@ def test_pxe_pod_writes_boot_artifacts(lab, no_faults):
     lab.api("DELETE", f"/api/v1/namespaces/{ns}")
 
 
-def test_nodejoiner_testdata_variant_serves_exactly_its_objects(tmp_path):
-    from lab import seeds
-
-    state = str(tmp_path / "testdata")
-    labctl("start", "--state", state, "--variant", "nodejoiner-testdata", "--hosts", "0")
-    try:
-        lab = Lab(state)
-        seeded = seeds.load_seed("nodejoiner-testdata")
-        for obj in seeded:
-            group_version = obj["apiVersion"]
-            base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-            plural = {
-                "Namespace": "namespaces",
-                "Node": "nodes",
-                "Secret": "secrets",
-                "ConfigMap": "configmaps",
-                "Proxy": "proxies",
-                "Ingress": "ingresses",
-            }.get(obj["kind"], obj["kind"].lower() + "s")
-            namespace = obj["metadata"].get("namespace")
-            path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
-            listed = lab.api("GET", path).json()["items"]
-            expected = [
-                o["metadata"]["name"]
-                for o in seeded
-                if o["kind"] == obj["kind"] and o["metadata"].get("namespace") == namespace
-            ]
-            if obj["kind"] == "Namespace":
-                expected += ["default", "kube-node-lease", "kube-public", "kube-system"]
-            assert sorted(o["metadata"]["name"] for o in listed) == sorted(expected), path
-        assert lab.api("GET", "/apis/config.openshift.io/v1/networks/cluster").status_code == 404
-        assert lab.api("GET", "/apis/config.openshift.io/v1/clusteroperators").status_code == 404
-        assert lab.api("GET", "/api/v1/secrets").json()["items"][0]["metadata"]["name"] == "pull-secret"
-        ns = new_namespace(lab)
-        create_pod(lab, ns, "registry.example.test/ocp/node-joiner:4.25.0")
-        report = wait_report(lab, ns)
-        assert report["result"] == {"exit_code": 0}
-        assert json.loads(report["stages"][0]["result"])["Version"] == "4.25.0"
-    finally:
-        labctl("stop", "--state", state)
-
-
 def test_pod_files_over_https_need_a_token(lab, joined):
-    import requests
-
     ns, _report = joined
     url = lab.control("GET", "/pod-files")["url"] + f"/files/{ns}/node-joiner/assets/node.x86_64.iso"
     assert requests.get(url, verify=lab.ca, timeout=30).status_code == 401

@@ -2,16 +2,11 @@
 
 import hashlib
 import io
-import os
 import subprocess
-import sys
 import tarfile
 import tracemalloc
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
-
 from lab import shell
 
 REPORT = b'{"id": "report-addnodes-202410090804", "result": null}\n'

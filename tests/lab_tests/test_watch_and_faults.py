@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 
 import pytest
 import requests
+from api_helpers import configmap, unique
 from conftest import SESSION_EVENT_WINDOW, labctl
 
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-def configmap(name: str, labels=None) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-    }
 
 
 def read_events(response, count: int) -> list:
@@ -33,7 +25,7 @@ def read_events(response, count: int) -> list:
 
 
 def test_watch_from_resource_version_sees_changes_in_order(lab, no_faults):
-    name = f"watched-{uuid.uuid4().hex[:6]}"
+    name = unique("watched")
     start_rv = lab.api("GET", CMS).json()["metadata"]["resourceVersion"]
     stream = lab.api(
         "GET",
@@ -49,8 +41,8 @@ def test_watch_from_resource_version_sees_changes_in_order(lab, no_faults):
     )
     assert stream.status_code == 200
     assert stream.headers["Transfer-Encoding"] == "chunked"
-    lab.api("POST", CMS, body=configmap("unrelated-" + name))
-    lab.api("POST", CMS, body=configmap(name, {"watched": "yes"}))
+    lab.api("POST", CMS, body=configmap("default", "unrelated-" + name))
+    lab.api("POST", CMS, body=configmap("default", name, {"watched": "yes"}))
     lab.api("PATCH", f"{CMS}/{name}", body={"data": {"k": "v"}}, content_type="application/merge-patch+json")
     lab.api("DELETE", f"{CMS}/{name}")
     events = read_events(stream, 3)
@@ -72,8 +64,8 @@ def test_watch_without_resource_version_starts_with_current_objects_and_times_ou
 
 
 def test_too_old_resource_version_gets_410_gone(lab, no_faults):
-    name = f"churn-{uuid.uuid4().hex[:6]}"
-    created = lab.api("POST", CMS, body=configmap(name)).json()
+    name = unique("churn")
+    created = lab.api("POST", CMS, body=configmap("default", name)).json()
     old_rv = created["metadata"]["resourceVersion"]
     for index in range(SESSION_EVENT_WINDOW + 5):
         lab.api("PATCH", f"{CMS}/{name}", body={"data": {"i": str(index)}}, content_type="application/merge-patch+json")
@@ -157,7 +149,7 @@ def test_dump_has_objects_requests_and_approvals(lab):
 
 def test_concurrent_watch_and_writes_do_not_lose_events(lab, no_faults):
     start_rv = lab.api("GET", CMS).json()["metadata"]["resourceVersion"]
-    names = [f"burst-{uuid.uuid4().hex[:6]}-{i}" for i in range(20)]
+    names = [f"{unique('burst')}-{i}" for i in range(20)]
     stream = lab.api(
         "GET",
         CMS,
@@ -167,7 +159,7 @@ def test_concurrent_watch_and_writes_do_not_lose_events(lab, no_faults):
 
     def write():
         for name in names:
-            lab.api("POST", CMS, body=configmap(name, {"burst": "yes"}))
+            lab.api("POST", CMS, body=configmap("default", name, {"burst": "yes"}))
 
     writer = threading.Thread(target=write)
     writer.start()

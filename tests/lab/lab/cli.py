@@ -1,4 +1,4 @@
-"""``labctl``: start, stop and inspect the lab (the contract is documented in docs/lab.md).
+"""``labctl``: start, stop and inspect the lab (the contract is documented in docs/lab.md and docs/lab-hosts.md).
 
 A new subcommand is one function ``cmd_NAME(args)`` plus one entry in ``SUBCOMMANDS``; a new start option
 is one ``add_argument`` in ``add_start_options`` (the daemon parses the same options, read them as
