@@ -5,7 +5,8 @@
 (a) read the ISO (inspect_iso: the ISO 9660 lookup, the embedded Ignition config, the kernel arguments), as
     iso_info and day2_iso do after every build; baseline: ``cat FILE > /dev/null`` (reading all of it).
 (b) append the live kernel arguments in place (append_kernel_arguments, with its fsync), as day2_iso does to the
-    fetched ISO; baseline: ``cp`` of the same file, what a tool that rewrites the ISO pays at least.
+    fetched (and already fsynced) ISO; baseline: ``cp`` of the same file, what a tool that rewrites the ISO pays at
+    least.
 (c) the sha256 the sidecar records (sidecar.file_sha256); baseline: ``sha256sum FILE``.
 
 Run from the repository root:  .venv/bin/python tests/benchmarks/iso_bench.py [--iso PATH]
@@ -70,6 +71,11 @@ def shell(*command, stdout=None):
     subprocess.run(command, check=True, stdout=stdout)
 
 
+def flush(path):
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
 def cat_to_null(path):
     with open(os.devnull, "wb") as null:
         shell("cat", path, stdout=null)
@@ -122,6 +128,7 @@ def main():
             if os.path.exists(work):
                 os.unlink(work)
             copies.append(timed(lambda: shell("cp", source, work)))
+            flush(work)  # day2_iso edits a copy it has fsynced already (NodeJoinerRun.fetch); so does this
             edits.append(timed(lambda: iso.append_kernel_arguments(work, SERIAL)))
             hashes.append(timed(lambda: sidecar.file_sha256(work)))
             sha256sums.append(timed(lambda: shell("sha256sum", work, stdout=subprocess.DEVNULL)))
