@@ -41,7 +41,7 @@ def parse_network(value: Any) -> Any:
     if not isinstance(value, str) or "/" not in value:
         return None
     try:
-        return netaddr.IPNetwork(value.strip(), flags=netaddr.INET_PTON)
+        return netaddr.IPNetwork(value.strip())  # netaddr 1.x refuses short forms ("10.1/8") itself
     except (netaddr.AddrFormatError, ValueError, TypeError):
         return None
 
