@@ -17,6 +17,7 @@ from . import kinds, verbs
 from .auth import ANONYMOUS_PATHS, Attributes, allowed
 from .discovery import (
     CTX,
+    IDENTITY,
     _serves,
     core_versions,
     error_response,
@@ -29,7 +30,7 @@ from .discovery import (
 )
 from .discovery import NO_RESOURCE as _NO_RESOURCE
 from .errors import ApiError, forbidden, status_body
-from .faults import reset_connection
+from .faults import RESET, reset_connection
 
 LOG = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ async def log_middleware(request: web.Request, handler):
         status = exc.status
         raise
     finally:
-        user = request.get("identity")
-        if request.get("reset"):
+        user = request.get(IDENTITY)
+        if request.get(RESET):
             status = "reset"
         ctx.log_request(request.method, request.path_qs, user.name if user else None, status)
 
@@ -65,7 +66,7 @@ async def auth_middleware(request: web.Request, handler):
         return error_response(error)
     if identity is None and request.path not in ANONYMOUS_PATHS:
         return error_response(ApiError(401, "Unauthorized", "Unauthorized"))
-    request["identity"] = identity
+    request[IDENTITY] = identity
     return await handler(request)
 
 
@@ -144,7 +145,7 @@ def _verb(request: web.Request, target: Target) -> str:
 
 def _authorize(request: web.Request, target: Target, verb: str, name: str | None) -> None:
     ctx = request.app[CTX]
-    identity = request["identity"]
+    identity = request[IDENTITY]
     resource = f"{target.kind.plural}/{target.subresource}" if target.subresource else target.kind.plural
     attrs = Attributes(verb, target.kind, resource, target.namespace, name)
     if ctx.faults.denies(verb, resource, identity.is_admin) or not allowed(identity, attrs):

@@ -15,6 +15,7 @@ from . import kinds, seeds
 from .errors import ApiError
 
 CTX = web.AppKey("ctx", object)
+IDENTITY = web.RequestKey("identity", object)  # the auth.Identity of the caller, None when anonymous
 NO_RESOURCE = ApiError(404, "NotFound", "the server could not find the requested resource")
 
 

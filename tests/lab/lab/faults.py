@@ -10,6 +10,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from aiohttp import web
+
+RESET = web.RequestKey("reset", bool)  # set on a request whose connection a fault dropped
+
 
 @dataclass(frozen=True)
 class FaultSpec:
@@ -118,7 +122,7 @@ class Faults:
 
 def reset_connection(request, response):
     """Drop the TCP connection (a fault); aiohttp then quietly fails to write ``response``."""
-    request["reset"] = True
+    request[RESET] = True
     if request.transport is not None:
         request.transport.abort()
     return response

@@ -16,7 +16,7 @@ import yaml
 from aiohttp import web
 
 from . import admission, kinds, tables
-from .discovery import json_response
+from .discovery import IDENTITY, json_response
 from .errors import ApiError, bad_request
 from .faults import reset_connection
 from .patch import APPLY, apply_patch
@@ -85,7 +85,7 @@ def list_objects(request: web.Request, ctx, target: Target) -> web.Response:
 
 
 async def create(request: web.Request, ctx, target: Target, body: dict) -> web.Response:
-    obj = admission.prepare_create(target.kind, body, request["identity"])
+    obj = admission.prepare_create(target.kind, body, request[IDENTITY])
     created = ctx.store.create(target.kind, obj)
     if target.kind is kinds.POD and ctx.pods is not None:
         await ctx.pods.on_created(created)
@@ -105,7 +105,7 @@ def store_update(request, ctx, target: Target, current: dict, new: dict, code: i
         ctx.approvals.append(
             {
                 "csr": target.name,
-                "user": request["identity"].name,
+                "user": request[IDENTITY].name,
                 "time": now_rfc3339(),
                 "conditions": updated.get("status", {}).get("conditions", []),
             }
