@@ -8,6 +8,8 @@ STATE=${DEMO_STATE:-$PWD/.cache/demo}
 VARIANT=${DEMO_VARIANT:-default}
 HOSTS=${DEMO_HOSTS:-3}
 export PATH=$PWD/.venv/bin:$PATH
+# The lab's hosts live on 127.0.0.0/8, which the collection refuses for real hosts.
+export OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1
 
 tests/lab/labctl stop --state "$STATE" >/dev/null 2>&1 || true
 rm -rf "$STATE"
@@ -38,5 +40,5 @@ ansible-playbook playbooks/cluster_summary.yml -e "kubeconfig=$STATE/kubeconfig"
 console_pid=$!
 
 ansible-playbook playbooks/add_workers.yml -i "$STATE/inventory.yml" \
-    -e "day2_workdir=$STATE/work" -e day2_allow_loopback=true \
+    -e "day2_workdir=$STATE/work" \
     -e node_image_wait_sleep=1 -e join_agent_wait_sleep=2 -e join_csr_wait_sleep=2

@@ -3,7 +3,8 @@
 
 # The keys of a new-worker host definition: the suboptions of a module's ``hosts`` option. The module documents
 # ``hosts`` itself (description, type, elements, required); the fragment adds its suboptions. The argument specs
-# are plugins/module_utils/_image/hosts.py IMAGE_HOST_OPTIONS and BOOT_HOST_OPTIONS; a unit test keeps them equal.
+# is plugins/module_utils/_image/hosts.py IMAGE_HOST_OPTIONS; a unit test keeps them equal (the BMC keys of the boot
+# step are documented in docs/user-guide.md, which a unit test keeps equal to BOOT_HOST_OPTIONS).
 
 _HEADER = r"""
 options:
@@ -80,25 +81,6 @@ _IMAGE_KEYS = r"""
         type: str
 """
 
-_BOOT_KEYS = r"""
-      bmc_address:
-        description: Redfish address of the host's BMC, for example C(redfish-virtualmedia://bmc.example.com/redfish/v1/Systems/1).
-        type: str
-      bmc_username:
-        description: User name for the BMC.
-        type: str
-      bmc_password:
-        description: Password for the BMC. Never shown in any output.
-        type: str
-      bmc_verify_certs:
-        description: Verify the BMC's TLS certificate.
-        type: bool
-"""
-
-
 class ModuleDocFragment:
     # The keys the image step reads (day2_iso).
     DOCUMENTATION = _HEADER + _IMAGE_KEYS.lstrip("\n")
-
-    # Every key of a host definition: those of the image step and the BMC keys of the boot step.
-    WITH_BOOT = _HEADER + _IMAGE_KEYS.lstrip("\n") + _BOOT_KEYS.lstrip("\n")

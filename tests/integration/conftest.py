@@ -126,6 +126,14 @@ def run_module(module, args, check_mode=False, env=None, verbosity=0):
     return result, output
 
 
+def lab_env(lab):
+    """The environment that points the collection at a lab's ports (agent_wait's environment fallbacks)."""
+    return {
+        "OPENSHIFT_AGENT_DAY2_AGENT_PORT": str(lab.info["agent_port"]),
+        "OPENSHIFT_AGENT_DAY2_KUBELET_PORT": str(lab.info["kubelet_port"]),
+    }
+
+
 def run_playbook(playbook, *args, env=None, timeout=1200):
     command = [str(VENV_BIN / "ansible-playbook"), str(playbook), *args]
     proc = subprocess.run(

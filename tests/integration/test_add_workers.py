@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from conftest import LABCTL, REPO, run_playbook
+from conftest import LABCTL, REPO, lab_env, run_playbook
 
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
 
@@ -40,26 +40,17 @@ def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
 
 
 def playbook_args(lab, workdir):
-    ports = [
-        "-e",
-        "join_agent_port=%d" % lab.info["agent_port"],
-        "-e",
-        "join_kubelet_port=%d" % lab.info["kubelet_port"],
-    ]
     return [
         "-i",
         lab.inventory,
         "-e",
         "day2_workdir=%s" % workdir,
         "-e",
-        "day2_allow_loopback=true",
-        "-e",
         "node_image_wait_sleep=1",
         "-e",
         "join_agent_wait_sleep=1",
         "-e",
         "join_csr_wait_sleep=2",
-        *ports,
     ]
 
 
@@ -68,7 +59,7 @@ def test_add_workers_from_nothing_to_ready_and_again(lab_factory, tmp_path):
     hosts = [h["name"] for h in lab.info["hosts"]]
     workdir = tmp_path / "work"
     console = console_boots_when_iso_is_ready(lab, workdir, hosts)
-    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir))
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), env=lab_env(lab))
     console.join(timeout=5)
     assert rc == 0, output[-6000:]
 
@@ -89,7 +80,7 @@ def test_add_workers_from_nothing_to_ready_and_again(lab_factory, tmp_path):
 
     # Running it again is safe: every host is already a Ready node, nothing is written to the cluster.
     lab.reset_log()
-    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir))
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), env=lab_env(lab))
     assert rc == 0, output[-4000:]
     assert "already a Ready node" in output
     assert lab.writes() == []
@@ -106,9 +97,7 @@ def test_add_workers_refuses_bad_inventory_before_writing(lab_factory, tmp_path)
         json.dumps({"all": {"children": {"new_workers": {"hosts": hosts, "vars": {"kubeconfig": lab.kubeconfig}}}}})
     )
     lab.reset_log()
-    rc, output = run_playbook(
-        PLAYBOOK, "-i", str(inventory), "-e", "day2_workdir=%s" % (tmp_path / "work"), "-e", "day2_allow_loopback=true"
-    )
+    rc, output = run_playbook(PLAYBOOK, "-i", str(inventory), "-e", "day2_workdir=%s" % (tmp_path / "work"))
     assert rc != 0
     assert 'host extra-worker-1: field "gateway" value "10.9.9.9"' in output
     assert "mac_address" in output and hosts["extra-worker-0"]["mac_address"] in output
@@ -135,6 +124,7 @@ def test_add_workers_boots_through_redfish(lab_factory, tmp_path):
             "day2_boot_method=redfish",
             "-e",
             "day2_iso_url=http://127.0.0.1:%d/node.x86_64.iso" % server.server_address[1],
+            env=lab_env(lab),
         )
     finally:
         server.shutdown()
@@ -179,7 +169,7 @@ def test_add_workers_on_every_release(lab_factory, tmp_path, variant, header):
     hosts = [h["name"] for h in lab.info["hosts"]]
     workdir = tmp_path / "work"
     console = console_boots_when_media_are_ready(lab, workdir, hosts)
-    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir))
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), env=lab_env(lab))
     console.join(timeout=5)
     assert rc == 0, output[-6000:]
     assert_ready_nodes(lab, hosts)
@@ -203,6 +193,7 @@ def test_add_workers_with_pxe(lab_factory, tmp_path, variant):
         "day2_pxe=true",
         "-e",
         "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot",
+        env=lab_env(lab),
     )
     console.join(timeout=5)
     assert rc == 0, output[-6000:]

@@ -11,16 +11,16 @@ an inventory are collected in one run instead of failing on the first.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
     netaddr,
     normalize_mac,
     parse_ip,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Report
 
 # report(field, value, what is wrong, how to fix it): records one problem of one host.
-Report = Callable[[str, Any, str, str], None]
 # An interface as (name, normalized MAC); an address a host will own as (field, netaddr.IPAddress).
 Interface = tuple[str, str]
 OwnedAddress = tuple[str, Any]

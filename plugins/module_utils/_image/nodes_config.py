@@ -10,7 +10,6 @@ changes when the content does: that is what makes rebuilding the ISO idempotent.
 
 from __future__ import annotations
 
-import json
 import re
 import traceback
 from typing import Any
@@ -19,6 +18,10 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
     NETADDR_IMPORT_ERROR,
     parse_network,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import (
+    InventoryError,
+    Problems,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_checks import (
     CheckedHost,
@@ -29,7 +32,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
     ARCHITECTURE_ALIASES,
     normalize_architecture,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import Report
 
 try:
     import yaml
@@ -81,8 +83,6 @@ for _order in (NODES_CONFIG_KEY_ORDER, HOST_KEY_ORDER, NMSTATE_KEY_ORDER):
     for _key in _order:
         _KEY_RANK.setdefault(_key, len(_KEY_RANK))
 
-_MAX_SHOWN_VALUE = 120
-
 
 def missing_libraries() -> list[tuple[str, str]]:
     """(library name, import traceback) of each Python library this code needs but cannot import."""
@@ -94,50 +94,7 @@ def missing_libraries() -> list[tuple[str, str]]:
     return missing
 
 
-class InventoryError(Day2Error):
-    """All problems found in an inventory; ``problems`` is a list of {host, field, value, message}."""
-
-    def __init__(self, problems: list[dict[str, Any]]) -> None:
-        self.problems = list(problems)
-        lines = ["%d problem(s) in the new-worker inventory:" % len(self.problems)]
-        lines.extend("- " + problem["message"] for problem in self.problems)
-        super().__init__("\n".join(lines), {"problems": self.problems})
-
-
-class _Problems:
-    """Collects problems; ``for_host`` gives the report(field, value, what, fix) callable."""
-
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    def add(self, host: Any, field: str, value: Any, what: str, fix: str) -> None:
-        self.items.append(
-            {
-                "host": host,
-                "field": field,
-                "value": value,
-                "message": 'host %s: field "%s" value %s %s; %s' % (host, field, _show(value), what, fix),
-            }
-        )
-
-    def for_host(self, host: str) -> Report:
-        def report(field: str, value: Any, what: str, fix: str) -> None:
-            self.add(host, field, value, what, fix)
-
-        return report
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    if len(text) > _MAX_SHOWN_VALUE:
-        text = text[:_MAX_SHOWN_VALUE] + "..."
-    return text
-
-
-def _check_platform(host: dict[str, Any], checked_host: CheckedHost, platform: str | None, problems: _Problems) -> None:
+def _check_platform(host: dict[str, Any], checked_host: CheckedHost, platform: str | None, problems: Problems) -> None:
     architecture = checked_host.architecture
     if not given(platform) or str(platform).lower() == "none" or architecture not in NONE_PLATFORM_ONLY:
         return
@@ -158,7 +115,7 @@ def _check_hosts(
     hosts: Any, default_architecture: str | None, allow_loopback: bool, platform: str | None = None
 ) -> tuple[list[CheckedHost], list[dict[str, Any]]]:
     """Run every check; return (checked hosts, problems). ``platform``: Infrastructure spec.platformSpec.type."""
-    problems = _Problems()
+    problems = Problems()
     cluster_architecture = normalize_architecture(default_architecture)
     if cluster_architecture is None:
         problems.add(
@@ -199,7 +156,7 @@ def _check_hosts(
     return checked, problems.items
 
 
-def _check_unique(checked: list[CheckedHost], problems: _Problems) -> None:
+def _check_unique(checked: list[CheckedHost], problems: Problems) -> None:
     """Hostnames, MACs and addresses must each belong to exactly one host definition."""
     owners: dict[tuple[str, str], tuple[int, str]] = {}
     for host in checked:
@@ -224,7 +181,7 @@ def _identities(host: CheckedHost) -> list[tuple[str, str, str]]:
     return found
 
 
-def _check_unique_within(host: CheckedHost, problems: _Problems) -> None:
+def _check_unique_within(host: CheckedHost, problems: Problems) -> None:
     seen = set()
     for field, kind, value in _identities(host):
         if (kind, value) in seen:
@@ -249,7 +206,7 @@ def build_nodes_configs(
     platform is the cluster's Infrastructure spec.platformSpec.type (None: not checked).
     """
     checked, problems = _check_hosts(hosts, default_architecture, allow_loopback, platform)
-    extra = _Problems()
+    extra = Problems()
     if given(boot_artifacts_base_url) and not (
         isinstance(boot_artifacts_base_url, str) and re.match(r"^https?://[^\s/]+", boot_artifacts_base_url)
     ):
@@ -284,7 +241,7 @@ def _static_addresses(host: Any) -> list[tuple[str, Any]]:
     """(field, netaddr.IPAddress) of the static addresses a host definition gives, invalid ones skipped."""
     if not isinstance(host, dict):
         return []
-    checker = HostChecker(host, "", "x86_64", True, _Problems().for_host(""))
+    checker = HostChecker(host, "", "x86_64", True, Problems().for_host(""))
     return list(checker.check().addresses)
 
 
@@ -301,7 +258,7 @@ def addresses_outside_machine_networks(hosts: Any, machine_networks: list[Any]) 
         if parsed is None:
             raise Day2Error("machine network %r is not a CIDR such as 192.168.111.0/24" % (cidr,))
         networks.append(parsed)
-    problems = _Problems()
+    problems = Problems()
     for host in hosts if isinstance(hosts, list) else []:
         for field, ip in _static_addresses(host):
             same_version = [net for net in networks if net.version == ip.version]

@@ -1,0 +1,137 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The check step: sorting a host's variables, and every host against the others and the cluster."""
+
+import pytest
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import known_host_keys
+
+CLUSTER = {
+    "architecture": "amd64",
+    "rpm_architecture": "x86_64",
+    "platform": "BareMetal",
+    "machine_networks": ["192.168.111.0/24"],
+    "nodes": [
+        {"name": "master-0", "roles": ["control-plane", "master"], "internal_ips": ["192.168.111.10"], "ready": True},
+        {"name": "worker-old", "roles": ["worker"], "internal_ips": ["192.168.111.30"], "ready": False},
+        {"name": "extra-worker-9", "roles": ["worker"], "internal_ips": ["192.168.111.29"], "ready": True},
+    ],
+}
+SHARED = {"kubeconfig", "day2_workdir", "ansible_connection", "ntp_servers"}
+
+
+def host(name, **variables):
+    base = {"ansible_host": "x", "inventory_hostname": name, "group_names": ["new_workers"], "kubeconfig": "/k"}
+    base.update(variables)
+    return sort_variables(name, base, base.__getitem__, known_host_keys(), SHARED)
+
+
+def good(name="extra-worker-0", last=20, **extra):
+    settings = {
+        "mac_address": "52:54:00:6f:00:%02x" % last,
+        "ip": "192.168.111.%d" % last,
+        "prefix_length": "24",
+        "gateway": "192.168.111.1",
+        "dns_servers": "192.168.111.1",
+    }
+    settings.update(extra)
+    return host(name, **settings)
+
+
+def problems_of(*hosts, cluster=CLUSTER, **kwargs):
+    with pytest.raises(InventoryError) as caught:
+        check_workers(list(hosts), cluster, **kwargs)
+    return caught.value.problems
+
+
+def test_variables_are_sorted_into_settings_typos_and_foreign_ones():
+    found = host("w", ip="192.168.111.20", gatway="x", dns_server="y", rack="r12", kubeconfig="/k", ansible_user="u")
+    assert found.settings == {"ip": "192.168.111.20"}
+    assert found.typos == [("dns_server", "dns_servers"), ("gatway", "gateway")]
+    assert found.foreign == ["rack"]
+
+
+def test_a_good_inventory_gives_every_step_its_input():
+    result = check_workers([good(), good("extra-worker-1", 21, bmc_address="redfish://bmc", bmc_password="pw")], CLUSTER)
+    assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0", "extra-worker-1"]
+    assert result["image_hosts"][0]["prefix_length"] == 24  # converted as the argument spec does
+    assert result["image_hosts"][0]["dns_servers"] == ["192.168.111.1"]
+    assert "bmc_password" not in str(result["image_hosts"]) and "pw" not in str(result)
+    assert result["boot_hosts"][1] == {
+        "name": "extra-worker-1",
+        "bmc_address": "redfish://bmc",
+        "bmc_username": None,
+        "bmc_password_set": True,
+        "bmc_verify_certs": None,
+    }
+    assert result["install_hosts"][0] == {
+        "name": "extra-worker-0",
+        "address": "192.168.111.20",
+        "mac_address": "52:54:00:6f:00:14",
+    }
+    assert result["join_nodes"][1] == {"name": "extra-worker-1", "addresses": ["192.168.111.21"]}
+    assert result["joined"] == [] and result["ignored"] == {}
+
+
+def test_an_awx_empty_answer_means_unset():
+    result = check_workers([good(vlan_id="", ipv6="", root_device_hints="")], CLUSTER)
+    assert "vlan_id" not in result["image_hosts"][0]
+
+
+def test_a_typo_is_refused_naming_the_key_it_resembles_and_never_its_value():
+    problems = problems_of(good(gatway="192.168.111.1", bmc_pasword="secret"))
+    messages = [p["message"] for p in problems]
+    assert 'host extra-worker-0: field "gatway" value "(not shown)" is not a host variable of this collection; ' \
+        'did you mean "gateway"? Rename it' in messages
+    assert any('did you mean "bmc_password"' in m for m in messages)
+    assert "secret" not in str(problems)
+
+
+def test_a_value_of_the_wrong_type_names_host_field_and_value():
+    problems = problems_of(good(prefix_length="twenty-four"))
+    assert problems[0]["host"] == "extra-worker-0" and problems[0]["field"] == "prefix_length"
+    assert problems[0]["value"] == "twenty-four"
+
+
+def test_an_address_is_required_to_follow_the_install():
+    problems = problems_of(host("extra-worker-0", mac_address="52:54:00:6f:00:14"))
+    assert [p["field"] for p in problems] == ["ip"]
+
+
+def test_a_ready_node_with_the_hosts_address_joined_already():
+    result = check_workers([good("extra-worker-9", 29), good()], CLUSTER)
+    assert result["joined"] == ["extra-worker-9"]
+    assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0"]
+
+
+def test_names_and_addresses_of_existing_nodes_are_refused():
+    problems = problems_of(good("worker-old", 31), good("master-0", 22), good("extra-worker-0", 30))
+    messages = "\n".join(p["message"] for p in problems)
+    assert "host worker-old: field \"name\" value \"worker-old\" is already a Node of the cluster" in messages
+    assert "replace_worker.yml" in messages
+    assert 'host master-0: field "name" value "master-0" is a control-plane node of the cluster' in messages
+    assert 'host extra-worker-0: field "ip" value "192.168.111.30" already belongs to Node worker-old' in messages
+
+
+def test_the_replaced_node_may_keep_its_name_and_address():
+    result = check_workers([good("worker-old", 30)], CLUSTER, replace_node="worker-old")
+    assert [h["name"] for h in result["image_hosts"]] == ["worker-old"]
+
+
+def test_an_address_outside_the_machine_networks_is_refused():
+    problems = problems_of(good(ip="10.0.0.5", gateway="10.0.0.1"))
+    assert any(p["field"] == "ip" and "machine networks" in p["message"] for p in problems)
+
+
+def test_the_image_checks_run_on_every_host_at_once():
+    problems = problems_of(good(gateway="10.9.9.9"), good("extra-worker-1", 21, mac_address="52:54:00:6f:00:14"))
+    fields = sorted((p["host"], p["field"]) for p in problems)
+    assert ("extra-worker-0", "gateway") in fields and ("extra-worker-1", "mac_address") in fields
+
+
+def test_an_empty_group_is_refused():
+    problems = problems_of(group="new_workers")
+    assert problems[0]["message"].startswith('host (inventory): field "group" value "new_workers" has no hosts')
