@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Usage: .ci/lint.sh
 #
-# ansible-lint (profile production, configured in .ansible-lint) over the repository, with the
-# collection resolved through .collections (the link .ci/setup.sh makes), then
-# `antsibull-changelog lint` for the changelog fragments.
+# The repository's shape (.ci/layout.py: thin modules, small files, no references outside it, docs/architecture.md
+# matching the tree); ruff (lint and format check, configured in pyproject.toml) over every Python file; mypy over
+# the collection's module_utils and action plugin (typed; run through .collections so the ansible_collections imports resolve); ansible-lint
+# (profile production, configured in .ansible-lint) with the collection resolved through .collections (the link
+# .ci/setup.sh makes); `antsibull-changelog lint` for the changelog fragments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -16,5 +18,10 @@ run() {
 export PATH=$ROOT/.venv/bin:$PATH
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections
 
+run python .ci/layout.py
+run ruff check .
+run ruff format --check .
+(cd .collections && run mypy --config-file "$ROOT/pyproject.toml" \
+    ansible_collections/openshift_agent/day2/plugins/module_utils ansible_collections/openshift_agent/day2/plugins/action)
 run ansible-lint --profile production
 run antsibull-changelog lint

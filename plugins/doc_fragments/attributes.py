@@ -24,7 +24,8 @@ attributes:
     details:
       - The module only reads, so check mode behaves exactly like a normal run.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    description:
+      Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
 """
 

@@ -81,6 +81,7 @@ _IMAGE_KEYS = r"""
         type: str
 """
 
+
 class ModuleDocFragment:
     # The keys the image step reads (day2_iso).
     DOCUMENTATION = _HEADER + _IMAGE_KEYS.lstrip("\n")

@@ -19,7 +19,7 @@ description:
   - A variable whose name is close to a host key (C(gatway), C(dns_server), C(root_device_hint)) is refused, naming
     the key it resembles. Ansible's own variables (C(ansible_*), C(inventory_hostname)...) and those every host of
     the play has alike (group C(all), extra variables) are not host settings. Any other variable is left alone and
-    listed in RV(ignored): other plays may set it.
+    listed in RV(ignored), since other plays may set it.
   - Against the cluster (the facts of M(openshift_agent.day2.day1_facts)) every host's settings are checked the way
     the image step renders them (names, MACs, addresses, routes, DNS, root device hints, architecture and platform),
     its addresses against the machine networks and the existing Nodes' addresses, and its name against the existing
@@ -48,10 +48,12 @@ attributes:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    description:
+      Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
   action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    description:
+      Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: openshift_agent.day2.day1_facts
@@ -75,7 +77,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 image_hosts:
-  description: The host keys of the image step, per host still to add (the C(hosts) of M(openshift_agent.day2.day2_iso)).
+  description:
+    The host keys of the image step, per host still to add (the C(hosts) of M(openshift_agent.day2.day2_iso)).
   returned: success
   type: list
   elements: dict
@@ -87,7 +90,8 @@ boot_hosts:
   type: list
   elements: dict
 install_hosts:
-  description: Per host still to add, C(name), C(address) and C(mac_address) (the C(hosts) of M(openshift_agent.day2.agent_wait)).
+  description:
+    Per host still to add, C(name), C(address) and C(mac_address) (the C(hosts) of M(openshift_agent.day2.agent_wait)).
   returned: success
   type: list
   elements: dict

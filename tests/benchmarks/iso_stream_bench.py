@@ -16,6 +16,7 @@ Run from the repository root:  .venv/bin/python tests/benchmarks/iso_stream_benc
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -160,20 +161,20 @@ def main():
         exec_times, get_times, curl_times = [], [], []
         use_curl = shutil.which("curl") is not None
         for _run in range(args.runs):
-            dest = os.path.join(workdir, "exec.iso")
-            seconds, (size, exec_sha) = timed(lambda: run.fetch("/assets/node.x86_64.iso", dest))
+            exec_dest = os.path.join(workdir, "exec.iso")
+            seconds, (size, exec_sha) = timed(functools.partial(run.fetch, "/assets/node.x86_64.iso", exec_dest))
             exec_times.append(seconds)
-            os.unlink(dest)
-            dest = os.path.join(workdir, "get.iso")
-            seconds, get_sha = timed(lambda: https_get(url, token, configuration.ssl_ca_cert, dest))
+            os.unlink(exec_dest)
+            get_dest = os.path.join(workdir, "get.iso")
+            seconds, get_sha = timed(functools.partial(https_get, url, token, configuration.ssl_ca_cert, get_dest))
             get_times.append(seconds)
-            os.unlink(dest)
+            os.unlink(get_dest)
             assert exec_sha == get_sha
             if use_curl:
-                dest = os.path.join(workdir, "curl.iso")
-                seconds, curl_sha = timed(lambda: curl_get(url, token, configuration.ssl_ca_cert, dest))
+                curl_dest = os.path.join(workdir, "curl.iso")
+                seconds, curl_sha = timed(functools.partial(curl_get, url, token, configuration.ssl_ca_cert, curl_dest))
                 curl_times.append(seconds)
-                os.unlink(dest)
+                os.unlink(curl_dest)
                 assert curl_sha == exec_sha
         exec_s, get_s = statistics.median(exec_times), statistics.median(get_times)
         mib = size / 2**20

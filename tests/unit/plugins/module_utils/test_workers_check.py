@@ -55,7 +55,8 @@ def test_variables_are_sorted_into_settings_typos_and_foreign_ones():
 
 
 def test_a_good_inventory_gives_every_step_its_input():
-    result = check_workers([good(), good("extra-worker-1", 21, bmc_address="redfish://bmc", bmc_password="pw")], CLUSTER)
+    second = good("extra-worker-1", 21, bmc_address="redfish://bmc", bmc_password="pw")
+    result = check_workers([good(), second], CLUSTER)
     assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0", "extra-worker-1"]
     assert result["image_hosts"][0]["prefix_length"] == 24  # converted as the argument spec does
     assert result["image_hosts"][0]["dns_servers"] == ["192.168.111.1"]
@@ -84,8 +85,10 @@ def test_an_awx_empty_answer_means_unset():
 def test_a_typo_is_refused_naming_the_key_it_resembles_and_never_its_value():
     problems = problems_of(good(gatway="192.168.111.1", bmc_pasword="secret"))
     messages = [p["message"] for p in problems]
-    assert 'host extra-worker-0: field "gatway" value "(not shown)" is not a host variable of this collection; ' \
+    assert (
+        'host extra-worker-0: field "gatway" value "(not shown)" is not a host variable of this collection; '
         'did you mean "gateway"? Rename it' in messages
+    )
     assert any('did you mean "bmc_password"' in m for m in messages)
     assert "secret" not in str(problems)
 
@@ -110,7 +113,7 @@ def test_a_ready_node_with_the_hosts_address_joined_already():
 def test_names_and_addresses_of_existing_nodes_are_refused():
     problems = problems_of(good("worker-old", 31), good("master-0", 22), good("extra-worker-0", 30))
     messages = "\n".join(p["message"] for p in problems)
-    assert "host worker-old: field \"name\" value \"worker-old\" is already a Node of the cluster" in messages
+    assert 'host worker-old: field "name" value "worker-old" is already a Node of the cluster' in messages
     assert "replace_worker.yml" in messages
     assert 'host master-0: field "name" value "master-0" is a control-plane node of the cluster' in messages
     assert 'host extra-worker-0: field "ip" value "192.168.111.30" already belongs to Node worker-old' in messages

@@ -1,0 +1,84 @@
+"""The shape of the repository, checked: thin modules, small files, a repository that stands alone, and an
+architecture document that matches the tree. Run by .ci/lint.sh; exits 1 and names every breach.
+"""
+
+import ast
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODULE_CODE_LINES = 80  # per module, outside DOCUMENTATION, EXAMPLES and RETURN
+FILE_LINES = 450  # per module_utils, action plugin and lab file
+DOC_STRINGS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+OUTSIDE_FILES = re.compile(r"\b(FACTS|LAB|DESIGN)\.md\b")
+SKIP_DIRS = {".git", ".venv", ".collections", ".cache", "tests/output", ".build"}
+
+
+def module_code_lines(path):
+    """Lines of a module that are not its documentation strings, blank lines or comments."""
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in DOC_STRINGS for t in node.targets):
+            docs.update(range(node.lineno, node.end_lineno + 1))
+    lines = path.read_text().splitlines()
+    return sum(
+        1
+        for number, line in enumerate(lines, start=1)
+        if number not in docs and line.strip() and not line.strip().startswith("#")
+    )
+
+
+def files(*patterns):
+    for pattern in patterns:
+        yield from sorted(ROOT.glob(pattern))
+
+
+def tracked_text_files():
+    for path in ROOT.rglob("*"):
+        relative = path.relative_to(ROOT).as_posix()
+        if path.is_dir() or any(relative == d or relative.startswith(d + "/") for d in SKIP_DIRS):
+            continue
+        if "__pycache__" in relative or path.suffix in (".iso", ".img", ".pyc"):
+            continue
+        try:
+            yield relative, path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+
+
+def main():
+    breaches = []
+    for path in files("plugins/modules/*.py"):
+        count = module_code_lines(path)
+        if count >= MODULE_CODE_LINES:
+            breaches.append("%s: %d lines of code outside its docs (limit %d)" % (path.name, count, MODULE_CODE_LINES))
+    for path in files("plugins/module_utils/**/*.py", "plugins/action/*.py", "tests/lab/lab/**/*.py"):
+        count = len(path.read_text().splitlines())
+        if count > FILE_LINES:
+            breaches.append("%s: %d lines (limit %d)" % (path.relative_to(ROOT), count, FILE_LINES))
+    for relative, text in tracked_text_files():
+        if relative == ".ci/layout.py":
+            continue
+        for match in OUTSIDE_FILES.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            breaches.append("%s:%d: refers to %s, which is not in the repository" % (relative, line, match.group(0)))
+    architecture = (ROOT / "docs/architecture.md").read_text()
+    for path in files("plugins/module_utils/**/*.py", "plugins/modules/*.py", "plugins/action/*.py"):
+        if path.name == "__init__.py":
+            continue
+        relative = path.relative_to(ROOT / "plugins").as_posix()
+        if relative not in architecture:
+            breaches.append("docs/architecture.md does not name plugins/%s" % relative)
+    for named in sorted(set(re.findall(r"`((?:module_utils|modules|action)/[\w/]+\.py)`", architecture))):
+        if not (ROOT / "plugins" / named).exists():
+            breaches.append("docs/architecture.md names plugins/%s, which does not exist" % named)
+    for breach in breaches:
+        print("layout: " + breach)
+    print("layout: %s" % ("%d breach(es)" % len(breaches) if breaches else "ok"))
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
