@@ -59,8 +59,9 @@ ALLOW_LOOPBACK_VARIABLE = "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK"
 
 
 def known_host_keys() -> tuple[str, ...]:
-    """Every key a host definition may carry (image and boot), for unknown-key checks of inventory hosts."""
-    return tuple(IMAGE_HOST_OPTIONS) + tuple(BOOT_HOST_OPTIONS)
+    """The host keys an inventory host may set (image and boot): every key but ``name``, which is the host's
+    inventory name. For the unknown-key checks of inventory hosts."""
+    return tuple(key for key in IMAGE_HOST_OPTIONS if key != "name") + tuple(BOOT_HOST_OPTIONS)
 
 
 def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:

@@ -2,7 +2,7 @@
 
 """The checks of one CSR at a time: every legitimate and rogue CSR, alone against the policy.
 
-The rogue kinds include those the lab files (docs/lab.md, "Kubelets and CSRs").
+The rogue kinds include those the lab files (docs/lab-hosts.md, "Kubelets and CSRs").
 """
 
 import base64

@@ -336,7 +336,6 @@ def test_bmc_keys_are_not_rendered():
 def test_known_host_keys_lists_every_model_key():
     assert len(known_host_keys()) == len(set(known_host_keys()))
     assert set(known_host_keys()) == {
-        "name",
         "mac_address",
         "interfaces",
         "interface",

@@ -138,3 +138,13 @@ def test_the_image_checks_run_on_every_host_at_once():
 def test_an_empty_group_is_refused():
     problems = problems_of(group="new_workers")
     assert problems[0]["message"].startswith('host (inventory): field "group" value "new_workers" has no hosts')
+
+
+def test_the_user_guide_documents_exactly_the_host_keys():
+    import pathlib
+    import re
+
+    guide = (pathlib.Path(__file__).resolve().parents[4] / "docs" / "user-guide.md").read_text()
+    section = guide[guide.index("## 3. The inventory") : guide.index("## 4. The workflow")]
+    documented = re.findall(r"^\| `([a-z_0-9]+)` \|", section, re.M)
+    assert documented == list(known_host_keys())
