@@ -19,6 +19,7 @@ export PATH=$ROOT/.venv/bin:$PATH
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections
 
 run python .ci/layout.py
+run python .ci/role_readmes.py --check
 run ruff check .
 run ruff format --check .
 (cd .collections && run mypy --config-file "$ROOT/pyproject.toml" \
