@@ -6,7 +6,6 @@ import json
 
 import pytest
 import yaml
-from facts_fixtures import INSTALL_CONFIG, MARKER, b64, condition, node, objects
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
     NEEDED,
@@ -18,6 +17,14 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluste
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.settings import pull_secret_registries
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import parse_version
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.facts_fixtures import (
+    INSTALL_CONFIG,
+    MARKER,
+    b64,
+    condition,
+    node,
+    objects,
+)
 
 
 def test_reads_are_all_get_or_list_and_unique():

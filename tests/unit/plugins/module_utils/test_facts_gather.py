@@ -4,7 +4,6 @@
 import json
 
 import pytest
-from facts_fixtures import b64, node, objects
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import cluster
@@ -20,6 +19,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes 
     master_architectures,
     node_summary,
 )
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.facts_fixtures import b64, node, objects
 
 TARGETS = {key: target for key, target, _role in READS}
 
