@@ -7,6 +7,8 @@ import pathlib
 import re
 import sys
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODULE_CODE_LINES = 80  # per module, outside DOCUMENTATION, EXAMPLES and RETURN
 FILE_LINES = 450  # per module_utils, action plugin and lab file
@@ -48,9 +50,24 @@ def tracked_text_files():
             continue
 
 
+def documentation_problems(path):
+    """The module's DOCUMENTATION, EXAMPLES and RETURN must be YAML (ansible-doc reads them so)."""
+    problems = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in DOC_STRINGS:
+            try:
+                yaml.safe_load(node.value.value)
+            except yaml.YAMLError as error:
+                problems.append(
+                    "%s: %s is not YAML: %s" % (path.name, node.targets[0].id, str(error).replace("\n", " "))
+                )
+    return problems
+
+
 def main():
     breaches = []
     for path in files("plugins/modules/*.py"):
+        breaches.extend(documentation_problems(path))
         count = module_code_lines(path)
         if count >= MODULE_CODE_LINES:
             breaches.append("%s: %d lines of code outside its docs (limit %d)" % (path.name, count, MODULE_CODE_LINES))

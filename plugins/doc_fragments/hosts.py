@@ -2,17 +2,17 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 # The keys of a new-worker host definition: the suboptions of a module's ``hosts`` option. The module documents
-# ``hosts`` itself (description, type, elements, required); the fragment adds its suboptions. The argument specs
+# ``hosts`` itself (description, type, elements, required); the fragment adds its suboptions. The argument spec
 # is plugins/module_utils/_image/hosts.py IMAGE_HOST_OPTIONS; a unit test keeps them equal (the BMC keys of the boot
 # step are documented in docs/user-guide.md, which a unit test keeps equal to BOOT_HOST_OPTIONS).
 
-_HEADER = r"""
+
+class ModuleDocFragment:
+    # The keys the image step reads (day2_iso).
+    DOCUMENTATION = r"""
 options:
   hosts:
     suboptions:
-"""
-
-_IMAGE_KEYS = r"""
       name:
         description: The host name, which becomes the Node name (a lower-case DNS name such as C(extra-worker-0)).
         type: str
@@ -80,8 +80,3 @@ _IMAGE_KEYS = r"""
             control plane's. One image is built per architecture.
         type: str
 """
-
-
-class ModuleDocFragment:
-    # The keys the image step reads (day2_iso).
-    DOCUMENTATION = _HEADER + _IMAGE_KEYS.lstrip("\n")

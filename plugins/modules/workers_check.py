@@ -23,7 +23,7 @@ description:
   - Against the cluster (the facts of M(openshift_agent.day2.day1_facts)) every host's settings are checked the way
     the image step renders them (names, MACs, addresses, routes, DNS, root device hints, architecture and platform),
     its addresses against the machine networks and the existing Nodes' addresses, and its name against the existing
-    Nodes. A Ready Node of the host's name and address means the host joined already: it is left out of every
+    Nodes. A Ready Node of the host's name and address means the host joined already, so it is left out of every
     list (RV(joined)), so running the playbook again is safe.
 notes:
   - It reads the inventory only and writes nothing; check mode behaves like a normal run.

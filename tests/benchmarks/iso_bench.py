@@ -118,13 +118,13 @@ def main():
             raise SystemExit("%s holds no Ignition config: give a node ISO" % source)
         print("ISO: %.0f MiB" % (os.path.getsize(source) / 2**20))
 
-        reads = [timed(lambda: iso.inspect_iso(source)) for _ in range(args.runs)]
-        cats = [timed(lambda: cat_to_null(source)) for _ in range(args.runs)]
+        reads = [timed(lambda: iso.inspect_iso(source)) for _run in range(args.runs)]
+        cats = [timed(lambda: cat_to_null(source)) for _run in range(args.runs)]
         report("(a) read the ISO (inspect_iso)", reads, "cat FILE > /dev/null", cats)
 
         work = os.path.join(workdir, "work.iso")
         edits, copies, hashes, sha256sums = [], [], [], []
-        for _ in range(args.copies):
+        for _copy in range(args.copies):
             if os.path.exists(work):
                 os.unlink(work)
             copies.append(timed(lambda: shell("cp", source, work)))

@@ -280,7 +280,10 @@ def choose(
     if given:
         token = AgentToken(given.strip())
     else:
-        assert reader is not None, "choose() needs a token or a client to read it with"
+        if reader is None:
+            raise AgentTokenError(
+                "no token given and no API client to read Secret %s/%s with" % (SECRET_NAMESPACE, SECRET_NAME)
+            )
         token = watch_token(reader.get(SECRET_TARGET))
         try:
             version = cluster_version(reader.get(CLUSTER_VERSION_TARGET))

@@ -82,7 +82,13 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
     source = _ForgedSource(store, cluster_id) if cluster_id else clusterinfo.StoreSource(store)
     get_secret, put_secret = source.get_secret, source.put_secret
     if expired_token:  # a throwaway token: the cluster's Secret is neither read nor written
-        get_secret, put_secret = (lambda _namespace, _name: None), (lambda _secret: None)
+
+        def get_secret(_namespace, _name):
+            return None
+
+        def put_secret(_secret):
+            return None
+
     options = {"profile": versions.for_cluster(store)}
     if expired_token:
         past = time.time() - TOKEN_LIFETIME - 3600

@@ -5,7 +5,7 @@
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install import states as states
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install import states
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
     T0,
     host,

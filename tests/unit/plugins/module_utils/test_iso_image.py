@@ -120,8 +120,9 @@ def test_layout_agrees_with_xorriso(live_iso):
     assert layout.kargs.default == DEFAULT_KARGS
 
 
-def _embed(path, ignition=IGNITION, compression="gzip"):
+def _embed(path, ignition=None, compression="gzip"):
     """Write ``ignition`` into the embed area of the ISO at ``path`` as node-joiner does (system cpio, gzip)."""
+    ignition = IGNITION if ignition is None else ignition
     _overwrite(path, _layout(path).embed_area.offset, node_layout.ignition_archive(ignition, compression))
 
 

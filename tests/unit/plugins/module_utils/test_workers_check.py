@@ -41,9 +41,9 @@ def good(name="extra-worker-0", last=20, **extra):
     return host(name, **settings)
 
 
-def problems_of(*hosts, cluster=CLUSTER, **kwargs):
+def problems_of(*hosts, cluster=None, **kwargs):
     with pytest.raises(InventoryError) as caught:
-        check_workers(list(hosts), cluster, **kwargs)
+        check_workers(list(hosts), CLUSTER if cluster is None else cluster, **kwargs)
     return caught.value.problems
 
 
