@@ -33,8 +33,9 @@ description:
   - The written ISO is inspected (node-joiner's C(coreos/igninfo.jso) and C(kargs.jso) names as well as C(.json));
     the module fails if its cluster ID is not the cluster's. O(live_kernel_arguments)
     are written into the ISO's kernel-argument areas without rebuilding the ISO.
-  - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 of every file written and the
-    agent token expiry read from the artifact when it was built. A re-run with the same inputs, intact files and a
+  - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 of every file written, the
+    agent token expiry read from the artifact when it was built and the nodes-config it was built from (secrets
+    redacted, for C(--diff)); it holds no secret. A re-run with the same inputs, intact files and a
     token valid for at least O(min_token_validity) reports C(changed=false) and sends no write request to the cluster.
   - The ISO carries the cluster pull secret and the agent auth token; it is written with mode C(0600). Keep it as you
     would keep the pull secret. It stops working when its token expires (48 hours after it was issued).
@@ -60,7 +61,9 @@ options:
     elements: dict
     required: true
   dest:
-    description: Directory the artifacts are written to. It must exist.
+    description:
+      - Directory the artifacts are written to. It must exist, except in check mode (the preflight role would
+        create it).
     type: path
     required: true
   pxe:
@@ -112,10 +115,21 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
-      - Checks the hosts, renders C(nodes-config.yaml), decides whether a build is needed and writes nothing anywhere.
+      - Checks the hosts, reads the cluster (the four GETs of the notes), renders C(nodes-config.yaml) and decides
+        for each architecture whether its artifact would be reused or built (RV(would_build)), without writing to
+        the cluster or to disk. A missing O(dest) is no error in check mode.
+      - RV(artifacts) then has an entry for every architecture; one that would be built has its C(path), its
+        C(reason) and no C(files).
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+    support: full
+    details:
+      - For each artifact built (or that would be built), the rendered C(nodes-config.yaml) against the one recorded
+        in the sidecar of the existing artifact (empty when there is none or it predates this record).
+      - Secrets are redacted, in the diff as in RV(nodes_configs) and the sidecar - a nodes-config holds no pull
+        secret or token, but a raw nmstate C(network_config) may hold a password (802.1X, MACsec C(mka-cak), IPsec
+        C(psk)) and a URL may hold one (C(user:password@)); those values are shown as C(<redacted>) and hidden from
+        the module's output. The C(sshKey) is a public key and is shown.
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
@@ -150,7 +164,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 artifacts:
-  description: One entry per architecture.
+  description:
+    - One entry per architecture.
+    - In check mode an artifact that would be built has its C(path), C(reason), C(sidecar) and C(inputs_digest),
+      C(reused=false), and no C(files), C(token_expiry) or ISO details (see RV(would_build)).
   returned: always
   type: list
   elements: dict
@@ -204,12 +221,12 @@ artifacts:
       type: list
       elements: dict
 nodes_configs:
-  description: The rendered C(nodes-config.yaml) per architecture.
+  description: The rendered C(nodes-config.yaml) per architecture, secret values shown as C(<redacted>).
   returned: always
   type: dict
   sample: {x86_64: "cpuArchitecture: x86_64\nhosts:\n- hostname: extra-worker-0\n..."}
 would_build:
-  description: In check mode, the architectures that would be built, with C(architecture) and C(reason).
+  description: In check mode, the architectures that would be built, with C(architecture), C(path) and C(reason).
   returned: check mode
   type: list
   elements: dict

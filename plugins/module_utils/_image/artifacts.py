@@ -47,10 +47,14 @@ DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments"
 
 @dataclasses.dataclass
 class Plan:
-    """What to do for one architecture: reuse the artifact, or build it from ``nodes_config``."""
+    """What to do for one architecture: reuse the artifact, or build it from ``nodes_config``.
+
+    ``shown`` is the nodes-config as it may be shown and recorded (redact.py): the same text unless it held a secret.
+    """
 
     architecture: str
     nodes_config: str
+    shown: str
     digest: str
     reuse: bool
     reason: str
@@ -79,7 +83,9 @@ class Artifacts:
             return os.path.join(self.params["dest"], PXE_DIR, arch)
         return os.path.join(self.params["dest"], nj.iso_name(arch))
 
-    def plan(self, arch: str, nodes_config: str) -> Plan:
+    def plan(self, arch: str, nodes_config: str, shown: str | None = None) -> Plan:
+        """Reuse or build ``arch`` from ``nodes_config``; ``shown`` is its redacted form (default: the same)."""
+        shown = nodes_config if shown is None else shown
         inputs = {key: self.params[key] for key in DIGESTED_PARAMETERS}
         inputs.update(
             nodes_config=nodes_config,
@@ -88,13 +94,34 @@ class Artifacts:
         )
         digest = inputs_digest(inputs)
         if self.params["force"]:
-            return Plan(arch, nodes_config, digest, False, "force is set")
+            return Plan(arch, nodes_config, shown, digest, False, "force is set")
         reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity)
-        return Plan(arch, nodes_config, digest, reuse, reason)
+        return Plan(arch, nodes_config, shown, digest, reuse, reason)
 
     def reused(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact kept as it is."""
         return self._result(plan, read_sidecar(self.path(plan.architecture)) or {}, [])
+
+    def planned(self, plan: Plan) -> dict[str, Any]:
+        """The result entry of an artifact that would be built (check mode): where it would go and why, no files."""
+        result = self._result(plan, {}, [], read_back=False)
+        result.update(dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments")), hosts=[])
+        return result
+
+    def diff(self, plan: Plan) -> dict[str, str]:
+        """The --diff of ``plan``: the nodes-config recorded for the existing artifact (or none), and the new one."""
+        path = self.path(plan.architecture)
+        before = (read_sidecar(path) or {}).get("nodes_config")
+        return {
+            "before_header": (
+                "%s (nodes-config of %s)" % (sidecar_path(path), path)
+                if isinstance(before, str)
+                else "%s (no nodes-config recorded)" % path
+            ),
+            "after_header": "nodes-config.yaml for %s" % plan.architecture,
+            "before": before if isinstance(before, str) else "",
+            "after": plan.shown,
+        }
 
     def build(self, plan: Plan, run: NodeJoinerRun, image: str) -> dict[str, Any]:
         """Run node-joiner for ``plan``, fetch what it wrote, record it in the sidecar; return the result entry.
@@ -112,6 +139,7 @@ class Artifacts:
             "files": files,
             "token_expiry": token_expiry,
             "built_at": format_rfc3339(self.now),
+            "nodes_config": plan.shown,  # for the next run's --diff; secrets redacted
         }
         write_sidecar(path, record)
         return self._result(plan, record, stages)
@@ -154,7 +182,9 @@ class Artifacts:
 
     # --- the result ------------------------------------------------------------------------------
 
-    def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _result(
+        self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], read_back: bool = True
+    ) -> dict[str, Any]:
         path = self.path(plan.architecture)
         result = {
             "architecture": plan.architecture,
@@ -169,7 +199,7 @@ class Artifacts:
             "token_expiry": record.get("token_expiry"),
             "stages": stages,
         }
-        if not self.pxe:
+        if read_back and not self.pxe:
             result.update(iso_facts(path))
         return result
 

@@ -21,6 +21,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, connect, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import hide
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import read_objects
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
     MASTER_LABEL,
@@ -40,6 +41,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_
     missing_libraries,
     render_nodes_config,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.redact import redacted, secret_values
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
 
 # node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
@@ -55,21 +57,29 @@ def run(module: Any) -> dict[str, Any]:
     """Do what day2_iso's parameters ask; return the module's result. Raises Day2Error with the partial result."""
     params = module.params
     started = time.monotonic()
-    min_validity = check_parameters(params)
+    min_validity = check_parameters(params, module.check_mode)
     client, api = connect(module)
     cluster = read_cluster(api)
     check_pxe_supported(params["pxe"], cluster)
     configs = nodes_configs(params, cluster)
+    # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
+    hide(module, *secret_values(configs))
     artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
     result: dict[str, Any] = {"changed": False, "artifacts": [], "nodes_configs": {}}
     plans = []
     for arch, config in sorted(configs.items()):
-        result["nodes_configs"][arch] = render_nodes_config(config)
-        plans.append(artifacts.plan(arch, result["nodes_configs"][arch]))
+        result["nodes_configs"][arch] = render_nodes_config(redacted(config))
+        plans.append(artifacts.plan(arch, render_nodes_config(config), result["nodes_configs"][arch]))
     result["changed"] = not all(plan.reuse for plan in plans)
+    if module._diff and result["changed"]:
+        result["diff"] = [artifacts.diff(plan) for plan in plans if not plan.reuse]
     if module.check_mode:
-        result["would_build"] = [{"architecture": p.architecture, "reason": p.reason} for p in plans if not p.reuse]
-        result["artifacts"] = [artifacts.reused(plan) for plan in plans if plan.reuse]
+        result["would_build"] = [
+            {"architecture": p.architecture, "path": artifacts.path(p.architecture), "reason": p.reason}
+            for p in plans
+            if not p.reuse
+        ]
+        result["artifacts"] = [artifacts.reused(plan) if plan.reuse else artifacts.planned(plan) for plan in plans]
     else:
         for plan in plans:
             if plan.reuse:
@@ -114,8 +124,11 @@ def _build(
         raise Day2Error(message, {**so_far, "namespace": run.ns_name, **error.result})
 
 
-def check_parameters(params: dict[str, Any]) -> int:
-    """Refuse parameters that cannot work, before the cluster is read; return min_token_validity in seconds."""
+def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
+    """Refuse parameters that cannot work, before the cluster is read; return min_token_validity in seconds.
+
+    In check mode a missing ``dest`` is fine: the run before this module (the preflight role) would create it.
+    """
     for name, trace in missing_libraries():
         raise Day2Error(missing_required_lib(name), {"exception": trace})
     if not params["pxe"] and params["boot_artifacts_base_url"]:
@@ -124,7 +137,7 @@ def check_parameters(params: dict[str, Any]) -> int:
         min_validity = parse_duration(params["min_token_validity"])
     except ValueError as error:
         raise InputError("min_token_validity: %s" % error)
-    if not os.path.isdir(params["dest"]):
+    if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
         raise InputError("dest %s is not an existing directory: create it first" % params["dest"])
     return min_validity
 

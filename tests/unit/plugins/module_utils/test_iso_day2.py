@@ -297,9 +297,11 @@ def test_only_amd64_and_arm64_mix():
 
 
 class Module:
-    def __init__(self, dest, check_mode=False, **changes):
+    def __init__(self, dest, check_mode=False, diff=False, **changes):
         self.params = params(dest, **changes)
         self.check_mode = check_mode
+        self._diff = diff
+        self.no_log_values = set()
 
 
 class Client:
@@ -316,9 +318,11 @@ def connected(monkeypatch):
 
 def test_check_mode_reads_four_objects_and_says_what_it_would_build(connected, tmp_path):
     result = build.run(Module(tmp_path, check_mode=True))
-    assert result["changed"] is True and result["artifacts"] == []
-    assert result["would_build"] == [
-        {"architecture": "x86_64", "reason": "%s does not exist" % (tmp_path / "node.x86_64.iso")}
+    iso = str(tmp_path / "node.x86_64.iso")
+    assert result["changed"] is True and "diff" not in result
+    assert result["would_build"] == [{"architecture": "x86_64", "path": iso, "reason": "%s does not exist" % iso}]
+    assert [(a["path"], a["reused"], a["files"], a["token_expiry"]) for a in result["artifacts"]] == [
+        (iso, False, [], None)
     ]
     assert "hostname: extra-worker-0" in result["nodes_configs"]["x86_64"] and connected.asked == [
         CV,
