@@ -54,7 +54,6 @@ notes:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
-  - openshift_agent.day2.attributes.READ_ONLY
 options:
   hosts:
     description:
@@ -160,6 +159,19 @@ options:
     type: str
     choices: [auto, Watcher-Authorization, Authorization]
     default: auto
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Checks the options and returns at once which hosts would be followed, at which agent URL and kubelet
+        address, until which stage (RV(would_follow)); RV(hosts) has every host in phase C(waiting).
+      - It sends no request at all - every request to an agent carries the token - and does not read the token,
+        so it works before the image step has created Secret C(openshift-config/agent-auth-token).
+        RV(token_info) only says where the token would come from.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0 (only to read the default O(token))
@@ -304,6 +316,29 @@ hosts:
            percentage: 40, event: "reached installation stage Writing image to disk: 40%"}
     unreachable_since:
       description: Since when the agent has not answered (RFC 3339, UTC), null while it answers.
+      type: str
+would_follow:
+  description: In check mode, the hosts that would be followed.
+  returned: check mode
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The host name.
+      type: str
+    address:
+      description: Its address.
+      type: str
+    agent_url:
+      description: The agent API that would be polled.
+      type: str
+      sample: http://192.168.111.90:8090/api/assisted-install/v2
+    kubelet:
+      description: The kubelet address (C(host:port)) probed once the agent is gone.
+      type: str
+      sample: 192.168.111.90:10250
+    until:
+      description: How far the host would be followed (O(until)).
       type: str
 duration:
   description: Seconds spent.

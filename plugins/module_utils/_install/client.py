@@ -55,6 +55,16 @@ API_PREFIX = "/api/assisted-install/v2"
 MAX_WORKERS = 32
 
 
+def bracketed(address: str) -> str:
+    """``address`` as the host part of a URL (an IPv6 address in brackets)."""
+    return "[%s]" % address if ":" in address and not address.startswith("[") else address
+
+
+def agent_url(address: str, port: int) -> str:
+    """The agent API of a host, as this module reaches it."""
+    return "http://%s:%d%s" % (bracketed(address), port, API_PREFIX)
+
+
 class AgentRequestError(Day2Error):
     """A request to an agent failed. ``kind`` is one of the Observation kinds."""
 

@@ -15,7 +15,12 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import hide
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import (
+    AgentWatch,
+    agent_url,
+    bracketed,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.progress import HostProgress
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import HEADERS, AgentToken, choose
 
 # The choices of the option first_header; ``auto`` lets the token and the cluster's release decide.
@@ -53,10 +58,46 @@ def choose_token(module: Any, params: dict[str, Any]) -> tuple[AgentToken, str, 
     return choose(reader=connect(module)[1])
 
 
+def predict(params: dict[str, Any]) -> dict[str, Any]:
+    """Check mode: which hosts would be followed, at which address, until when. Nothing is asked of anyone.
+
+    Neither the agents (every request to them carries the token) nor the cluster are asked: the token is read
+    when the run happens, from the Secret the image step creates or refreshes, which may not exist yet.
+    """
+    until, port = params["until"], params["agent_port"]
+    progress = [HostProgress(h["name"], h["address"], port, h.get("mac_address")) for h in params["hosts"]]
+    header = None if params["first_header"] == "auto" else params["first_header"]
+    return {
+        "changed": False,
+        "hosts": {p.name: p.result(until) for p in progress},
+        "would_follow": [
+            {
+                "name": p.name,
+                "address": p.address,
+                "agent_url": agent_url(p.address, port),
+                "kubelet": "%s:%d" % (bracketed(p.address), params["kubelet_port"]),
+                "until": until,
+            }
+            for p in progress
+        ],
+        "duration": 0.0,
+        "polls": 0,
+        "requests": 0,
+        "auth_header": None,
+        "token_info": dict(
+            dict.fromkeys(("key", "persona", "expires", "cluster_version")),
+            source="option" if params["token"] else "secret",
+            first_header=header,
+        ),
+    }
+
+
 def run(module: Any) -> dict[str, Any]:
     """Follow ``module.params["hosts"]`` until ``until`` (or one snapshot); the module result."""
     params = module.params
     grace = check_inputs(params)
+    if module.check_mode:
+        return predict(params)
     token, first_header, token_info, warnings = choose_token(module, params)
     # A token read from the cluster is as secret as a given one: keep it out of every output.
     hide(module, token.value)

@@ -91,8 +91,9 @@ class FakeDynamicClient:
 class FakeModule:
     """What run() uses of AnsibleK8SModule: params, requires() and the no_log_values that hide() fills."""
 
-    def __init__(self, **params):
+    def __init__(self, check_mode=False, **params):
         self.params = params
+        self.check_mode = check_mode
         self.required = []
         self.no_log_values = set()
 
@@ -260,3 +261,49 @@ def test_run_checks_the_inputs_before_reading_the_cluster(lab, monkeypatch):
     with pytest.raises(InputError, match="wait_sleep must be at least 1 second"):
         wait.run(module)
     assert dynamic.paths == [] and module.required == [] and module.no_log_values == set()
+
+
+def test_check_mode_names_every_host_and_asks_no_one(lab, monkeypatch):
+    """No Secret yet (a fresh setup): check mode reads no token, polls no agent, probes no kubelet."""
+    agent = lab.agent(0, TO_REBOOT)
+    dynamic = install_client(monkeypatch, None)
+    hosts = [{"name": "worker-0", "address": lab.address(0)}, {"name": "worker-1", "address": "fd00::21"}]
+    module = module_for(lab, hosts=hosts, token=None, wait=True, check_mode=True)
+    result = wait.run(module)
+    assert result["would_follow"] == [
+        {
+            "name": "worker-0",
+            "address": lab.address(0),
+            "agent_url": "http://%s:%d/api/assisted-install/v2" % (lab.address(0), lab.port),
+            "kubelet": "%s:%d" % (lab.address(0), lab.kubelet_port),
+            "until": "rebooted",
+        },
+        {
+            "name": "worker-1",
+            "address": "fd00::21",
+            "agent_url": "http://[fd00::21]:%d/api/assisted-install/v2" % lab.port,
+            "kubelet": "[fd00::21]:%d" % lab.kubelet_port,
+            "until": "rebooted",
+        },
+    ]
+    assert {name: (h["phase"], h["answered"], h["timeline"]) for name, h in result["hosts"].items()} == {
+        "worker-0": ("waiting", False, []),
+        "worker-1": ("waiting", False, []),
+    }
+    assert (result["changed"], result["requests"], result["polls"], result["auth_header"]) == (False, 0, 0, None)
+    assert result["token_info"]["source"] == "secret" and result["token_info"]["first_header"] is None
+    assert dynamic.paths == [] and module.required == [] and agent.requests == [] and module.no_log_values == set()
+
+
+def test_check_mode_still_refuses_bad_inputs(lab):
+    with pytest.raises(InputError, match="wait_sleep must be at least 1 second"):
+        wait.run(module_for(lab, wait_sleep=0, check_mode=True))
+    result = wait.run(module_for(lab, check_mode=True, first_header=USER))
+    assert result["token_info"] == {
+        "source": "option",
+        "key": None,
+        "persona": None,
+        "expires": None,
+        "cluster_version": None,
+        "first_header": USER,
+    }

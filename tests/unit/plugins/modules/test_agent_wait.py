@@ -38,7 +38,6 @@ def test_main_returns_one_snapshot_without_changing_anything(lab, capsys):
             "token": TOKEN,
             "agent_port": lab.port,
             "wait": False,
-            "_ansible_check_mode": True,
         },
         capsys,
     )
@@ -55,6 +54,24 @@ def test_main_returns_one_snapshot_without_changing_anything(lab, capsys):
         "first_header": "Watcher-Authorization",
     }
     assert TOKEN not in json.dumps(result)
+
+
+def test_main_in_check_mode_predicts_without_a_request(lab, capsys):
+    agent = lab.agent(0, TO_REBOOT)
+    result = run_main(
+        {
+            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
+            "agent_port": lab.port,
+            "kubeconfig": "/nonexistent/kubeconfig",
+            "_ansible_check_mode": True,
+        },
+        capsys,
+    )
+    assert result["changed"] is False and "failed" not in result and agent.requests == []
+    assert [h["agent_url"] for h in result["would_follow"]] == [
+        "http://%s:%d/api/assisted-install/v2" % (lab.address(0), lab.port)
+    ]
+    assert result["hosts"]["worker-0"]["phase"] == "waiting" and result["token_info"]["source"] == "secret"
 
 
 def test_main_reports_the_header_that_worked_on_a_4_17_agent(lab, capsys):
