@@ -1,7 +1,8 @@
 """The HTTPS Kubernetes-style API server: discovery, routing and authorization of the REST verbs, every kind.
 
-Request path: log middleware (request log) -> auth middleware (401, identity) -> fault middleware
-(delay, reset, 5xx) -> handler (RBAC 403, then ``lab.verbs`` with the store). Every error is a Kubernetes
+Request path: log middleware (request log) -> auth middleware (401, identity) -> path authorization (403 for a
+non-resource path the caller may not get) -> fault middleware (delay, reset, 5xx) -> handler (RBAC 403 from
+``lab.rbac``, then ``lab.verbs`` with the store; reviews go to ``lab.reviews``). Every error is a Kubernetes
 ``Status`` body.
 """
 
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from . import kinds, verbs
-from .auth import ANONYMOUS_PATHS, Attributes, allowed
+from . import escalation, kinds, rbac, reviews, verbs
+from .auth import ANONYMOUS_PATHS, Attributes, non_resource
 from .discovery import (
     CTX,
     IDENTITY,
@@ -67,6 +68,27 @@ async def auth_middleware(request: web.Request, handler):
     if identity is None and request.path not in ANONYMOUS_PATHS:
         return error_response(ApiError(401, "Unauthorized", "Unauthorized"))
     request[IDENTITY] = identity
+    return await handler(request)
+
+
+def is_resource_path(path: str) -> bool:
+    """``/api/v1/<resource>...`` or ``/apis/<group>/<version>/<resource>...``; everything else (``/version``,
+    discovery, unknown paths) is a non-resource request, authorized on its path."""
+    parts = [part for part in path.split("/") if part]
+    return (len(parts) >= 3 and parts[0] == "api") or (len(parts) >= 4 and parts[0] == "apis")
+
+
+@web.middleware
+async def path_authorization_middleware(request: web.Request, handler):
+    """Non-resource requests need a nonResourceURLs rule (system:discovery, system:public-info-viewer...)."""
+    if not is_resource_path(request.path):
+        identity = request[IDENTITY]
+        attrs = non_resource(request.method.lower(), request.path)
+        allowed, reason = rbac.authorize(request.app[CTX].store, identity, attrs)
+        if not allowed:
+            user = identity.name if identity else "system:anonymous"
+            message = f'forbidden: User "{user}" cannot {request.method.lower()} path "{request.path}"'
+            return error_response(ApiError(403, "Forbidden", message + (f": {reason}" if reason else "")))
     return await handler(request)
 
 
@@ -143,13 +165,34 @@ def _verb(request: web.Request, target: Target) -> str:
     raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 
-def _authorize(request: web.Request, target: Target, verb: str, name: str | None) -> None:
+def _authorize(request: web.Request, target: Target, verb: str, name: str | None, named: bool = True) -> None:
+    """403 unless the caller may ``verb`` the target (``lab.rbac``); ``named`` False for a create, whose request
+    carries no name (so a rule with resourceNames never allows it), though the refusal names the object."""
     ctx = request.app[CTX]
     identity = request[IDENTITY]
-    resource = f"{target.kind.plural}/{target.subresource}" if target.subresource else target.kind.plural
-    attrs = Attributes(verb, target.kind, resource, target.namespace, name)
-    if ctx.faults.denies(verb, resource, identity.is_admin) or not allowed(identity, attrs):
-        raise forbidden(target.kind, name, identity.name, verb, resource, target.namespace)
+    kind = target.kind
+    attrs = Attributes(
+        verb, kind.group, kind.plural, target.subresource or "", target.namespace or "", (name or "") if named else ""
+    )
+    resource = attrs.combined_resource
+    allowed, reason = rbac.authorize(ctx.store, identity, attrs, name or "")
+    if ctx.faults.denies(verb, resource, identity.is_admin) or not allowed:
+        error = forbidden(kind, name, identity.name, verb, resource, target.namespace)
+        if reason:
+            error = ApiError(error.code, error.reason, f"{error.message}: {reason}", error.details)
+        raise error
+    if kind is kinds.CSR and target.subresource == "approval" and verb in ("update", "patch"):
+        escalation.check_approval(ctx.store, identity, name or "")
+
+
+async def _review(request: web.Request, target: Target) -> web.Response:
+    """POST of a SelfSubjectAccessReview or SelfSubjectRulesReview: answered, never stored (``lab.reviews``)."""
+    if request.method != "POST" or target.name:
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    body = verbs.check_body(target, await verbs.read_body(request))
+    _authorize(request, target, "create", None)
+    ctx = request.app[CTX]
+    return json_response(reviews.review(ctx.store, request[IDENTITY], target.kind, body), 201)
 
 
 async def resource_handler(request: web.Request) -> web.StreamResponse:
@@ -166,6 +209,8 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
         target = parsed
         if not _serves(ctx)(target.kind):
             raise _NO_RESOURCE
+        if target.kind in reviews.KINDS:
+            return await _review(request, target)
         verb = _verb(request, target)
         if target.kind.namespaced and not target.namespace and verb not in ("list", "watch"):
             raise _NO_RESOURCE
@@ -185,7 +230,7 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
                     405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
                 )
             body = verbs.check_body(target, await verbs.read_body(request))
-            _authorize(request, target, verb, body["metadata"].get("name"))
+            _authorize(request, target, verb, body["metadata"].get("name"), named=False)
             return await verbs.create(request, ctx, target, body)
         if verb == "get":
             _authorize(request, target, verb, target.name)
@@ -224,7 +269,8 @@ def _tell_pods_about_deletions(ctx):
 
 def build_app(ctx) -> web.Application:
     app = web.Application(
-        middlewares=[log_middleware, auth_middleware, fault_middleware], client_max_size=64 * 1024 * 1024
+        middlewares=[log_middleware, auth_middleware, path_authorization_middleware, fault_middleware],
+        client_max_size=64 * 1024 * 1024,
     )
     app[CTX] = ctx
     ctx.store.add_listener(_tell_pods_about_deletions(ctx))

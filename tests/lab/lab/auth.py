@@ -1,7 +1,12 @@
-"""Who is calling (bearer token or client certificate) and what they may do (a fixed, small RBAC)."""
+"""Who is calling (bearer token or client certificate) and the question an authorizer answers (``Attributes``).
+
+What each identity may do is ``lab.rbac``'s: RBAC from the stored roles and bindings, system:masters and the
+node authorizer.
+"""
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 
@@ -75,53 +80,48 @@ def identity_from_peercert(peercert: dict) -> Identity:
 
 @dataclass(frozen=True)
 class Attributes:
-    """One authorization question, with the fields kube-apiserver's RBAC looks at."""
+    """One authorization question, with the fields kube-apiserver's authorizers look at.
+
+    Empty strings, not None, for what a request does not have (an unnamed create or list, a cluster-scoped
+    resource), as kube-apiserver's ``authorizer.AttributesRecord`` has them.
+    """
 
     verb: str
-    kind: object
-    resource: str  # plural or plural/subresource
-    namespace: str | None
-    name: str | None
+    group: str = ""
+    resource: str = ""  # the plural, without the subresource
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    path: str = ""  # a non-resource request (``/version``, ``/apis``...)
+    resource_request: bool = True
+
+    @property
+    def combined_resource(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
-def _admin_rule(identity: Identity, attrs: Attributes):
-    return True if identity.is_admin else None
+def non_resource(verb: str, path: str) -> Attributes:
+    return Attributes(verb, path=path, resource_request=False)
 
 
-def _readonly_rule(identity: Identity, attrs: Attributes):
-    if identity.name == READONLY.name:
-        return attrs.verb in ("get", "list", "watch")
-    return None
+async def setup(ctx) -> None:
+    """``POST /users`` on the control API (``labctl user``): ``{"name", "groups"}`` -> a new bearer token.
 
+    The identity is the name with the groups and ``system:authenticated``; it may do nothing until a binding
+    names it (or one of its groups), except what every authenticated user may (discovery, reviews).
+    """
+    from aiohttp import web
 
-def _bootstrapper_rule(identity: Identity, attrs: Attributes):
-    if identity.name == BOOTSTRAPPER.name:
-        return attrs.resource == "certificatesigningrequests" and attrs.verb in ("create", "get", "list", "watch")
-    return None
+    async def new_user(request: web.Request) -> web.Response:
+        try:
+            wanted = json.loads(await request.read() or b"{}")
+            name, groups = wanted["name"], list(wanted.get("groups") or [])
+            if not name or not isinstance(name, str) or not all(isinstance(g, str) and g for g in groups):
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            return web.json_response({"error": 'the body must be {"name": NAME, "groups": [GROUP, ...]}'}, status=400)
+        identity = Identity(name, tuple(dict.fromkeys([*groups, AUTHENTICATED])))
+        token = ctx.auth.add_token(identity)
+        return web.json_response({"user": identity.name, "groups": list(identity.groups), "token": token})
 
-
-def _node_rule(identity: Identity, attrs: Attributes):
-    """The part of the Node authorizer + system:node role a kubelet needs to join."""
-    if not identity.name.startswith("system:node:") or "system:nodes" not in identity.groups:
-        return None
-    node_name = identity.name[len("system:node:") :]
-    if attrs.resource == "certificatesigningrequests":
-        return attrs.verb in ("create", "get", "list", "watch")
-    if attrs.resource == "nodes" and attrs.verb in ("get", "list", "watch"):
-        return True
-    if attrs.resource in ("nodes", "nodes/status") and attrs.verb in ("create", "update", "patch"):
-        return attrs.name == node_name
-    return False
-
-
-# Rules are asked in order; the first that answers True/False decides; nobody answering means "denied".
-# Components may append rules (e.g. for service-account tokens of simulated pods).
-RULES: list = [_admin_rule, _readonly_rule, _bootstrapper_rule, _node_rule]
-
-
-def allowed(identity: Identity, attrs: Attributes) -> bool:
-    for rule in RULES:
-        answer = rule(identity, attrs)
-        if answer is not None:
-            return answer
-    return False
+    ctx.control_routes.append(("POST", "/users", new_user))

@@ -324,6 +324,29 @@ def _configure_build_iso(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("hosts", nargs="*", metavar="HOST", help="inventory hosts in the ISO (default all)")
 
 
+def cmd_user(args) -> int:
+    """A new identity with a bearer token: writes STATE/kubeconfig-NAME (0600); no permissions until bound."""
+    if "/" in args.name:
+        raise LabError(f"a user name for a kubeconfig file name cannot contain '/': {args.name!r}")
+    state = os.path.abspath(args.state)
+    lab = _running_lab(state)
+    result = _control(lab, "POST", "/users", {"name": args.name, "groups": args.groups})
+    from .daemon import atomic_write, kubeconfig  # the kubeconfig every lab identity gets
+
+    with open(os.path.join(state, "ca.crt"), "rb") as handle:
+        ca_pem = handle.read()
+    path = os.path.join(state, f"kubeconfig-{args.name}")
+    atomic_write(path, kubeconfig(lab["api_url"], ca_pem, args.name, result["token"]), private=True)
+    print(json.dumps({"kubeconfig": path, "user": result["user"], "groups": result["groups"]}, indent=2))
+    return 0
+
+
+def _configure_user(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--name", required=True, help="the user name (e.g. alice, system:serviceaccount:NS:NAME)")
+    parser.add_argument("--group", dest="groups", action="append", default=[], help="a group of the user (repeatable)")
+
+
 # name -> (help, configure(parser), handler(args))
 SUBCOMMANDS = {
     "start": ("start a lab in the background and wait until it is ready", add_start_options, None),
@@ -342,6 +365,11 @@ SUBCOMMANDS = {
         cmd_reboot_done,
     ),
     "rogue-csr": ("file one rogue CSR of KIND, or one of every kind with 'all'", _configure_rogue_csr, cmd_rogue_csr),
+    "user": (
+        "write kubeconfig-NAME: a new bearer token for user NAME (and its groups), no permissions until bound",
+        _configure_user,
+        cmd_user,
+    ),
 }
 
 

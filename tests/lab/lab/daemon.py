@@ -18,7 +18,7 @@ import sys
 import yaml
 from aiohttp import web
 
-from . import auth, hosts, isobuild, kubelet, pods, redfish, rogue, seeds
+from . import auth, hosts, isobuild, kubelet, pods, rbac, redfish, rogue, seeds
 from .apiserver import build_app
 from .cli import add_start_options
 from .context import LabContext
@@ -38,6 +38,7 @@ COMPONENTS.append(redfish.setup)  # sushy-emulator BMCs that boot the hosts (lab
 COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, Node, lab signer
 COMPONENTS.append(rogue.setup)  # rogue CSRs on demand (labctl rogue-csr)
 COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
+COMPONENTS.append(auth.setup)  # new identities with bearer tokens (labctl user)
 
 
 def inventory_hosts(count: int) -> list:
@@ -133,6 +134,7 @@ async def run(options) -> None:
     os.makedirs(pki_dir, mode=0o700, exist_ok=True)
     store = Store(event_window=options.event_window)
     count = seeds.load_into(store, options.variant)
+    count += rbac.bootstrap(store)  # the roles and bindings of the built-in identities (lab.rbac)
     ctx = LabContext(state_dir, options, store, LabPKI(), Faults(), auth.Authenticator())
     ctx.hosts = inventory_hosts(options.hosts)
     tokens = {

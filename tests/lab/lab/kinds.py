@@ -64,6 +64,7 @@ class Kind:
 
 
 _CORE, _RBAC, _CERTS = "", "rbac.authorization.k8s.io", "certificates.k8s.io"
+_AUTHZ = "authorization.k8s.io"
 _CONFIG, _MCO = "config.openshift.io", "machineconfiguration.openshift.io"
 
 _BUILTIN = [
@@ -103,6 +104,9 @@ _BUILTIN = [
     Kind(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", False),
     Kind(_RBAC, "v1", "Role", "roles", True),
     Kind(_RBAC, "v1", "RoleBinding", "rolebindings", True),
+    # Create-only reviews, answered by lab.reviews and never stored.
+    Kind(_AUTHZ, "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
+    Kind(_AUTHZ, "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False, verbs=("create",)),
     Kind(
         _CERTS,
         "v1",

@@ -1,6 +1,7 @@
 """What each REST verb does with the store, once the API server has routed and authorized a request.
 
-Request bodies (JSON, YAML, apply), list (or a Table), get, create (pods go to ``ctx.pods.on_created``), update
+Request bodies (JSON, YAML, apply), list (or a Table), get, create (pods go to ``ctx.pods.on_created``; roles and
+bindings pass ``lab.escalation``'s rule on create and update), update
 and the status/approval subresources (approvals are logged), JSON/merge/strategic/apply patches, delete (a
 Namespace or Pod answers with the object, others with a Status), deletecollection, pods/exec and pods/log
 (``ctx.pods``), and watch (a too-old resourceVersion is an ERROR event in a 200 stream).
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 import yaml
 from aiohttp import web
 
-from . import admission, kinds, tables
+from . import admission, escalation, kinds, tables
 from .discovery import IDENTITY, json_response
 from .errors import ApiError, bad_request
 from .faults import reset_connection
@@ -86,6 +87,8 @@ def list_objects(request: web.Request, ctx, target: Target) -> web.Response:
 
 async def create(request: web.Request, ctx, target: Target, body: dict) -> web.Response:
     obj = admission.prepare_create(target.kind, body, request[IDENTITY])
+    # Roles and bindings: the escalation rule (a create carries no name in its URL).
+    escalation.check_write(ctx.store, request[IDENTITY], target.kind, target.namespace, obj, None, "")
     created = ctx.store.create(target.kind, obj)
     if target.kind is kinds.POD and ctx.pods is not None:
         await ctx.pods.on_created(created)
@@ -100,6 +103,7 @@ def update(request: web.Request, ctx, target: Target, body: dict) -> web.Respons
 
 def store_update(request, ctx, target: Target, current: dict, new: dict, code: int) -> web.Response:
     obj = admission.prepare_update(target.kind, current, new, target.subresource)
+    escalation.check_write(ctx.store, request[IDENTITY], target.kind, target.namespace, obj, current, target.name)
     updated = ctx.store.update(target.kind, obj)
     if target.subresource == "approval":
         ctx.approvals.append(
