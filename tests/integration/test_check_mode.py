@@ -1,0 +1,204 @@
+"""playbooks/add_workers.yml --check (and --diff) against fresh labs: rc 0, nothing written, the predictions shown.
+
+A fresh setup: no work directory (the default one, under a fresh HOME), no Secret openshift-config/agent-auth-token.
+Nothing may be written to the cluster (the lab's request log: no write; a SelfSubjectAccessReview or
+SelfSubjectRulesReview is a question, not a write of state) or to disk; the run says that the ISO would be built,
+which hosts would be booted (by hand, or through which BMC), which hosts would be followed at which address and
+which pending CSRs would be approved now.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+from conftest import REPO, lab_env, labctl, run_playbook
+
+PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
+# Requests that ask the API server a question through a POST; they write no state.
+QUESTIONS = ("selfsubjectaccessreviews", "selfsubjectrulesreviews")
+
+
+def state_writes(lab):
+    return [r for r in lab.writes() if not r["path"].split("?", 1)[0].rstrip("/").endswith(QUESTIONS)]
+
+
+def run_check(lab, tmp_path, *extra, json_output=True):
+    """--check with a fresh HOME and the default work directory; (rc, output, {task name: [results]})."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(lab_env(lab), HOME=str(home))
+    if json_output:
+        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
+    rc, output = run_playbook(PLAYBOOK, "-i", lab.inventory, "--check", *extra, env=env)
+    assert not (home / "openshift-day2").exists(), "check mode created the work directory"
+    return rc, output, task_results(output) if json_output else {}
+
+
+def task_results(output):
+    """{task name: [result of each item, or the one result]} from the ansible.posix.json callback's output."""
+    document = json.loads(output[output.index("{") :])
+    results = {}
+    for task in document["plays"][0]["tasks"]:
+        result = task["hosts"].get("localhost")
+        if result is not None:
+            name = task["task"]["name"].split(" : ", 1)[-1]  # without the role's name
+            results.setdefault(name, []).extend(result.get("results") or [result])
+    return results
+
+
+def messages(results, name):
+    found = []
+    for result in results.get(name) or []:
+        msg = result.get("msg")
+        found += msg if isinstance(msg, list) else [msg] if msg else []
+    return found
+
+
+def secret_exists(lab, name="agent-auth-token"):
+    return any(o["kind"] == "Secret" and o["metadata"]["name"] == name for o in lab.dump()["objects"])
+
+
+def test_check_on_a_fresh_lab_writes_nothing_and_says_what_would_happen(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "2", "--agent-port", "0", "--kubelet-port", "0")
+    assert not secret_exists(lab)
+    lab.reset_log()
+    started = time.monotonic()
+    rc, output, results = run_check(lab, tmp_path)
+    assert rc == 0, output[-6000:]
+    assert time.monotonic() - started < 120
+    assert state_writes(lab) == [] and not secret_exists(lab)
+
+    (image,) = results["Build the ISO with node-joiner in the cluster (reused when still valid)"]
+    iso = str(tmp_path / "home" / "openshift-day2" / "node.x86_64.iso")
+    assert image["would_build"] == [{"architecture": "x86_64", "path": iso, "reason": "%s does not exist" % iso}]
+    assert messages(results, "Report the image") == ["x86_64: %s (would be built: %s does not exist)" % (iso, iso)]
+    boot = messages(results, "Tell what to boot")
+    assert boot[0].startswith("Check mode: nothing is built or booted") and iso in boot
+    assert "Hosts: extra-worker-0, extra-worker-1" in boot
+
+    (install,) = results["Follow every host's install until it reboots into the installed system"]
+    assert [(h["name"], h["address"]) for h in install["would_follow"]] == [
+        ("extra-worker-0", "127.0.111.20"),
+        ("extra-worker-1", "127.0.111.21"),
+    ]
+    assert install["requests"] == 0 and install["token_info"]["source"] == "secret"
+    follow = messages(results, "Say which hosts would be followed, and where")
+    assert follow[0] == (
+        "Check mode: extra-worker-0 would be followed at http://127.0.111.20:%d/api/assisted-install/v2 (then its "
+        "kubelet at 127.0.111.20:%d) until it has rebooted" % (lab.info["agent_port"], lab.info["kubelet_port"])
+    )
+
+    (join,) = results["Approve exactly the new nodes' certificates and wait until they are Ready"]
+    assert join["would_approve"] == [] and join["changed"] is False and join["duration"] < 30
+    report = messages(results, "Report every new node and the CSRs a run would approve now (check mode)")
+    assert report == [
+        "Check mode: extra-worker-%d: waiting-for-client-csr; would approve now: none (no CSR of this host is "
+        "pending yet); expected addresses 127.0.111.2%d" % (index, index)
+        for index in range(2)
+    ]
+
+
+def test_check_predicts_the_pending_csrs_it_would_approve(lab_factory, tmp_path):
+    """The hosts have rebooted and their kubelets filed client CSRs: check mode names them and approves none."""
+    lab = lab_factory("--hosts", "2", "--agent-port", "0", "--kubelet-port", "0")
+    labctl("reboot-done", "--state", str(lab.state), "extra-worker-0", "extra-worker-1")
+    deadline = time.monotonic() + 60
+    pending = {}
+    while len(pending) < 2 and time.monotonic() < deadline:
+        pending = {
+            o["metadata"]["name"]: o["spec"]["username"]
+            for o in lab.dump()["objects"]
+            if o["kind"] == "CertificateSigningRequest" and not o.get("status", {}).get("conditions")
+        }
+        time.sleep(0.5)
+    assert len(pending) == 2, pending
+    lab.reset_log()
+    rc, output, results = run_check(lab, tmp_path)
+    assert rc == 0, output[-6000:]
+    assert state_writes(lab) == [] and lab.dump()["approvals"] == []
+    (join,) = results["Approve exactly the new nodes' certificates and wait until they are Ready"]
+    assert sorted((c["name"], c["node"]) for c in join["would_approve"]) == sorted(
+        (name, "extra-worker-%d" % index) for index, name in enumerate(sorted(pending, key=pending.get))
+    )
+    assert join["changed"] is True and join["approved"] == []
+    report = " ".join(messages(results, "Report every new node and the CSRs a run would approve now (check mode)"))
+    for name in pending:
+        assert name in report
+
+
+def test_check_with_redfish_reads_the_bmcs_and_boots_nothing(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0")
+    lab.reset_log()
+    iso_url = "http://127.0.0.1:9/node.x86_64.iso"
+    rc, output, results = run_check(lab, tmp_path, "-e", "day2_boot_method=redfish", "-e", "day2_iso_url=%s" % iso_url)
+    assert rc == 0, output[-6000:]
+    assert state_writes(lab) == []
+    said = messages(results, "Say how Redfish would boot extra-worker-0") + messages(
+        results, "Say how Redfish would boot extra-worker-1"
+    )
+    systems = lab.info["redfish"]["systems"]
+    for name, message in zip(("extra-worker-0", "extra-worker-1"), said):
+        bmc = "%s/redfish/v1/Systems/%s" % (lab.info["redfish"]["url"], systems[name])
+        assert message.startswith("Check mode: %s would be booted through its BMC %s (power Off)" % (name, bmc))
+        assert "given the ISO %s" % iso_url in message and message.endswith("then On.")
+    hosts = lab.control("GET", "/hosts")
+    assert not any(h.get("booted_by") for h in hosts), hosts
+    assert lab.info["redfish"]["password"] not in output
+
+
+def test_diff_shows_the_nodes_config_before_and_after(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "1")
+    lab.reset_log()
+    rc, output, _results = run_check(lab, tmp_path, "--diff", json_output=False)
+    assert rc == 0, output[-6000:]
+    assert "nodes-config.yaml for x86_64" in output and "(no nodes-config recorded)" in output
+    assert "+- hostname: extra-worker-0" in output or "+  - hostname: extra-worker-0" in output, output[-4000:]
+    assert state_writes(lab) == []
+
+    # Build the ISO for real (image step only), then change a host: the diff shows what changes.
+    workdir = tmp_path / "work"
+    rc, output = run_playbook(
+        PLAYBOOK, "-i", lab.inventory, "--tags", "image", "-e", "day2_workdir=%s" % workdir, env=lab_env(lab)
+    )
+    assert rc == 0, output[-6000:]
+    assert "127.0.111.1" in json.loads((workdir / "node.x86_64.iso.json").read_text())["nodes_config"]
+    inventory = yaml.safe_load(Path(lab.inventory).read_text())
+    inventory["all"]["children"]["new_workers"]["hosts"]["extra-worker-0"]["dns_servers"] = ["127.0.111.53"]
+    changed = tmp_path / "inventory.yml"
+    changed.write_text(yaml.safe_dump(inventory))
+    lab.reset_log()
+    rc, output = run_playbook(
+        PLAYBOOK,
+        "-i",
+        str(changed),
+        "--check",
+        "--diff",
+        "--tags",
+        "image",
+        "-e",
+        "day2_workdir=%s" % workdir,
+        env=lab_env(lab),
+    )
+    assert rc == 0, output[-6000:]
+    assert "node.x86_64.iso.json (nodes-config of %s)" % (workdir / "node.x86_64.iso") in output
+    removed = [line for line in output.splitlines() if line.startswith("-") and "127.0.111.1" in line]
+    added = [line for line in output.splitlines() if line.startswith("+") and "127.0.111.53" in line]
+    assert removed and added, output[-4000:]
+    assert state_writes(lab) == []
+
+    # Unchanged inputs: the ISO is reused, there is no diff.
+    rc, output = run_playbook(
+        PLAYBOOK,
+        "-i",
+        lab.inventory,
+        "--check",
+        "--diff",
+        "--tags",
+        "image",
+        "-e",
+        "day2_workdir=%s" % workdir,
+        env=lab_env(lab),
+    )
+    assert rc == 0, output[-6000:]
+    assert "nodes-config.yaml for" not in output and "reused: inputs unchanged" in output
