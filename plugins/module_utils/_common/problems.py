@@ -34,12 +34,15 @@ class Problems:
         self.items: list[dict[str, Any]] = []
 
     def add(self, host: Any, field: str, value: Any, what: str, fix: str) -> None:
+        """One problem; ``host`` is the host's name, or a scope in parentheses: ``(play)`` for a play variable,
+        ``(inventory)``, ``(cluster)``, ``(parameters)``."""
+        scope = str(host)[1:-1] if str(host).startswith("(") and str(host).endswith(")") else "host %s" % host
         self.items.append(
             {
                 "host": host,
                 "field": field,
                 "value": value,
-                "message": 'host %s: field "%s" value %s %s; %s' % (host, field, show(value), what, fix),
+                "message": '%s: field "%s" value %s %s; %s' % (scope, field, show(value), what, fix),
             }
         )
 

@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
-import json
 import re
 from typing import Any
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_values import (
+    check_root_device_hints,
+    hostname_problem,
+    is_number,
+    number_instead_of_mac,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     ARCHITECTURE_ALIASES,
     normalize_architecture,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import (
+    DEFAULT_ROUTE,
     MAX_INTERFACE_NAME,
     Interface,
     OwnedAddress,
@@ -35,80 +41,32 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstat
     interface_name_problem,
     mac_problem,
     normalize_mac,
+    raw_routes,
+    subnet_of,
     vlan_interface_name,
 )
 
-# The simple variables that a raw network_config replaces.
+# The simple variables that a raw network_config replaces. ip and ipv6 may stay: they name the address the
+# install is followed at, which must be one of network_config's static addresses.
 SIMPLE_NETWORK_KEYS = (
-    "ip",
     "prefix_length",
     "gateway",
     "dns_servers",
     "vlan_id",
-    "ipv6",
     "ipv6_prefix_length",
     "ipv6_gateway",
 )
+FOLLOWED_ADDRESS_KEYS = (("ip", 4), ("ipv6", 6))
 DEFAULT_INTERFACE = "eth0"
-
-ROOT_DEVICE_HINT_KEYS = (
-    "deviceName",
-    "hctl",
-    "model",
-    "vendor",
-    "serialNumber",
-    "minSizeGigabytes",
-    "wwn",
-    "rotational",
-)
-FORBIDDEN_ROOT_DEVICE_HINTS = {
-    "wwnWithExtension": "the agent's disk inventory does not report it, so node-joiner refuses it",
-    "wwnVendorExtension": "the agent's disk inventory does not report it, so node-joiner refuses it",
-}
 
 # The collection's own rule (node-joiner has no such check): s390x and ppc64le workers only join clusters of
 # their own architecture. Their platform rule (platform none only) is in nodes_config.
 SINGLE_ARCHITECTURE_ONLY = ("ppc64le", "s390x")
 
-# Names NetworkManager and the kubelet treat as "no hostname set"; a node must not carry them.
-FORBIDDEN_HOSTNAMES = (
-    "localhost",
-    "localhost.localdomain",
-    "localhost4",
-    "localhost6",
-    "localhost4.localdomain4",
-    "localhost6.localdomain6",
-)
-MAX_HOSTNAME = 253
-MAX_LABEL = 63
-_LABEL_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-_HCTL_PATTERN = re.compile(r"^[0-9]+:[0-9]+:[0-9]+:[0-9]+$")
-
 
 def given(value: Any) -> bool:
     """AWX surveys send "" for an unanswered optional question: treat it like an unset variable."""
     return value is not None and value != "" and value != [] and value != {}
-
-
-def hostname_problem(name: Any) -> str | None:
-    """Why a name cannot be a node name (Kubernetes DNS-1123 subdomain), or None."""
-    if not isinstance(name, str) or not name:
-        return "is not a non-empty string"
-    if name != name.lower():
-        return "contains upper-case letters (node names are lower case)"
-    if len(name) > MAX_HOSTNAME:
-        return "is longer than %d characters" % MAX_HOSTNAME
-    if name in FORBIDDEN_HOSTNAMES:
-        return "is a localhost name, which leaves the node without a usable name"
-    for label in name.split("."):
-        if len(label) > MAX_LABEL:
-            return "has a label longer than %d characters (%s...)" % (MAX_LABEL, label[:20])
-        if not _LABEL_PATTERN.match(label):
-            return (
-                "has the label %s, which is not letters, digits and '-' starting and ending with "
-                "a letter or digit" % json.dumps(label)
-            )
-    return None
 
 
 @dataclasses.dataclass
@@ -124,6 +82,7 @@ class CheckedHost:
     macs: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (field, MAC), for the uniqueness check
     network_config: dict[str, Any] | None = None
     addresses: list[OwnedAddress] = dataclasses.field(default_factory=list)  # the addresses the host will own
+    routed: set[int] = dataclasses.field(default_factory=set)  # the IP versions with a default gateway
 
     def render(self) -> dict[str, Any]:
         host: dict[str, Any] = {"hostname": self.hostname, "role": "worker"}
@@ -200,40 +159,8 @@ class HostChecker:
         if not isinstance(hints, dict):
             self.report("root_device_hints", hints, "is not a mapping", "write e.g. {deviceName: /dev/sda}")
             return None
-        for key in sorted(hints, key=str):
-            self._check_hint(key, hints[key])
+        check_root_device_hints(self.report, hints)
         return dict(hints)
-
-    def _check_hint(self, key: Any, value: Any) -> None:
-        field = "root_device_hints.%s" % key
-        if key in FORBIDDEN_ROOT_DEVICE_HINTS:
-            self.report(
-                field,
-                value,
-                "is not supported: %s" % FORBIDDEN_ROOT_DEVICE_HINTS[key],
-                "use wwn, serialNumber or deviceName instead",
-            )
-        elif key not in ROOT_DEVICE_HINT_KEYS:
-            close = difflib.get_close_matches(str(key), ROOT_DEVICE_HINT_KEYS, n=1)
-            fix = ('did you mean "%s"?' % close[0]) if close else "use one of: %s" % ", ".join(ROOT_DEVICE_HINT_KEYS)
-            self.report(field, value, "is not a root device hint", fix)
-        elif key == "rotational":
-            if not isinstance(value, bool):
-                self.report(field, value, "is not a boolean", "write true or false (unquoted)")
-        elif key == "minSizeGigabytes":
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                self.report(field, value, "is not a positive integer", "write the size in GB, e.g. 100")
-        elif not isinstance(value, str) or not value.strip():
-            self.report(field, value, "is not a non-empty string", "write the hint as text")
-        elif key == "deviceName" and not value.startswith("/dev/"):
-            self.report(
-                field,
-                value,
-                "does not start with /dev/",
-                "write the device path, e.g. /dev/sda or /dev/disk/by-path/...",
-            )
-        elif key == "hctl" and not _HCTL_PATTERN.match(value):
-            self.report(field, value, "is not Host:Channel:Target:Lun", "write four numbers like 0:0:0:0")
 
     # --- interfaces ----------------------------------------------------------------------------
 
@@ -297,7 +224,10 @@ class HostChecker:
         if mac is not None:
             self.result.macs.append((field, mac))
         if mac is None:
-            self.report(field, value, "is not a MAC address", "write six hex octets like 00:02:46:e3:9e:7c")
+            if is_number(value):
+                self.report(field, value, *number_instead_of_mac(field, value))
+            else:
+                self.report(field, value, "is not a MAC address", "write six hex octets like 00:02:46:e3:9e:7c")
             return None
         problem = mac_problem(mac)
         if problem:
@@ -321,6 +251,47 @@ class HostChecker:
             self.report, self.host["network_config"], declared, self.allow_loopback
         )
         self.result.network_config = copy.deepcopy(self.host["network_config"])
+        self._raw_default_routes()
+        for key, version in FOLLOWED_ADDRESS_KEYS:
+            if given(self.host.get(key)):
+                self._followed_static_address(key, version)
+
+    def _raw_default_routes(self) -> None:
+        """A default route's next hop must be inside a static subnet of its IP version (IPv6: or link-local)."""
+        for index, route in enumerate(raw_routes(self.host["network_config"])):
+            next_hop = parse_ip(route.get("next-hop-address"))
+            if next_hop is None or route.get("destination") != DEFAULT_ROUTE[next_hop.version]:
+                continue
+            subnets = [
+                subnet_of(owned.address, owned.prefix)
+                for owned in self.result.addresses
+                if owned.address.version == next_hop.version
+            ]
+            if any(next_hop in subnet for subnet in subnets) or (next_hop.version == 6 and next_hop.is_link_local()):
+                self.result.routed.add(next_hop.version)
+            elif subnets:
+                self.report(
+                    "network_config.routes.config[%d].next-hop-address" % index,
+                    route.get("next-hop-address"),
+                    "is not inside a static subnet of network_config (%s)"
+                    % ", ".join(str(subnet.cidr) for subnet in subnets),
+                    "set the address of the router of the host's subnet",
+                )
+
+    def _followed_static_address(self, key: str, version: int) -> None:
+        """With network_config, ip (ipv6) names the static address the install is followed at: one of its own."""
+        value = self.host[key]
+        statics = [str(owned.address) for owned in self.result.addresses if owned.address.version == version]
+        address = parse_ip(value, version)
+        if address is not None and str(address) in statics:
+            return
+        self.report(
+            key,
+            value,
+            "is not a static IPv%d address of network_config (%s)" % (version, ", ".join(statics) or "it has none"),
+            "set %s to the static address the host will have, or drop %s to follow the first static address of "
+            "network_config" % (key, key),
+        )
 
     def _simple_network(self) -> None:
         names = [name for name, _mac in self.result.interfaces]
@@ -388,12 +359,14 @@ class HostChecker:
         if address is None or prefix is None:
             return None
         check_address_in_subnet(self.report, ip_key, value, address, prefix)
-        self.result.addresses.append((ip_key, address))
+        self.result.addresses.append(OwnedAddress(ip_key, address, prefix))
         gateway = None
         if given(gateway_value):
             gateway = check_gateway(
                 self.report, gateway_key, gateway_value, address, prefix, "%s/%s" % (ip_key, prefix_key)
             )
+            if gateway is not None:
+                self.result.routed.add(version)
         return {"ip": str(address), "prefix": prefix, "gateway": None if gateway is None else str(gateway)}
 
     def _dns_servers(self) -> list[str]:

@@ -64,6 +64,12 @@ def known_host_keys() -> tuple[str, ...]:
     return tuple(key for key in IMAGE_HOST_OPTIONS if key != "name") + tuple(BOOT_HOST_OPTIONS)
 
 
+def secret_host_keys() -> tuple[str, ...]:
+    """The host keys whose values are never shown (``no_log``)."""
+    options = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS)
+    return tuple(key for key, option in options.items() if option.get("no_log"))
+
+
 def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
     """Whether host addresses in 127.0.0.0/8 are accepted: only when OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1.
 

@@ -11,7 +11,7 @@ an inventory are collected in one run instead of failing on the first.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
     netaddr,
@@ -21,9 +21,17 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Report
 
 # report(field, value, what is wrong, how to fix it): records one problem of one host.
-# An interface as (name, normalized MAC); an address a host will own as (field, netaddr.IPAddress).
+# An interface as (name, normalized MAC).
 Interface = tuple[str, str]
-OwnedAddress = tuple[str, Any]
+
+
+class OwnedAddress(NamedTuple):
+    """A static address a host will own: the field that gives it, the netaddr.IPAddress and its prefix length."""
+
+    field: str
+    address: Any
+    prefix: int
+
 
 MAIN_ROUTE_TABLE = 254
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
@@ -271,8 +279,8 @@ def check_raw_network_config(
 ) -> list[OwnedAddress]:
     """Check a user-written nmstate document against the host's declared interfaces.
 
-    declared: {name: normalized mac} from the host's ``interfaces``. Returns the list of
-    (field, IPAddress) static addresses found, for the uniqueness and machine-network checks.
+    declared: {name: normalized mac} from the host's ``interfaces``. Returns the static addresses found
+    (OwnedAddress), for the uniqueness and cluster checks.
     """
     field = "network_config"
     if not isinstance(config, dict):
@@ -367,7 +375,7 @@ def _check_raw_addresses(
             prefix = check_prefix(report, item_field + ".prefix-length", item.get("prefix-length"), version)
             if address is not None and prefix is not None:
                 check_address_in_subnet(report, item_field + ".ip", item.get("ip"), address, prefix)
-                found.append((item_field + ".ip", address))
+                found.append(OwnedAddress(item_field + ".ip", address, prefix))
     return found
 
 
@@ -386,6 +394,13 @@ def _check_raw_dns(report: Report, field: str, config: dict[str, Any]) -> None:
         return
     for index, server in enumerate(servers):
         check_dns_server(report, "%s.dns-resolver.config.server[%d]" % (field, index), server)
+
+
+def raw_routes(config: Any) -> list[dict[str, Any]]:
+    """The routes of an nmstate document that are mappings (what a mistake leaves usable)."""
+    routes = config.get("routes") if isinstance(config, dict) else None
+    route_list = routes.get("config") if isinstance(routes, dict) else None
+    return [route for route in route_list if isinstance(route, dict)] if isinstance(route_list, list) else []
 
 
 def _check_raw_routes(report: Report, field: str, config: dict[str, Any], interface_names: set[str]) -> None:

@@ -14,11 +14,7 @@ import re
 import traceback
 from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import (
-    NETADDR_IMPORT_ERROR,
-    parse_network,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import NETADDR_IMPORT_ERROR
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import (
     InventoryError,
     Problems,
@@ -111,7 +107,7 @@ def _check_platform(host: dict[str, Any], checked_host: CheckedHost, platform: s
     )
 
 
-def _check_hosts(
+def check_hosts(
     hosts: Any, default_architecture: str | None, allow_loopback: bool, platform: str | None = None
 ) -> tuple[list[CheckedHost], list[dict[str, Any]]]:
     """Run every check; return (checked hosts, problems). ``platform``: Infrastructure spec.platformSpec.type."""
@@ -177,7 +173,7 @@ def _identities(host: CheckedHost) -> list[tuple[str, str, str]]:
     """(field, kind, value) of everything that must not be shared between hosts."""
     found = [("name", "name", host.hostname)] if host.hostname else []
     found.extend((field, "MAC", mac) for field, mac in host.macs)
-    found.extend((field, "address", str(address)) for field, address in host.addresses)
+    found.extend((owned.field, "address", str(owned.address)) for owned in host.addresses)
     return found
 
 
@@ -205,7 +201,7 @@ def build_nodes_configs(
     get it. allow_loopback accepts 127.0.0.0/8 host addresses (hosts.loopback_allowed: the lab's).
     platform is the cluster's Infrastructure spec.platformSpec.type (None: not checked).
     """
-    checked, problems = _check_hosts(hosts, default_architecture, allow_loopback, platform)
+    checked, problems = check_hosts(hosts, default_architecture, allow_loopback, platform)
     extra = Problems()
     if given(boot_artifacts_base_url) and not (
         isinstance(boot_artifacts_base_url, str) and re.match(r"^https?://[^\s/]+", boot_artifacts_base_url)
@@ -235,43 +231,6 @@ def build_nodes_configs(
             config["hosts"] = []
         config["hosts"].append(host.render())
     return configs
-
-
-def _static_addresses(host: Any) -> list[tuple[str, Any]]:
-    """(field, netaddr.IPAddress) of the static addresses a host definition gives, invalid ones skipped."""
-    if not isinstance(host, dict):
-        return []
-    checker = HostChecker(host, "", "x86_64", True, Problems().for_host(""))
-    return list(checker.check().addresses)
-
-
-def addresses_outside_machine_networks(hosts: Any, machine_networks: list[Any]) -> list[dict[str, Any]]:
-    """Problems ({host, field, value, message}) for static addresses outside every machine network of their IP version.
-
-    machine_networks: CIDR strings or install-config entries {cidr: ...} (day1_facts' machine_networks). The caller
-    decides whether a problem is fatal (it usually is: the node could not reach api-int).
-    """
-    networks = []
-    for network in machine_networks:
-        cidr = network.get("cidr") if isinstance(network, dict) else network
-        parsed = parse_network(cidr)
-        if parsed is None:
-            raise Day2Error("machine network %r is not a CIDR such as 192.168.111.0/24" % (cidr,))
-        networks.append(parsed)
-    problems = Problems()
-    for host in hosts if isinstance(hosts, list) else []:
-        for field, ip in _static_addresses(host):
-            same_version = [net for net in networks if net.version == ip.version]
-            if not any(ip in net for net in same_version):
-                shown = ", ".join(str(net.cidr) for net in same_version) or "none of IPv%d" % ip.version
-                problems.add(
-                    host.get("name"),
-                    field,
-                    str(ip),
-                    "is outside the cluster's machine networks (%s)" % shown,
-                    "use an address in a machine network, or route to it and accept the risk",
-                )
-    return problems.items
 
 
 # --- canonical rendering ------------------------------------------------------------------------

@@ -6,10 +6,8 @@ import copy
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
-    addresses_outside_machine_networks,
     build_nodes_configs,
 )
 
@@ -201,7 +199,9 @@ BAD_HOSTS = [
     ("hint-empty-model", _host(root_device_hints={"model": " "}), "root_device_hints.model", "non-empty"),
     ("unknown-architecture", _host(cpu_architecture="i386"), "cpu_architecture", "not a known architecture"),
     ("s390x-on-x86-cluster", _host(cpu_architecture="s390x"), "cpu_architecture", "cannot join a x86_64 cluster"),
-    ("raw-with-simple-ip", _host(RAW_HOST, ip="192.168.111.90"), "ip", "together with network_config"),
+    ("raw-with-simple-prefix", _host(RAW_HOST, prefix_length=24), "prefix_length", "together with network_config"),
+    ("raw-ip-not-in-nmstate", _host(RAW_HOST, ip="192.168.111.91"), "ip", "not a static IPv4 address of"),
+    ("raw-ipv6-none-in-nmstate", _host(RAW_HOST, ipv6="fd00::5"), "ipv6", "(it has none)"),
     ("raw-not-mapping", _host(RAW_HOST, network_config=["eth0"]), "network_config", "not a mapping"),
     ("raw-no-interfaces", _raw(_set_nm(["interfaces"], [])), "network_config.interfaces", "non-empty list"),
     (
@@ -456,45 +456,6 @@ def test_point_to_point_prefixes_have_no_network_address(prefix, address):
 
 
 # --- machine networks -------------------------------------------------------------------------
-
-
-def test_the_static_addresses_of_simple_and_raw_hosts_are_checked():
-    dual = _host(ipv6="fd00::5", ipv6_prefix_length=64)
-    dhcp = _host(SECOND, ip=_DROP, prefix_length=_DROP, gateway=_DROP)
-    problems = addresses_outside_machine_networks([dual, RAW_HOST, dhcp], ["10.0.0.0/8"])
-    assert [(p["host"], p["field"], p["value"]) for p in problems] == [
-        ("extra-worker-0", "ip", "192.168.111.90"),
-        ("extra-worker-0", "ipv6", "fd00::5"),
-        ("extra-worker-0", "network_config.interfaces[0].ipv4.address[0].ip", "192.168.111.90"),
-    ]
-
-
-def test_addresses_outside_machine_networks():
-    inside = GOOD_HOST
-    outside = _host(SECOND, ip="10.0.0.5", gateway="10.0.0.1")
-    v6 = _host(
-        name="extra-worker-2",
-        mac_address="00:02:46:e3:9e:7e",
-        ip=_DROP,
-        prefix_length=_DROP,
-        gateway=_DROP,
-        ipv6="fd00::5",
-        ipv6_prefix_length=64,
-    )
-    problems = addresses_outside_machine_networks([inside, outside, v6], [{"cidr": "192.168.111.0/24"}])
-    assert [(p["host"], p["field"], p["value"]) for p in problems] == [
-        ("extra-worker-1", "ip", "10.0.0.5"),
-        ("extra-worker-2", "ipv6", "fd00::5"),
-    ]
-    assert "outside the cluster's machine networks (192.168.111.0/24)" in problems[0]["message"]
-    assert "none of IPv6" in problems[1]["message"]
-    assert addresses_outside_machine_networks([inside, v6], ["192.168.111.0/24", "fd00::/48"]) == []
-
-
-@pytest.mark.parametrize("network", ["not-a-network", {"cidr": None}, "192.168.111.1"])
-def test_machine_network_must_be_a_cidr(network):
-    with pytest.raises(Day2Error, match="is not a CIDR"):
-        addresses_outside_machine_networks([GOOD_HOST], [network])
 
 
 # --- ppc64le and s390x only on platform none (the agent installer's rule, applied by node-joiner) ------
