@@ -95,7 +95,12 @@ def bmc_endpoint(address: str) -> tuple[str, str]:
         host, port = parts.hostname or "", parts.port
     except ValueError:
         host, port = "", None
-    if not _valid_host(host) or "@" in parts.netloc:
+    if "@" in parts.netloc:
+        raise ValueError(
+            "has a user or password in it",
+            "give them in bmc_username and bmc_password (in a vault), and the address without them",
+        )
+    if not _valid_host(host):
         raise ValueError(
             'has the host "%s", which is not a host name or IP address' % parts.netloc,
             "write the BMC's host name or IP address after the scheme, e.g. %s" % EXAMPLE_BMC,
@@ -109,6 +114,11 @@ def bmc_endpoint(address: str) -> tuple[str, str]:
     netloc = "[%s]" % host if ":" in host else host
     base = "%s://%s%s" % (parts.scheme, netloc, ":%d" % port if port else "")
     return base, parts.path.rstrip("/") if _SYSTEM_PATH.match(parts.path) else ""
+
+
+def without_userinfo(address: str) -> str:
+    """The address as a message may show it: a user and password inside it are replaced."""
+    return re.sub(r"(://)[^/@]*@", r"\1(not shown)@", address)
 
 
 def is_http_url(value: Any) -> bool:
@@ -166,7 +176,7 @@ def check_bmc(host: str, settings: dict[str, Any], problems: Problems) -> dict[s
             endpoint = {"bmc_base_url": base, "bmc_system_path": system_path}
         except ValueError as error:
             what, fix = error.args
-            problems.add(host, "bmc_address", address, what, fix)
+            problems.add(host, "bmc_address", without_userinfo(address), what, fix)
     if not settings.get("bmc_username"):
         problems.add(host, "bmc_username", settings.get("bmc_username"), "is not set (Redfish boot)", fix_all)
     if not settings.get("bmc_password"):

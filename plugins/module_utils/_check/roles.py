@@ -157,6 +157,8 @@ def check_role_values(
         result = ArgumentSpecValidator({value.option: option_spec}).validate({value.option: value.value})
         messages = result.error_messages
         for message in messages:
+            if SECRET_OPTION.search(value.option):
+                message = "it is not of type %s" % option_spec.get("type", "str")  # ansible-core's text shows it
             choices = option_spec.get("choices")
             fix = (
                 "set %s to one of: %s" % (value.variable, ", ".join(str(c) for c in choices))

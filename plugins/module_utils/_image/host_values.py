@@ -28,7 +28,7 @@ MAX_LABEL = 63
 _LABEL_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _HCTL_PATTERN = re.compile(r"^[0-9]+:[0-9]+:[0-9]+:[0-9]+$")
 
-# YAML 1.1 (PyYAML, Ansible's inventory) reads 10:20:30:40:50:59 as the base-60 integer 2318461859: an unquoted
+# YAML 1.1 (PyYAML, Ansible's inventory) reads 10:20:30:40:50:59 as the base-60 integer 8041827059: an unquoted
 # MAC of decimal digits only, whose first octet is 10-99 and whose other octets are 00-59.
 SEXAGESIMAL_MAC_FIRST = (10, 99)
 MAC_OCTETS = 6

@@ -483,3 +483,49 @@ def test_inherited_ppc64le_is_named_as_the_control_planes():
 def test_platform_none_or_unknown_takes_s390x(platform):
     assert inventory_problems([dict(GOOD_HOST, cpu_architecture="s390x")], "s390x", platform=platform) == []
     assert inventory_problems([GOOD_HOST], "x86_64", platform="BareMetal") == []
+
+
+# --- a MAC YAML made a number; a raw default route --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value,mac",
+    [
+        (41135085296, "52:54:00:12:34:56"),  # 52:54:00:12:34:56 unquoted
+        ("41135085296", "52:54:00:12:34:56"),  # the same after ansible-core's argument spec made it text
+        (8041827059, "10:20:30:40:50:59"),
+    ],
+)
+def test_a_mac_yaml_made_a_number_gets_the_quote_it_hint(value, mac):
+    problems = inventory_problems([_host(mac_address=value)], "x86_64")
+    assert [(p["field"], p["value"]) for p in problems] == [("mac_address", value)]
+    assert "is the number YAML made of the unquoted MAC %s" % mac in problems[0]["message"]
+    assert problems[0]["message"].endswith('quote it: mac_address: "%s"' % mac)
+
+
+def test_a_number_that_no_mac_made_says_so():
+    problems = inventory_problems([_host(interfaces=[{"name": "eth0", "mac_address": 7}], mac_address=_DROP)], "x86_64")
+    assert [p["field"] for p in problems] == ["interfaces[0].mac_address"]
+    assert "cannot be turned back into the MAC" in problems[0]["message"]
+    assert 'write the MAC in quotes, e.g. mac_address: "00:02:46:e3:9e:7c"' in problems[0]["message"]
+
+
+def test_a_raw_default_route_must_leave_through_a_static_subnet():
+    bad = _raw(_set_nm(["routes", "config", 0, "next-hop-address"], "192.168.112.1"))
+    problems = inventory_problems([bad], "x86_64")
+    assert [(p["field"], p["value"]) for p in problems] == [
+        ("network_config.routes.config[0].next-hop-address", "192.168.112.1")
+    ]
+    assert "is not inside a static subnet of network_config (192.168.111.0/24)" in problems[0]["message"]
+    good = _raw(
+        _set_nm(
+            ["routes", "config", 0],
+            {"destination": "::/0", "next-hop-address": "fe80::1", "next-hop-interface": "eth0"},
+        )
+    )
+    assert inventory_problems([good], "x86_64") == []
+
+
+def test_root_device_hint_in_snake_case_names_the_camel_case_one():
+    problems = inventory_problems([_host(root_device_hints={"serial_number": "S1"})], "x86_64")
+    assert problems[0]["message"].endswith('did you mean "serialNumber"?')

@@ -148,3 +148,119 @@ def test_the_user_guide_documents_exactly_the_host_keys():
     section = guide[guide.index("## 3. The inventory") : guide.index("## 4. The workflow")]
     documented = re.findall(r"^\| `([a-z_0-9]+)` \|", section, re.M)
     assert documented == list(known_host_keys())
+
+
+# --- issue 10: one pass before any write ------------------------------------------------------------------------
+
+RAW_CONFIG = {
+    "interfaces": [
+        {
+            "name": "eth0",
+            "type": "ethernet",
+            "state": "up",
+            "mac-address": "52:54:00:6f:00:14",
+            "ipv4": {
+                "enabled": True,
+                "dhcp": False,
+                "address": [
+                    {"ip": "192.168.111.20", "prefix-length": 24},
+                    {"ip": "192.168.111.40", "prefix-length": 24},
+                ],
+            },
+        }
+    ],
+    "routes": {
+        "config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.168.111.1", "next-hop-interface": "eth0"}]
+    },
+}
+
+
+def raw(name="extra-worker-0", **extra):
+    return host(
+        name, interfaces=[{"name": "eth0", "mac_address": "52:54:00:6f:00:14"}], network_config=RAW_CONFIG, **extra
+    )
+
+
+def test_a_ready_control_plane_node_with_the_hosts_address_is_refused_not_joined():
+    problems = problems_of(good("master-0", 10))
+    assert [(p["host"], p["field"]) for p in problems] == [("master-0", "name")]
+    assert "is a control-plane node of the cluster (roles control-plane, master)" in problems[0]["message"]
+
+
+def test_the_raw_form_follows_the_first_static_address_or_the_ip_given():
+    result = check_workers([raw()], CLUSTER)
+    assert result["install_hosts"][0]["address"] == "192.168.111.20"
+    assert result["join_nodes"][0]["addresses"] == ["192.168.111.20", "192.168.111.40"]
+    result = check_workers([raw(ip="192.168.111.40")], CLUSTER)
+    assert result["install_hosts"][0]["address"] == "192.168.111.40"
+    assert result["image_hosts"][0]["ip"] == "192.168.111.40"
+    problems = problems_of(raw(ip="192.168.111.41"))
+    assert [(p["field"], p["value"]) for p in problems] == [("ip", "192.168.111.41")]
+
+
+def test_the_raw_forms_addresses_are_checked_against_the_cluster():
+    config = {
+        "interfaces": [
+            dict(
+                RAW_CONFIG["interfaces"][0],
+                ipv4={"enabled": True, "dhcp": False, "address": [{"ip": "192.168.111.10", "prefix-length": 24}]},
+            )
+        ]
+    }
+    problems = problems_of(
+        host("extra-worker-0", interfaces=[{"name": "eth0", "mac_address": "52:54:00:6f:00:14"}], network_config=config)
+    )
+    assert [(p["field"], p["value"]) for p in problems] == [
+        ("network_config.interfaces[0].ipv4.address[0].ip", "192.168.111.10")
+    ]
+    assert "already belongs to Node master-0 (a control-plane node)" in problems[0]["message"]
+
+
+def test_a_raw_form_without_a_static_address_needs_ip():
+    config = {"interfaces": [dict(RAW_CONFIG["interfaces"][0], ipv4={"enabled": True, "dhcp": True})]}
+    problems = problems_of(
+        host("extra-worker-0", interfaces=[{"name": "eth0", "mac_address": "52:54:00:6f:00:14"}], network_config=config)
+    )
+    assert [(p["field"], p["value"]) for p in problems] == [("ip", None)]
+    assert "network_config has no static address" in problems[0]["message"]
+
+
+def test_misplaced_play_variables_and_typos_are_refused_with_their_values():
+    problems = problems_of(good(day2_boot_method="redfish", dns_server="192.168.111.1"))
+    assert [(p["field"], p["value"]) for p in problems] == [
+        ("dns_server", "192.168.111.1"),
+        ("day2_boot_method", "redfish"),
+    ]
+    assert "is a play variable of this collection; the roles read it from the play" in problems[1]["message"]
+
+
+def test_redfish_needs_every_bmc_setting_and_gives_the_endpoint():
+    bmc = {"bmc_address": "redfish-virtualmedia://bmc/redfish/v1/Systems/1", "bmc_username": "u", "bmc_password": "pw"}
+    result = check_workers([good(**bmc)], CLUSTER, boot_method="redfish", iso_url="http://h/node.iso")
+    assert result["boot_hosts"][0]["bmc_base_url"] == "https://bmc"
+    assert result["boot_hosts"][0]["bmc_system_path"] == "/redfish/v1/Systems/1"
+    assert "pw" not in str(result["boot_hosts"])
+    problems = problems_of(good(bmc_address="ipmi://bmc"), boot_method="redfish", iso_url="")
+    assert [(p["host"], p["field"]) for p in problems] == [
+        ("(play)", "iso_url"),
+        ("extra-worker-0", "bmc_address"),
+        ("extra-worker-0", "bmc_username"),
+        ("extra-worker-0", "bmc_password"),
+    ]
+    # Manual boot does not use the BMC settings: they are not required.
+    assert check_workers([good(bmc_address="ipmi://bmc")], CLUSTER)["boot_hosts"][0]["bmc_address"] == "ipmi://bmc"
+
+
+def test_a_wrong_boot_method_names_the_value_and_the_choices():
+    problems = problems_of(good(), boot_method="pxe")
+    assert problems[0]["message"].startswith('play: field "boot_method" value "pxe" is not a boot method')
+    assert "one of: manual, redfish" in problems[0]["message"]
+
+
+def test_addresses_against_the_vips_and_the_machine_networks_prefix():
+    cluster = dict(CLUSTER, api_vips=["192.168.111.5"], ingress_vips=["192.168.111.4"])
+    problems = problems_of(good(last=5), good("extra-worker-1", 21, prefix_length="25"), cluster=cluster)
+    assert [(p["host"], p["field"], p["value"]) for p in problems] == [
+        ("extra-worker-0", "ip", "192.168.111.5"),
+        ("extra-worker-1", "prefix_length", 25),
+    ]
