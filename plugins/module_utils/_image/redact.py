@@ -17,8 +17,8 @@ REDACTED = "<redacted>"
 # Parts of key names (lower case, without - and _) whose values are secret: nmstate's 802.1X, MACsec and IPsec
 # keys, and anything named like a password, a secret or a token.
 SECRET_KEY_PARTS = ("password", "passwd", "secret", "psk", "token", "mkacak")
-# A URL's password: scheme://user:password@host
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?=@)")
+# A URL's password: scheme://user:password@host (up to the last @ before the path: a password may hold a literal @)
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/\s]+)(?=@)")
 # Keys whose values are public whatever their name says.
 PUBLIC_KEYS = ("sshKey",)
 

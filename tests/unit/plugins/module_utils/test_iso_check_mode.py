@@ -124,3 +124,16 @@ def test_redaction_keeps_the_ssh_key_and_takes_url_passwords():
     assert sorted(secret_values(config)) == ["50b71a8ef0bd5751ea76de6d6c98c03a", "s3cr3t-url"]
     assert config["hosts"][0]["networkConfig"]["macsec"]["mka-cak"] != REDACTED  # the input is not changed
     assert redacted({"hosts": [{"hostname": "w0"}]}) == {"hosts": [{"hostname": "w0"}]}
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://u:p@ss@proxy:3128/x", "http://u:%s@proxy:3128/x" % REDACTED),
+        ("http://proxy.example.com:3128/a@b", "http://proxy.example.com:3128/a@b"),
+        ("https://boot.example.com/x86_64", "https://boot.example.com/x86_64"),
+        ("http://a:b@one http://c:d@two", "http://a:%s@one http://c:%s@two" % (REDACTED, REDACTED)),
+    ],
+)
+def test_url_passwords(url, shown):
+    assert redacted(url) == shown
