@@ -9,22 +9,46 @@ author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
   - Reads the variables of every host of inventory group O(group) itself (it runs on the controller, so no host
-    variable, secrets included, passes through module arguments) and checks them before anything is written to the
-    cluster. All problems are reported at once, each naming the host, the field, the value and the fix.
+    variable, secrets included, passes through module arguments) and checks them, the boot settings and the
+    variables of the later roles (O(roles)) before anything is written to the cluster. All problems are reported at
+    once, each naming the host (or C(play) for a play variable), the field, the value and the fix.
   - The host keys are the suboptions of M(openshift_agent.day2.day2_iso)'s O(openshift_agent.day2.day2_iso#module:hosts)
     and the BMC keys of the boot step (C(bmc_address), C(bmc_username), C(bmc_password), C(bmc_verify_certs); see the
     C(boot) role). They are read from the host, whichever group or file sets them, and checked and
     converted as a module's argument spec does (C(prefix_length="24") becomes 24; an empty text, which an AWX survey
     sends for an unanswered question, means unset).
-  - A variable whose name is close to a host key (C(gatway), C(dns_server), C(root_device_hint)) is refused, naming
-    the key it resembles. Ansible's own variables (C(ansible_*), C(inventory_hostname)...) and those every host of
-    the play has alike (group C(all), extra variables) are not host settings. Any other variable is left alone and
-    listed in RV(ignored), since other plays may set it.
+  - "Every other variable of a host is sorted. Not counted: Ansible's own (C(ansible_*), C(inventory_hostname)...),
+    those every host of the play has alike (group C(all), extra variables) and the login the playbooks read from the
+    group (C(kubeconfig), C(context), C(k8s_host), C(k8s_api_key), C(k8s_validate_certs), C(k8s_ca_cert)).
+    Refused, naming the host key meant: a name equal to a host key but for case, C(-)/C(_) and camelCase
+    (C(rootDeviceHints)), another usual name for it (C(netmask), C(gw)), its beginning (C(mac), C(bmc_user)), a
+    misspelling (C(gatway), C(dns_server), C(root_device_hint)) or the key with more words (C(ip_address)). Refused
+    too: a play variable of this collection (C(day2_*), a role option such as C(boot_method)) set on the new workers
+    only, where the roles do not read it. Any other variable is left alone and listed in RV(ignored): other plays'
+    groups may set it on the same hosts. The value of a mistake is shown, unless it is or resembles a secret."
   - Against the cluster (the facts of M(openshift_agent.day2.day1_facts)) every host's settings are checked the way
     the image step renders them (names, MACs, addresses, routes, DNS, root device hints, architecture and platform),
-    its addresses against the machine networks and the existing Nodes' addresses, and its name against the existing
-    Nodes. A Ready Node of the host's name and address means the host joined already, so it is left out of every
-    list (RV(joined)), so running the playbook again is safe.
+    against each other (names, MACs and addresses once each), and every static address against the machine
+    networks, their prefix length, the API and ingress VIPs and the existing Nodes' addresses. A host name that is a
+    control-plane Node is refused as such; a Ready worker Node of the host's name and address means the host joined
+    already, so it is left out of every list (RV(joined)), so running the playbook again is safe.
+  - "The prefix rule: an address in a machine network must carry that network's prefix length. Where the cluster
+    has VIPs (keepalived moves them among the nodes, this worker included) a different prefix is refused; without
+    VIPs (platform none or external) it is accepted when the host has a default gateway of that IP version (a routed
+    part of the machine network)."
+  - "With the raw form (C(network_config)) C(ip)/C(ipv6) are optional: given, each must be one of its static
+    addresses; not given, the install is followed at its first static address."
+  - With O(boot_method=redfish), O(iso_url) must be an http(s) URL and every host needs C(bmc_username),
+    C(bmc_password) and a C(bmc_address) of a Redfish BMC, as the installer and metal3 write it - C(redfish://),
+    C(redfish-virtualmedia://), C(redfish-uefihttp://), C(idrac-redfish://), C(idrac-virtualmedia://),
+    C(ilo5-redfish://), C(ilo5-virtualmedia://), each also with C(+http) or C(+https) - or a plain C(https://) or
+    C(http://) URL of the BMC. C(ipmi://), C(idrac://) (WS-Man) and the other non-Redfish types, or a bare host, are
+    refused. With C(manual) the BMC keys are not used and not checked.
+  - Every option of the roles named in O(roles) that the user set, as itself (C(join_timeout)) or through the
+    C(day2_*) variable its default reads (C(day2_boot_method)), is checked against the role's C(meta/argument_specs.yml),
+    and what the spec cannot say (C(day2_pxe) needs OpenShift 4.18, C(day2_min_token_validity) is a duration, a PXE
+    base URL is http(s), no negative numbers). A play variable named like one of the collection's C(day2_*) or role
+    variables but unknown to it (C(day2_boot_methd), C(join_timout)) is refused naming the one meant.
 notes:
   - It reads the inventory only and writes nothing; check mode behaves like a normal run.
   - It is an action plugin; it always runs on the controller.
@@ -43,6 +67,23 @@ options:
         name exists.
     type: str
     default: ""
+  boot_method:
+    description:
+      - How the hosts will be booted, C(manual) or C(redfish) (the boot role's C(boot_method), C(day2_boot_method)).
+        Any other value is refused, naming it and the choices.
+    type: str
+    default: manual
+  iso_url:
+    description: Where the BMCs will download the ISO from (C(day2_iso_url)); needed for O(boot_method=redfish).
+    type: str
+    default: ""
+  roles:
+    description:
+      - The later roles of this collection whose variables are checked against their argument specs (the preflight
+        role passes C(node_image), C(boot), C(join)).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.
@@ -64,9 +105,12 @@ EXAMPLES = r"""
 - name: Read the cluster
   openshift_agent.day2.day1_facts:
 
-- name: Check the hosts of group new_workers
+- name: Check the hosts of group new_workers, their BMCs and the later roles' variables
   openshift_agent.day2.workers_check:
     cluster: "{{ ansible_facts.day1_cluster }}"
+    boot_method: redfish
+    iso_url: https://files.example.com/node.x86_64.iso
+    roles: [node_image, boot, join]
   register: workers
 
 - name: Build their ISO
@@ -86,17 +130,24 @@ boot_hosts:
   description:
     - Per host still to add, its BMC settings (C(name), C(bmc_address), C(bmc_username), C(bmc_verify_certs)) and
       C(bmc_password_set). The password itself is not returned; the boot step reads it from the inventory.
+    - With O(boot_method=redfish) also C(bmc_base_url) (the BMC's C(https://host[:port]) or C(http://host[:port]),
+      the scheme taken from the C(+http)/C(+https) suffix, https without one) and C(bmc_system_path) (C(/redfish/v1/Systems/<id>), or empty
+      when the address names no system).
   returned: success
   type: list
   elements: dict
 install_hosts:
   description:
-    Per host still to add, C(name), C(address) and C(mac_address) (the C(hosts) of M(openshift_agent.day2.agent_wait)).
+    - Per host still to add, C(name), C(address) and C(mac_address) (the C(hosts) of
+      M(openshift_agent.day2.agent_wait)). C(address) is where the install is followed - C(ip), else C(ipv6), else the
+      first static address of C(network_config).
   returned: success
   type: list
   elements: dict
 join_nodes:
-  description: Per host still to add, C(name) and C(addresses) (the C(nodes) of M(openshift_agent.day2.csr_approve)).
+  description:
+    - Per host still to add, C(name) and C(addresses) (the C(nodes) of M(openshift_agent.day2.csr_approve)) - the
+      followed address first, then the host's other static addresses.
   returned: success
   type: list
   elements: dict
@@ -111,7 +162,9 @@ ignored:
   type: dict
   sample: {extra-worker-0: [rack_location]}
 problems:
-  description: Every problem found, with C(host), C(field), C(value) and C(message).
+  description:
+    - Every problem found, with C(host) (for a play variable the text "(play)", for the group "(inventory)"),
+      C(field), C(value) (for a secret the text "(not shown)") and C(message).
   returned: failure
   type: list
   elements: dict
