@@ -45,10 +45,11 @@ description:
     C(http://) URL of the BMC. C(ipmi://), C(idrac://) (WS-Man) and the other non-Redfish types, or a bare host, are
     refused. With C(manual) the BMC keys are not used and not checked.
   - Every option of the roles named in O(roles) that the user set, as itself (C(join_timeout)) or through the
-    C(day2_*) variable its default reads (C(day2_boot_method)), is checked against the role's C(meta/argument_specs.yml),
-    and what the spec cannot say (C(day2_pxe) needs OpenShift 4.18, C(day2_min_token_validity) is a duration, a PXE
-    base URL is http(s), no negative numbers). A play variable named like one of the collection's C(day2_*) or role
-    variables but unknown to it (C(day2_boot_methd), C(join_timout)) is refused naming the one meant.
+    C(day2_*) variable its default reads (C(day2_force_rebuild)), is checked against the role's
+    C(meta/argument_specs.yml), and what the spec cannot say (C(day2_pxe) needs OpenShift 4.18,
+    C(day2_min_token_validity) is a duration, a PXE base URL is http(s), no negative numbers). A play variable
+    named like one of the collection's C(day2_*) or role variables but unknown to it (C(day2_boot_methd),
+    C(join_timout)) is refused naming the one meant.
 notes:
   - It reads the inventory only and writes nothing; check mode behaves like a normal run.
   - It is an action plugin; it always runs on the controller.
@@ -131,8 +132,8 @@ boot_hosts:
     - Per host still to add, its BMC settings (C(name), C(bmc_address), C(bmc_username), C(bmc_verify_certs)) and
       C(bmc_password_set). The password itself is not returned; the boot step reads it from the inventory.
     - With O(boot_method=redfish) also C(bmc_base_url) (the BMC's C(https://host[:port]) or C(http://host[:port]),
-      the scheme taken from the C(+http)/C(+https) suffix, https without one) and C(bmc_system_path) (C(/redfish/v1/Systems/<id>), or empty
-      when the address names no system).
+      the scheme taken from the C(+http)/C(+https) suffix, https without one) and C(bmc_system_path)
+      (C(/redfish/v1/Systems/<id>), or empty when the address names no system).
   returned: success
   type: list
   elements: dict
