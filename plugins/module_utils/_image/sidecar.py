@@ -5,8 +5,8 @@
 A JSON sidecar next to each artifact (``node.<arch>.iso.json``, ``boot-artifacts/<arch>.json``) records the digest
 of every input, each file written with its sha256 and size, the agent token expiry read from the artifact when
 it was built and the nodes-config it was built from, secrets redacted (``nodes_config``, the "before" of the
-next run's --diff). It holds no secret. A re-run with the same inputs, files that still have their sha256 and a token valid long enough reuses
-the artifact.
+next run's --diff). It holds no secret. A re-run with the same inputs, files that still have their sha256 and a
+token valid long enough reuses the artifact.
 """
 
 from __future__ import annotations
