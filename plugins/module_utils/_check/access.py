@@ -137,8 +137,8 @@ RULES: tuple[Rule, ...] = (
          names=("worker-user-data-managed",), namespace="openshift-machine-api"),
     # --- ClusterRole openshift-agent-day2-replace ---
     Rule("", ("nodes",), ("get", "patch", "delete"), ("replace",), "read, cordon and delete the replaced node"),
-    Rule("", ("pods",), ("list", "get", "delete"), ("replace",),
-         "drain: the node's pods, deleted without eviction (a failed node), until gone"),
+    Rule("", ("pods",), ("list", "delete"), ("replace",),
+         "drain: the node's pods, deleted without eviction (a failed node); get pods is the image step's"),
 )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -325,9 +326,12 @@ def _configure_build_iso(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_user(args) -> int:
-    """A new identity with a bearer token: writes STATE/kubeconfig-NAME (0600); no permissions until bound."""
-    if "/" in args.name:
-        raise LabError(f"a user name for a kubeconfig file name cannot contain '/': {args.name!r}")
+    """A new identity with a bearer token: writes STATE/kubeconfig-NAME (0600); no permissions until bound.
+
+    In the file name every character of NAME but letters, digits, ``.``, ``_`` and ``-`` is a ``-``: the
+    kubernetes client splits a kubeconfig path at ``:`` (``system:serviceaccount:ns:sa`` ->
+    ``kubeconfig-system-serviceaccount-ns-sa``).
+    """
     state = os.path.abspath(args.state)
     lab = _running_lab(state)
     result = _control(lab, "POST", "/users", {"name": args.name, "groups": args.groups})
@@ -335,7 +339,7 @@ def cmd_user(args) -> int:
 
     with open(os.path.join(state, "ca.crt"), "rb") as handle:
         ca_pem = handle.read()
-    path = os.path.join(state, f"kubeconfig-{args.name}")
+    path = os.path.join(state, "kubeconfig-" + re.sub(r"[^A-Za-z0-9._-]", "-", args.name))
     atomic_write(path, kubeconfig(lab["api_url"], ca_pem, args.name, result["token"]), private=True)
     print(json.dumps({"kubeconfig": path, "user": result["user"], "groups": result["groups"]}, indent=2))
     return 0

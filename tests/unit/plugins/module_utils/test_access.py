@@ -125,7 +125,8 @@ STEP_REQUESTS = {
 
 @pytest.mark.parametrize("step", sorted(STEP_REQUESTS))
 def test_every_request_of_a_step_is_granted_by_that_steps_rules(step):
-    rules = [rule for rule in access.RULES if step in rule.steps]
+    # replace_worker.yml runs the whole add flow too: its extra role adds to the others.
+    rules = access.planned_rules([step, *access.DEFAULT_PLAN] if step == "replace" else [step])
     for request in STEP_REQUESTS[step]:
         assert allowing(rules, *request), (step, request)
 
@@ -223,6 +224,7 @@ def test_plan_selects_the_rules():
     api = FakeApi()
     access.check(api, [*access.DEFAULT_PLAN, "replace"], None, "me")
     assert ("patch", "nodes", "", None, None) in api.asked and ("delete", "pods", "", None, None) in api.asked
+    assert len(api.asked) == len(set(api.asked))  # a permission two rules grant is asked once
     with pytest.raises(access.Day2Error, match="option plan has boot, which is not a part of the run"):
         access.check(FakeApi(), ["boot"], None, "me")
 
