@@ -68,7 +68,7 @@ class ActionModule(ActionBase):
                 try:
                     return variables[key]
                 except AnsibleError as error:
-                    raise Day2Error("host %s: variable %s cannot be templated: %s" % (name, key, error))
+                    raise Day2Error(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
             hosts.append(sort_variables(name, variables, read, known, shared, play_variables))
         return hosts
@@ -102,7 +102,13 @@ class ActionModule(ActionBase):
             hosts = self._hosts(args, task_vars, play_variables)
             try:
                 outcome = check_workers(
-                    hosts, args["cluster"], args["replace_node"], args["group"], args["boot_method"], args["iso_url"]
+                    hosts,
+                    args["cluster"],
+                    args["replace_node"],
+                    args["group"],
+                    args["boot_method"],
+                    args["iso_url"],
+                    groups=list(task_vars["groups"]),
                 )
             except InventoryError as error:
                 problems.items.extend(error.problems)

@@ -101,8 +101,8 @@ NOT_SHOWN = "(not shown)"
 
 class HostVariables:
     """One host's variables, sorted: ``settings`` (known key -> value), ``typos`` ([(name, known key, value
-    shown)]), ``misplaced`` ([(name, value shown)]: play variables set on the host only) and ``foreign`` (names
-    left alone)."""
+    shown)]), ``misplaced`` ([(name, value shown)]: play variables set on the host only), ``foreign`` (names
+    left alone) and ``unreadable`` (host keys whose value cannot be templated, and why)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -110,6 +110,7 @@ class HostVariables:
         self.typos: list[tuple[str, str, Any]] = []
         self.misplaced: list[tuple[str, Any]] = []
         self.foreign: list[str] = []
+        self.unreadable: list[tuple[str, str]] = []  # (host key, why its value cannot be templated)
 
 
 def normalized(name: str) -> str:
@@ -187,7 +188,10 @@ def sort_variables(
     secret_keys = secret_host_keys()
     for name in sorted(names):
         if name in known:
-            found.settings[name] = read(name)
+            try:
+                found.settings[name] = read(name)
+            except Day2Error as error:
+                found.unreadable.append((name, error.message))
         elif is_own_or_shared(name, shared):
             continue
         elif name.startswith(PLAY_PREFIX) or name in play_variables:

@@ -10,6 +10,7 @@ reported at once, each naming the host, the field, the value and the fix; nothin
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -60,6 +61,14 @@ def _settings(host: HostVariables, problems: Problems) -> dict[str, Any] | None:
 
 
 def _report_names(host: HostVariables, problems: Problems) -> None:
+    for name, why in host.unreadable:
+        problems.add(
+            host.name,
+            name,
+            "(cannot be templated)",
+            "cannot be templated: %s" % why,
+            "define the variables it uses (or write a literal value)",
+        )
     for name, known, value in host.typos:
         problems.add(
             host.name, name, value, "is not a host variable of this collection", 'did you mean "%s"? Rename it' % known
@@ -135,19 +144,23 @@ def check_workers(
     group: str = "new_workers",
     boot_method: str = "manual",
     iso_url: str = "",
+    groups: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Check the hosts against themselves and the cluster; return what every later step takes.
+    """Check the hosts against themselves and the cluster; return what every later step takes. ``groups``: the
+    inventory's group names (a misspelt group is named).
 
     Raises InventoryError (a Day2Error) with every problem found.
     """
     problems = Problems()
     if not hosts:
+        close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
         problems.add(
             "(inventory)",
             "group",
             group,
-            "has no hosts",
-            "put the new workers in the group (see playbooks/inventory.example.yml)",
+            "has no hosts" if group in (groups or [group]) else "is not a group of the inventory",
+            ('did you mean "%s"? Set day2_hosts_group to it, or ' % close[0] if close else "")
+            + "put the new workers in the group (see playbooks/inventory.example.yml)",
         )
         raise InventoryError(problems.items)
     redfish = check_boot_settings(boot_method, iso_url, problems)

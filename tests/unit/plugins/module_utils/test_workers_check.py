@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import known_host_keys
 
@@ -264,3 +265,27 @@ def test_addresses_against_the_vips_and_the_machine_networks_prefix():
         ("extra-worker-0", "ip", "192.168.111.5"),
         ("extra-worker-1", "prefix_length", 25),
     ]
+
+
+def test_a_host_key_that_cannot_be_templated_is_a_problem_of_its_own():
+    def read(key):
+        if key == "gateway":
+            raise Day2Error("'lab_router' is undefined")
+        return {"mac_address": "52:54:00:6f:00:14", "ip": "192.168.111.20", "prefix_length": 24}[key]
+
+    found = sort_variables(
+        "extra-worker-0", ["mac_address", "ip", "prefix_length", "gateway"], read, known_host_keys(), set()
+    )
+    problems = problems_of(found)
+    assert [(p["field"], p["value"]) for p in problems] == [("gateway", "(cannot be templated)")]
+    assert "cannot be templated: 'lab_router' is undefined" in problems[0]["message"]
+
+
+def test_a_group_that_is_not_in_the_inventory_names_the_close_one():
+    problems = problems_of(group="new_worker", groups=["all", "ungrouped", "new_workers"])
+    assert problems[0]["message"].startswith(
+        'inventory: field "group" value "new_worker" is not a group of the inventory'
+    )
+    assert 'did you mean "new_workers"? Set day2_hosts_group to it' in problems[0]["message"]
+    problems = problems_of(group="spare", groups=["all", "spare"])
+    assert "has no hosts" in problems[0]["message"]
