@@ -7,12 +7,11 @@ words, and no write request in the lab's log.
 """
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, VENV_BIN, ansible_env, lab_env
+from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_ansible
 
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
 CASES = yaml.safe_load((Path(__file__).with_name("bad_inputs.yml")).read_text())
@@ -76,15 +75,7 @@ def run(lab, case, tmp_path):
         extra.setdefault("day2_boot_method", "redfish")
         extra.setdefault("day2_iso_url", "http://127.0.0.1:9/node.x86_64.iso")
     command = [str(VENV_BIN / "ansible-playbook"), str(PLAYBOOK), "-i", str(inventory_path), "-e", json.dumps(extra)]
-    proc = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **lab_env(lab)),
-        cwd=str(REPO),
-        check=False,
-    )
+    proc = run_ansible(command, ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **lab_env(lab)), 300)
     return proc.returncode, proc.stdout, proc.stderr
 
 

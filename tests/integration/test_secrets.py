@@ -15,12 +15,11 @@ import functools
 import http.server
 import json
 import socketserver
-import subprocess
 import threading
 from pathlib import Path
 
 import yaml
-from conftest import REPO, VENV_BIN, ansible_env, lab_env
+from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_ansible
 from test_add_workers import console_boots_when_media_are_ready
 
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
@@ -107,9 +106,7 @@ class Run:
         command = [str(VENV_BIN / "ansible-playbook"), str(PLAYBOOK), "-vvvv", "-i", str(inventory)]
         command += ["-e", "day2_workdir=%s" % self.workdir, "-e", "node_image_wait_sleep=1"]
         command += ["-e", "join_agent_wait_sleep=1", "-e", "join_csr_wait_sleep=2", *extra]
-        proc = subprocess.run(
-            command, capture_output=True, text=True, timeout=1200, env=env, cwd=str(REPO), check=False
-        )
+        proc = run_ansible(command, env, timeout=1200)
         self.rc = proc.returncode
         self.output = proc.stdout + proc.stderr
         return self
