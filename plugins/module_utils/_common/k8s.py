@@ -13,8 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any
+import time
+from typing import Any, Callable
+from urllib.parse import quote
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import retry as _retry
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 # What a request or a connection raises when the API cannot be reached or answers with an error status.
@@ -56,10 +59,17 @@ else:
 class ApiAccessError(Day2Error):
     """The API cannot be used: ``status`` is the HTTP status, None when nothing answered (or no client exists)."""
 
-    def __init__(self, message: str, status: int | None = None, target: Target | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        target: Target | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.target = target
+        self.retry_after = retry_after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +117,7 @@ def describe_api_error(error: BaseException, target: Target, api_url: str) -> Ap
             target=target,
         )
     server_message = _status_message(getattr(error, "body", "")) or getattr(error, "reason", "")
+    retry_after = _retry.retry_after_seconds(getattr(error, "headers", None))
     if status == 401:
         message = (
             "the API server %s rejected the credentials (401 Unauthorized) while trying to %s: "
@@ -128,19 +139,40 @@ def describe_api_error(error: BaseException, target: Target, api_url: str) -> Ap
             target.describe(),
             server_message,
         )
-    return ApiAccessError(message, status=status, target=target)
+    return ApiAccessError(message, status=status, target=target, retry_after=retry_after)
+
+
+def _attempt(error: BaseException) -> _retry.Attempt | None:
+    """What the retry policy sees of an ApiAccessError (anything else is not retried)."""
+    if isinstance(error, ApiAccessError):
+        return _retry.Attempt(error.status, error.retry_after)
+    return None
+
+
+def _not_handled(attempt: _retry.Attempt) -> bool:
+    """A write is repeated only after an answer that says it was not handled (429)."""
+    return attempt.status in _retry.NOT_HANDLED_STATUSES
 
 
 class ApiClient:
-    """Reads and writes objects by path, one HTTP request per call; ``calls`` counts them."""
+    """Reads and writes objects by path, one HTTP request per try; ``calls`` counts the tries, ``retries`` the
+    tries that repeated one after a transient failure (retry.py): reads and deletes after any, writes after a 429
+    only; :meth:`create` and :meth:`update_fresh` make the other writes safe to repeat."""
 
-    def __init__(self, dynamic_client: Any) -> None:
-        self._client = dynamic_client
+    # Repeated after any transient failure: reads (get, list, watch), delete (404 when done: delete() takes it).
+    IDEMPOTENT = ("GET", "HEAD", "DELETE")
+
+    def __init__(
+        self,
+        dynamic_client: Any,
+        policy: _retry.RetryPolicy = _retry.DEFAULT_POLICY,
+        sleep: Callable[[float], Any] = time.sleep,
+    ) -> None:
+        self._client, self.policy, self._sleep = dynamic_client, policy, sleep
         self.api_url: str = getattr(getattr(dynamic_client, "configuration", None), "host", "?")
-        self.calls = 0
+        self.calls = self.retries = 0
 
-    def request(self, method: str, target: Target, body: Any = None, raw: bool = False, **params: Any) -> Any:
-        """One API request; a JSON answer is decoded, ``raw`` returns the text. Failures are ApiAccessError."""
+    def _once(self, method: str, target: Target, body: Any, raw: bool, params: dict[str, Any]) -> Any:
         self.calls += 1
         try:
             response = self._client.request(method, target.path, body=body, serialize=False, **params)
@@ -153,6 +185,22 @@ class ApiClient:
             return data
         return json.loads(data) if data else None
 
+    def _counted(self, _retry_number: int, _attempt: _retry.Attempt, _wait: float) -> None:
+        self.retries += 1
+
+    def request(self, method: str, target: Target, body: Any = None, raw: bool = False, **params: Any) -> Any:
+        """One API request, repeated under the policy; a JSON answer is decoded, ``raw`` returns the text.
+        Failures are ApiAccessError (the last one when the tries are used up)."""
+        method = method.upper()
+        return _retry.call(
+            lambda: self._once(method, target, body, raw, params),
+            self.policy,
+            _attempt,
+            None if method in self.IDEMPOTENT else _not_handled,  # None: every transient failure
+            sleep=self._sleep,
+            on_retry=self._counted,
+        )
+
     def get(self, target: Target, **params: Any) -> Any:
         """The object (or list) at ``target``, None when it does not exist."""
         try:
@@ -163,7 +211,91 @@ class ApiClient:
             raise
 
     def create(self, target: Target, body: dict[str, Any]) -> Any:
-        return self.request("POST", target, body=body)
+        """Create ``body`` at the collection ``target``; after a failure that leaves in doubt whether it was
+        created (no answer, a 5xx), look for it first and create it again only when it is not there.
+
+        A named object is looked up by name (a 409 on the second try is ours when it carries our labels); an
+        object of ``metadata.generateName`` by its labels, so it is never created twice. Without labels a
+        generateName create is not repeated."""
+        try:
+            return self.request("POST", target, body=body)
+        except ApiAccessError as error:
+            if not self.policy.transient(error.status):
+                raise
+            doubt = error
+        meta = body.get("metadata") or {}
+        if not meta.get("name") and not meta.get("labels"):
+            raise doubt
+        for retry in range(1, self.policy.attempts):
+            self.retries += 1
+            self._sleep(self.policy.backoff(retry, doubt.retry_after))
+            found = self._find_created(target, meta)
+            if found is not None:
+                return found
+            try:
+                return self.request("POST", target, body=body)
+            except ApiAccessError as error:
+                if error.status == 409 and meta.get("name"):
+                    found = self._find_created(target, meta)
+                    if found is not None:
+                        return found
+                if not self.policy.transient(error.status):
+                    raise
+                doubt = error
+        raise doubt
+
+    def _find_created(self, target: Target, meta: dict[str, Any]) -> Any:
+        """The object a create of ``meta`` (name or generateName, labels) made, None when there is none."""
+        wanted = meta.get("labels") or {}
+        if meta.get("name"):
+            found = self.get(dataclasses.replace(target, path="%s/%s" % (target.path, meta["name"]), verb="get"))
+            if found is None:
+                return None
+            labels = (found.get("metadata") or {}).get("labels") or {}
+            if any(labels.get(key) != value for key, value in wanted.items()):
+                raise ApiAccessError(
+                    "%s %s already exists and is not the one this run created (its labels differ from %s): "
+                    "delete it or let the run use another name" % (target.resource, meta["name"], wanted),
+                    status=409,
+                    target=target,
+                )
+            return found
+        listed = self.get(with_query(dataclasses.replace(target, verb="list"), labelSelector=label_selector(wanted)))
+        prefix = meta.get("generateName") or ""
+        items = [
+            item
+            for item in (listed or {}).get("items") or []
+            if ((item.get("metadata") or {}).get("name") or "").startswith(prefix)
+        ]
+        return items[0] if items else None
+
+    def update_fresh(
+        self,
+        get_target: Target,
+        put_target: Target,
+        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+    ) -> dict[str, Any] | None:
+        """Change an object safely: GET it, ``change(fresh)`` returns the body to PUT (None: nothing to do, for
+        example an approval already made), PUT it; after a conflict (409: someone changed it) or a transient
+        failure, GET it again and ask ``change`` again. Returns the object as the API server last answered it,
+        None when it does not exist. Other failures are ApiAccessError."""
+        for retry in range(self.policy.attempts):
+            fresh = self.get(get_target)
+            if fresh is None:
+                return None
+            body = change(fresh)
+            if body is None:
+                return fresh
+            try:
+                return self.request("PUT", put_target, body=body)
+            except ApiAccessError as error:
+                if error.status != 409 and not self.policy.transient(error.status):
+                    raise
+                if retry + 1 >= self.policy.attempts:
+                    raise
+                self.retries += 1
+                self._sleep(self.policy.backoff(retry + 1, error.retry_after))
+        return None  # pragma: no cover - the loop returns or raises
 
     def delete(self, target: Target, missing_ok: bool = True) -> bool:
         """Delete in the background (dependents are garbage-collected); True when something was deleted."""
@@ -176,6 +308,11 @@ class ApiClient:
             if error.status == 404 and missing_ok:
                 return False
             raise
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    """``key=value,...`` of ``labels``, quoted for a query string."""
+    return quote(",".join("%s=%s" % (key, value) for key, value in sorted(labels.items())), safe="")
 
 
 def _path(prefix: list[str], resource: str, name: str | None = None, namespace: str | None = None) -> str:
@@ -277,7 +414,9 @@ def connection_error(error: BaseException, module: Any) -> ApiAccessError:
     return describe_api_error(error, Target("/version", "get", "version"), where)
 
 
-def connect(module: Any) -> tuple[Any, ApiClient]:
+def connect(
+    module: Any, policy: _retry.RetryPolicy = _retry.DEFAULT_POLICY, sleep: Callable[[float], Any] = time.sleep
+) -> tuple[Any, ApiClient]:
     """(kubernetes.core K8SClient, ApiClient) for a module; every problem getting there becomes ApiAccessError.
 
     Creating the client loads the kubeconfig (a missing file, a bad context: kubernetes.core's CoreException)
@@ -286,8 +425,26 @@ def connect(module: Any) -> tuple[Any, ApiClient]:
     """
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
+    def attempt() -> Any:
+        try:
+            return get_api_client(module=module)
+        except _CONFIG_ERRORS + API_ERRORS as error:
+            described = connection_error(error, module)
+            if isinstance(error, _CONFIG_ERRORS) or (isinstance(error, OSError) and error.filename):
+                raise _Final(described)  # a kubeconfig or a file to fix: trying again changes nothing
+            raise described
+
+    # Discovery is reads only: a transient failure there is tried again like any read.
     try:
-        client = get_api_client(module=module)
-    except _CONFIG_ERRORS + API_ERRORS as error:
-        raise connection_error(error, module)
-    return client, ApiClient(client.client)
+        client = _retry.call(attempt, policy, _attempt, sleep=sleep)
+    except _Final as final:
+        raise final.error from None
+    return client, ApiClient(client.client, policy, sleep)
+
+
+class _Final(Exception):
+    """Carries an ApiAccessError that is not tried again out of connect's retry loop."""
+
+    def __init__(self, error: ApiAccessError) -> None:
+        super().__init__(error.message)
+        self.error = error
