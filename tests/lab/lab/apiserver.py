@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from . import escalation, kinds, rbac, reviews, verbs
+from . import escalation, kinds, rbac, reviews, verbs, workloads
 from .auth import ANONYMOUS_PATHS, Attributes, non_resource
 from .discovery import (
     CTX,
@@ -220,6 +220,9 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
         if verb in ("watch", "list", "deletecollection"):
             _authorize(request, target, verb, None)
             if verb == "watch":
+        if target.subresource == "eviction":  # lab/workloads.py
+            _authorize(request, target, "create", target.name)
+            return await workloads.evict(request, ctx, target)
                 return await verbs.watch(request, ctx, target)
             if verb == "list":
                 return verbs.list_objects(request, ctx, target)

@@ -76,6 +76,14 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodejoiner-stage-delay", type=float, default=0.05, help="seconds each simulated node-joiner stage takes"
     )
+    parser.add_argument(
+        "--host-arch",
+        action="append",
+        default=[],
+        metavar="HOST=ARCH",
+        help="a host's hardware architecture (x86_64, aarch64, ...; default the control plane's), written to the "
+        "inventory as its cpu_architecture; repeat for several hosts",
+    )
 
 
 # ----- helpers -------------------------------------------------------------------------------------

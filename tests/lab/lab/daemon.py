@@ -18,7 +18,7 @@ import sys
 import yaml
 from aiohttp import web
 
-from . import auth, hosts, isobuild, kubelet, pods, rbac, redfish, rogue, seeds
+from . import auth, hosts, isobuild, kubelet, pods, rbac, redfish, rogue, seeds, workloads
 from .apiserver import build_app
 from .cli import add_start_options
 from .context import LabContext
@@ -39,6 +39,7 @@ COMPONENTS.append(kubelet.setup)  # kubelets after reboot: client/serving CSRs, 
 COMPONENTS.append(rogue.setup)  # rogue CSRs on demand (labctl rogue-csr)
 COMPONENTS.append(pods.setup)  # pods, exec, log and the simulated node-joiner
 COMPONENTS.append(auth.setup)  # new identities with bearer tokens (labctl user)
+COMPONENTS.append(workloads.setup)  # pods on Ready workers, pod GC of deleted Nodes (eviction: lab/apiserver.py)
 
 
 def inventory_hosts(count: int) -> list:
@@ -54,6 +55,16 @@ def inventory_hosts(count: int) -> list:
         }
         for index in range(count)
     ]
+
+
+def set_host_architectures(hosts: list, pairs: list) -> None:
+    """``--host-arch NAME=ARCH``: that host's hardware architecture, in the inventory as its cpu_architecture."""
+    by_name = {host["name"]: host for host in hosts}
+    for pair in pairs:
+        name, _, arch = pair.partition("=")
+        if name not in by_name or not arch:
+            raise SystemExit(f"--host-arch {pair!r}: give HOST=ARCH for a host of {', '.join(by_name) or 'none'}")
+        by_name[name]["cpu_architecture"] = arch
 
 
 def kubeconfig(server: str, ca_pem: bytes, user: str, token: str) -> bytes:
@@ -137,6 +148,7 @@ async def run(options) -> None:
     count += rbac.bootstrap(store)  # the roles and bindings of the built-in identities (lab.rbac)
     ctx = LabContext(state_dir, options, store, LabPKI(), Faults(), auth.Authenticator())
     ctx.hosts = inventory_hosts(options.hosts)
+    set_host_architectures(ctx.hosts, options.host_arch)
     tokens = {
         "kubeconfig": ("admin", ctx.auth.add_token(auth.ADMIN)),
         "kubeconfig-readonly": ("lab-readonly", ctx.auth.add_token(auth.READONLY)),

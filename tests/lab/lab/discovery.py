@@ -98,7 +98,7 @@ async def group_list(request: web.Request) -> web.Response:
 
 
 def _subresource_kind(kind, subresource: str) -> str:
-    return {"exec": "PodExecOptions", "log": "Pod"}.get(subresource, kind.kind)
+    return {"exec": "PodExecOptions", "log": "Pod", "eviction": "Eviction"}.get(subresource, kind.kind)
 
 
 def resource_list(group: str, version: str, serves=None) -> dict | None:
@@ -131,6 +131,8 @@ def resource_list(group: str, version: str, serves=None) -> dict | None:
                     "namespaced": kind.namespaced,
                     "kind": _subresource_kind(kind, sub),
                     "verbs": list(kinds.SUBRESOURCE_VERBS[sub]),
+                    # pods/eviction takes a policy/v1 Eviction, as kube-apiserver advertises it.
+                    **({"group": "policy", "version": "v1"} if sub == "eviction" else {}),
                 }
             )
     group_version = f"{group}/{version}" if group else version

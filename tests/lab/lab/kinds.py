@@ -17,6 +17,7 @@ SUBRESOURCE_VERBS = {
     "exec": ("create", "get"),
     "log": ("get",),
     "finalize": ("update",),
+    "eviction": ("create",),
 }
 
 # Field selectors every kind accepts; kinds add their own below.
@@ -77,7 +78,7 @@ _BUILTIN = [
         "pods",
         True,
         ("po",),
-        ("status", "exec", "log"),
+        ("status", "exec", "log", "eviction"),
         categories=("all",),
         fields=("status.phase", "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "status.podIP"),
     ),
@@ -118,6 +119,9 @@ _BUILTIN = [
         fields=("spec.signerName",),
     ),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # The owners of the worker pods (lab/workloads.py): drain tells DaemonSet pods from the others by them.
+    Kind("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), categories=("all",)),
+    Kind("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), ("status",), categories=("all",)),
     Kind(_CONFIG, "v1", "ClusterVersion", "clusterversions", False, (), ("status",), builtin=False),
     Kind(_CONFIG, "v1", "Infrastructure", "infrastructures", False, (), ("status",), builtin=False),
     Kind(_CONFIG, "v1", "Network", "networks", False, (), ("status",), builtin=False),

@@ -34,7 +34,7 @@ import aiohttp
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from . import auth, kinds
+from . import auth, kinds, nodes
 from .apiserver import CTX, json_response
 from .csrs import (
     CLIENT_SIGNER,
@@ -60,8 +60,6 @@ register_fault(
     parse_seconds,
     "seconds a kubelet waits after its serving certificate before it reports Ready",
 )
-# RPM architecture (inventory) -> Go architecture (Node nodeInfo, kubernetes.io/arch).
-GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 class Kubelets:
@@ -106,7 +104,10 @@ class Kubelets:
     async def host_rebooted(self, host: dict) -> dict:
         """The host runs the installed system: start its kubelet (once; a second reboot keeps it)."""
         kubelet = self.by_host.get(host["name"])
-        if kubelet is None:
+        if kubelet is None or host.get("new_install"):
+            # A new install (a replaced worker) has a new disk: a new kubelet with a new bootstrap key.
+            if kubelet is not None and kubelet.task is not None:
+                kubelet.task.cancel()
             kubelet = self.by_host[host["name"]] = Kubelet(self, host)
         kubelet.reboots += 1
         if kubelet.task is None or (kubelet.task.done() and not kubelet.node_ready):
@@ -137,7 +138,12 @@ class Kubelet:
         self.ctx = kubelets.ctx
         self.name = host["name"].lower()
         self.ip = host["ip"]
-        self.architecture = GO_ARCH.get(host.get("architecture"), host.get("architecture") or "amd64")
+        # Go architecture: as the host reported it, else its inventory cpu_architecture, else the control plane's.
+        self.architecture = nodes.go_architecture(
+            host.get("architecture") or host.get("cpu_architecture"), nodes.control_plane_architecture(self.ctx.store)
+        )
+        self.host = host
+        self.identity = nodes.Identity(host)  # machine-id of this installation, boot id of this boot
         self.bootstrap_key = ec.generate_private_key(ec.SECP256R1())  # once: every client CSR reuses it
         self.filed: list = []  # {"name", "signer", "filed", "key"} in filing order
         self.reboots = 0
@@ -240,48 +246,12 @@ class Kubelet:
                 await asyncio.sleep(RETRY_SECONDS)
 
     def node_object(self) -> dict:
-        kubelet_version = "v1.31.7"
-        for node in self.ctx.store.list(kinds.NODE)[0]:
-            kubelet_version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion") or kubelet_version
-            break
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.name,
-                "labels": {
-                    "kubernetes.io/arch": self.architecture,
-                    "kubernetes.io/hostname": self.name,
-                    "kubernetes.io/os": "linux",
-                    "beta.kubernetes.io/arch": self.architecture,
-                    "beta.kubernetes.io/os": "linux",
-                    "node-role.kubernetes.io/worker": "",
-                    "node.openshift.io/os_id": "rhcos",
-                },
-            },
-            "spec": {},
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.name}],
-                "nodeInfo": {
-                    "architecture": self.architecture,
-                    "operatingSystem": "linux",
-                    "kubeletVersion": kubelet_version,
-                    "osImage": "Red Hat Enterprise Linux CoreOS",
-                },
-                "conditions": [self.ready_condition(False)],
-            },
-        }
+        """The Node as a real kubelet registers it: full nodeInfo, capacity, conditions (``lab.nodes``)."""
+        return nodes.kubelet_node(self.ctx.store, self.host, self.architecture, self.identity, self.kubelet_port())
 
-    def ready_condition(self, ready: bool) -> dict:
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return {
-            "type": "Ready",
-            "status": "True" if ready else "False",
-            "reason": "KubeletReady" if ready else "KubeletNotReady",
-            "message": "kubelet is posting ready status" if ready else "no serving certificate yet",
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
+    def kubelet_port(self) -> int:
+        hosts = getattr(self.ctx, "lab_hosts", None)
+        return getattr(hosts, "kubelet_port", None) or nodes.KUBELET_PORT
 
     async def register_node(self, api: ApiClient) -> None:
         async def create():
@@ -297,7 +267,7 @@ class Kubelet:
             status, body = await api.request(
                 "PATCH",
                 f"/api/v1/nodes/{self.name}/status",
-                {"status": {"conditions": [self.ready_condition(True)]}},
+                nodes.ready_patch(self.ctx.store, self.name),
                 "application/merge-patch+json",
             )
             if status != 200:

@@ -14,8 +14,9 @@ from aiohttp import web
 
 from ..apiserver import json_response
 from ..context import utc_now
+from ..nodes import host_architecture
 from .auth import AuthError, authorize
-from .boot import GO_ARCH_TO_RPM, cluster_architecture, cluster_id_of
+from .boot import GO_ARCH_TO_RPM, cluster_id_of
 from .faults import VALIDATIONS, fault_values
 
 API_PREFIX = "/api/assisted-install/v2"
@@ -48,7 +49,7 @@ def host_json(host):
                 "ipv4_addresses": [f"{host.ip}/{host.inventory.get('prefix_length', 24)}"],
             }
         ],
-        "cpu": {"architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)), "count": 4},
+        "cpu": {"architecture": GO_ARCH_TO_RPM.get(host_architecture(host.ctx.store, host.inventory)), "count": 4},
         "memory": {"physical_bytes": 16 * 1024**3},
     }
     return {
@@ -93,7 +94,7 @@ def infra_env_json(host):
         "name": "lab-add-nodes",
         "type": "full-iso",
         "cluster_id": host.cluster_id,
-        "cpu_architecture": GO_ARCH_TO_RPM.get(cluster_architecture(host.ctx.store)),
+        "cpu_architecture": GO_ARCH_TO_RPM.get(host_architecture(host.ctx.store, host.inventory)),
         "created_at": host.events[0]["event_time"] if host.events else utc_now(),
         "updated_at": utc_now(),
     }

@@ -23,13 +23,13 @@ import uuid
 from aiohttp import web
 
 from .. import kinds, versions
+from ..nodes import host_architecture
 from .agent import API_PREFIX, agent_app
 from .auth import AGENT, SCHEMES, USER, AuthError, authorize
 from .boot import (
     GO_ARCH_TO_RPM,
     WrongIso,
     boot_config,
-    cluster_architecture,
     cluster_id_of,
     ignition_of_initrd,
     ignition_of_iso,
@@ -111,7 +111,7 @@ class SimHost(Progress):
         self.profile = versions.for_cluster(self.ctx.store)
         try:
             if pxe:
-                rpm_arch = GO_ARCH_TO_RPM.get(cluster_architecture(self.ctx.store), "x86_64")
+                rpm_arch = GO_ARCH_TO_RPM.get(host_architecture(self.ctx.store, self.inventory), "x86_64")
                 self.initrd = initrd_of(path, rpm_arch)
                 config = await asyncio.to_thread(ignition_of_initrd, self.initrd)
             else:
@@ -259,7 +259,10 @@ class SimHost(Progress):
         LOG.info("host %s rebooted from disk; kubelet TLS on %s:%s", self.name, self.ip, self.kubelet_port)
         hook = getattr(self.ctx, "host_rebooted", None)
         if hook is not None:
-            await hook(dict(self.inventory, architecture=cluster_architecture(self.ctx.store)))
+            # Every reboot from disk follows an install here: a new disk, so a new kubelet (lab.nodes).
+            await hook(
+                dict(self.inventory, architecture=host_architecture(self.ctx.store, self.inventory), new_install=True)
+            )
 
     # -- reachability (agent_unreachable) ------------------------------------------------------------
     def unreachable(self):
