@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import datetime
+import email.utils
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,6 +126,20 @@ class KubeCsrApi:
             name,
         )
         return self._client.request("PUT", target, body=body)
+
+    def server_offset(self) -> float | None:
+        """Seconds the API server's clock is ahead of this one (from the ``Date`` header of GET /version,
+        to about a second), or None when it cannot be told. CSR creation times are the server's clock."""
+        try:
+            before = time.time()
+            response = self._dynamic_client.request("GET", "/version", serialize=False)
+            after = time.time()
+            headers = getattr(response, "headers", None) or {}
+            date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
+        except (*STREAM_ERRORS, TypeError, IndexError):
+            return None
+        # The header has whole seconds: the server's time was within [date, date + 1).
+        return date.timestamp() + 0.5 - (before + after) / 2
 
     def watch_csrs(self, resource_version: str, timeout_seconds: int) -> Iterator[dict[str, Any]]:
         """Yield watch events (dicts with type and object) until the server ends the watch.

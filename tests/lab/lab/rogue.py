@@ -22,7 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from . import auth
+from . import auth, kinds
 from .apiserver import CTX, json_response
 from .csrs import CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES, ApiClient, build_csr, epoch_ms
 from .pki import write_private
@@ -52,8 +52,11 @@ KINDS = {
     "bad-signature": ("client CSR whose request was altered after signing (bootstrap credential)", OUTSIDER),
     "rsa-key": ("client CSR with an RSA key where the kubelet uses ECDSA P-256 (bootstrap)", OUTSIDER),
     "spoof-client": ("perfectly formed client CSR for a new host with another key (bootstrap); not in 'all'", "target"),
+    "replay-client": ("byte-for-byte copy of the host's newest client CSR (bootstrap); not in 'all'", "target"),
 }
-ALL_KINDS = [kind for kind in KINDS if kind != "spoof-client"]
+# Kinds that need a moment chosen by the test (a spoof at "Rebooting", a replay of a pending CSR).
+TIMED_KINDS = ("spoof-client", "replay-client")
+ALL_KINDS = [kind for kind in KINDS if kind not in TIMED_KINDS]
 
 
 def _p256():
@@ -112,6 +115,8 @@ class Rogues:
         client = (CLIENT_SIGNER, CLIENT_USAGES)
         if kind in ("unknown-host", "existing-node", "spoof-client"):
             return (*bootstrap, build_csr(_p256(), cn), *client)
+        if kind == "replay-client":
+            return (*bootstrap, self._replayed_request(name), *client)
         if kind == "wrong-username":
             return (*stolen_node, build_csr(_p256(), cn), *client)
         if kind == "extra-group":
@@ -143,6 +148,16 @@ class Rogues:
         if kind == "rsa-key":
             return (*bootstrap, build_csr(rsa.generate_private_key(65537, 2048), cn), *client)
         raise ValueError(f"unknown rogue CSR kind {kind!r}; known: all, {', '.join(KINDS)}")
+
+    def _replayed_request(self, name: str) -> bytes:
+        """The PKCS#10 request of the newest client CSR the host's kubelet filed (its key, its signature)."""
+        kubelet = getattr(self.ctx, "kubelets", None)
+        own = kubelet.by_host.get(name) if kubelet is not None else None
+        filed = [entry["name"] for entry in (own.filed if own else []) if entry["signer"] == CLIENT_SIGNER]
+        obj = self.ctx.store.find(kinds.CSR, None, filed[-1]) if filed else None
+        if obj is None:
+            raise ValueError(f"{name} has no client CSR to replay yet (its kubelet has not filed one)")
+        return base64.b64decode(obj["spec"]["request"])
 
     async def file(self, kind: str, host: dict) -> dict:
         """File one rogue CSR naming ``host`` (``name``, ``ip``) in its subject."""
@@ -181,8 +196,12 @@ async def rogue_csr(request: web.Request) -> web.Response:
         return json_response({"error": "the lab has no inventory hosts to impersonate"}, 400)
     target = hosts[host_name or ctx.hosts[0]["name"]]
     filed = []
-    for one in ALL_KINDS if kind == "all" else [kind]:
-        filed.append(await ctx.rogues.file(one, _subject_host(one, target, alone=kind != "all" and bool(host_name))))
+    try:
+        for one in ALL_KINDS if kind == "all" else [kind]:
+            alone = kind != "all" and bool(host_name)
+            filed.append(await ctx.rogues.file(one, _subject_host(one, target, alone=alone)))
+    except ValueError as error:
+        return json_response({"error": str(error)}, 400)
     return json_response(filed)
 
 

@@ -1,0 +1,169 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of openshift_agent.day2.join_workers (documented in plugins/modules/join_workers.py).
+
+It runs on the controller so that one loop can follow every host's agent and approve its CSRs, and print every
+host's progress as it happens (a module only reports when it ends). The logic is module_utils code
+(``_join/orchestrator.py``); this file reads the options, connects and prints.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import HEADERS, AgentTokenError, choose
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import KubeCsrApi
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.orchestrator import JoinOptions, JoinRun
+
+display = Display()
+
+OPTIONS = {
+    "hosts": {"type": "list", "elements": "dict", "required": True},
+    "nodes": {"type": "list", "elements": "dict", "default": []},
+    "settle_seconds": {"type": "int", "default": 10},
+    "boot_timeout": {"type": "int", "default": 1800},
+    "install_timeout": {"type": "int", "default": 5400},
+    "join_timeout": {"type": "int", "default": 1800},
+    "wait_sleep": {"type": "int", "default": 5},
+    "validation_grace": {"type": "raw", "default": 600},
+    "clock_skew": {"type": "int", "default": 2},
+    "max_failed_hosts": {"type": "int", "default": 0},
+    "request_timeout": {"type": "int", "default": 5},
+    "agent_port": {"type": "int"},
+    "kubelet_port": {"type": "int"},
+    "token": {"type": "str", "no_log": True},
+    "first_header": {"type": "str", "default": "auto", "choices": ["auto", *HEADERS]},
+}
+
+
+def argument_spec() -> dict[str, Any]:
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(OPTIONS)
+    return spec
+
+
+class _Login:
+    """What kubernetes.core's client (and the collection's connection errors) read from a module: the options."""
+
+    server_side_dry_run = False
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    def requires(self, name: str, *args: Any, **kwargs: Any) -> None:
+        __import__(name)
+
+
+def join_hosts(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hosts to follow (name, address, mac_address) with the addresses of ``nodes`` of the same name."""
+    nodes = {str(node.get("name", "")).lower(): node for node in params["nodes"]}
+    hosts = []
+    for index, host in enumerate(params["hosts"]):
+        if not host.get("name") or not host.get("address"):
+            raise InputError("hosts[%d]: expected name and address, found %s" % (index, sorted(host)))
+        name = str(host["name"]).lower()
+        addresses = (nodes.get(name) or {}).get("addresses") or [host["address"]]
+        hosts.append(dict(host, name=name, addresses=[str(a) for a in addresses]))
+    names = [host["name"] for host in hosts]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError("hosts names must be unique; repeated: %s" % ", ".join(repeated))
+    if not hosts:
+        raise InputError("hosts is empty: give at least one {name, address}")
+    return hosts
+
+
+def join_options(params: dict[str, Any]) -> JoinOptions:
+    for option in ("settle_seconds", "wait_sleep", "request_timeout", "boot_timeout", "install_timeout"):
+        if params[option] < 1:
+            raise InputError("%s must be at least 1 second, got %s" % (option, params[option]))
+    if params["max_failed_hosts"] < 0 or params["clock_skew"] < 0:
+        raise InputError("max_failed_hosts and clock_skew cannot be negative")
+    try:
+        grace = parse_duration(params["validation_grace"])
+    except ValueError as error:
+        raise InputError("validation_grace: %s" % error)
+    environ = os.environ
+    return JoinOptions(
+        settle_seconds=params["settle_seconds"],
+        boot_timeout=params["boot_timeout"],
+        install_timeout=params["install_timeout"],
+        join_timeout=params["join_timeout"],
+        wait_sleep=params["wait_sleep"],
+        validation_grace=grace,
+        clock_skew=params["clock_skew"],
+        max_failed_hosts=params["max_failed_hosts"],
+        request_timeout=params["request_timeout"],
+        agent_port=params["agent_port"] or int(environ.get("OPENSHIFT_AGENT_DAY2_AGENT_PORT") or 8090),
+        kubelet_port=params["kubelet_port"] or int(environ.get("OPENSHIFT_AGENT_DAY2_KUBELET_PORT") or 10250),
+        first_header=None if params["first_header"] == "auto" else params["first_header"],
+    )
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        _validated, params = self.validate_argument_spec(argument_spec=argument_spec())
+        try:
+            hosts = join_hosts(params)
+            options = join_options(params)
+            if self._task.check_mode:
+                result.update(changed=False, would_follow=self._would_follow(hosts, options))
+                return result
+            result.update(self._join(params, hosts, options))
+        except Day2Error as error:
+            result.update(error.result, failed=True, msg="join_workers: %s" % error.message)
+        return result
+
+    @staticmethod
+    def _would_follow(hosts: list[dict[str, Any]], options: JoinOptions) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": host["name"],
+                "agent_url": agent_url(host["address"], options.agent_port),
+                "kubelet": "%s:%d" % (host["address"], options.kubelet_port),
+                "addresses": host["addresses"],
+            }
+            for host in hosts
+        ]
+
+    def _join(self, params: dict[str, Any], hosts: list[dict[str, Any]], options: JoinOptions) -> dict[str, Any]:
+        client, api_client = connect(_Login(params))
+        api = KubeCsrApi(api_client, client.client)
+        warnings = []
+        try:
+            token = choose(params["token"], api_client)[0] if params["token"] else choose(reader=api_client)[0]
+        except AgentTokenError as error:
+            token = None
+            warnings.append("the agents are not asked (%s); a host counts as rebooted when its kubelet answers" % error)
+        offset = api.server_offset()
+        if offset is None:
+            warnings.append("the API server sent no Date header: its clock is taken to be this one's")
+        display.display(
+            "join_workers: following %d host(s): %s (settle %ss, boot timeout %ss, at most %d failed)"
+            % (
+                len(hosts),
+                ", ".join(host["name"] for host in hosts),
+                options.settle_seconds,
+                options.boot_timeout,
+                options.max_failed_hosts,
+            )
+        )
+        run = JoinRun(hosts, token, api, options, display.display, server_offset=offset or 0.0)
+        run.warnings.extend(warnings)
+        return run.run()

@@ -1,0 +1,165 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: join_workers
+short_description: Follow every new host's install and approve its CSRs, each host on its own, resumable
+version_added: 0.3.0
+author:
+  - openshift_agent.day2 developers (@openshift-agent-day2)
+description:
+  - One loop on the controller follows every host's agent (as M(openshift_agent.day2.agent_wait) does) and approves
+    its kubelet's CSRs (with the checks of M(openshift_agent.day2.csr_approve)), every host independently, and prints
+    every change of a host's phase, agent status, stage and percentage, and every approval, with a timestamp, at
+    default verbosity. It ends with one summary line per host (time per phase, final state, approvals made).
+  - "A host's client CSR is approved only once the host has demonstrably rebooted into the installed system: its
+    kubelet answers on the kubelet port (a TLS handshake, or the alert C(internal_error) a kubelet without a serving
+    certificate sends), then O(settle_seconds) pass. CSRs created before the live ISO's agent last answered are not
+    the installed system's and are never approved."
+  - Every pending client CSR of the host that carries the same public key is approved, so a byte-for-byte copy of the
+    kubelet's CSR cannot strand the kubelet's own. A second public key for a host, before or after an approval, stops
+    that host at once; the message names the CSR with the other key and its requestor (C(spec.username)) and says
+    what to do. When no CSR was approved yet and two keys are pending, both are named and none is approved.
+  - The serving CSR is approved once the client certificate is (same checks as M(openshift_agent.day2.csr_approve)).
+  - Hosts progress independently; a host that never answers (neither agent nor kubelet) fails after
+    O(boot_timeout) and the others go on. The run fails at the end when more than O(max_failed_hosts) hosts failed.
+  - "Resume: every host is taken where it stands. Installing (its agent answers), rebooted (its kubelet answers),
+    half-joined (its Node exists, not Ready, or a client CSR of it is approved), joined (its Node is Ready). A CSR is
+    read again just before it is approved and never approved twice."
+  - docs/csr-approval.md explains the rules and the window that remains.
+notes:
+  - It is an action plugin; it always runs on the controller. The agent token is read from the cluster and never
+    shown.
+  - Check mode asks nobody and returns RV(would_follow).
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - openshift_agent.day2.attributes
+options:
+  hosts:
+    description: The hosts to follow, C(name), C(address) (where the agent and the kubelet answer), C(mac_address).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description:
+      - Per host (by C(name)), the C(addresses) its serving certificate may carry, as the C(nodes) of
+        M(openshift_agent.day2.csr_approve). A host not listed may carry only its O(hosts) C(address).
+    type: list
+    elements: dict
+    default: []
+  settle_seconds:
+    description:
+      - Seconds between the moment a host's kubelet answers and its first approval. A kubelet files its client CSR as
+        it starts, before its port answers, so a second key filed around the reboot shows up within this time and
+        stops the host instead of being raced.
+    type: int
+    default: 10
+  boot_timeout:
+    description: Seconds after which a host of which nothing answered (agent, kubelet) fails; the others go on.
+    type: int
+    default: 1800
+  install_timeout:
+    description: Seconds after which a host whose agent answered but that has not rebooted fails.
+    type: int
+    default: 5400
+  join_timeout:
+    description: Seconds after a host rebooted after which it fails when it is not Ready.
+    type: int
+    default: 1800
+  wait_sleep:
+    description: Seconds between two rounds (agents polled, CSRs and Nodes read once).
+    type: int
+    default: 5
+  validation_grace:
+    description: How long a failing validation may last before the host fails (seconds or a duration like C(10m)).
+    type: raw
+    default: 600
+  clock_skew:
+    description:
+      - Seconds of tolerance when a CSR's creation time (API server clock) is compared with the last answer of the
+        host's agent (this clock, corrected by the API server's C(Date) header).
+    type: int
+    default: 2
+  max_failed_hosts:
+    description: How many hosts may fail while the run still succeeds; the others always finish first.
+    type: int
+    default: 0
+  request_timeout:
+    description: Seconds to wait for one answer of an agent or a kubelet port.
+    type: int
+    default: 5
+  agent_port:
+    description: The agent's port; default E(OPENSHIFT_AGENT_DAY2_AGENT_PORT), else 8090.
+    type: int
+  kubelet_port:
+    description: The kubelet's port; default E(OPENSHIFT_AGENT_DAY2_KUBELET_PORT), else 10250.
+    type: int
+  token:
+    description: The agent token; default the one of Secret C(openshift-config/agent-auth-token).
+    type: str
+  first_header:
+    description: The header the token is sent in first (C(auto) follows the token and the release).
+    type: str
+    default: auto
+    choices: [auto, Watcher-Authorization, Authorization]
+attributes:
+  check_mode:
+    support: full
+    description: Asks nobody; returns RV(would_follow).
+  diff_mode:
+    support: none
+    description: Not supported.
+"""
+
+EXAMPLES = r"""
+- name: Follow the installs and join the hosts, each on its own
+  openshift_agent.day2.join_workers:
+    hosts: "{{ preflight_workers.install_hosts }}"
+    nodes: "{{ preflight_workers.join_nodes }}"
+    boot_timeout: 1800
+    max_failed_hosts: 0
+  register: joined
+
+- name: Hosts that joined
+  ansible.builtin.debug:
+    msg: "{{ joined.joined }}"
+"""
+
+RETURN = r"""
+hosts:
+  description:
+    - Per host, C(state) (C(joined), C(failed), or the phase it was in), C(failed_in), C(problem), C(phases) (seconds
+      spent in each phase this run saw), C(phase_started), C(rebooted_by) (what showed the reboot), C(approved)
+      (the CSRs approved for it in this run), C(summary) (the line printed at the end) and C(agent) (last status, stage, percentage, the header the token was
+      taken in).
+  returned: success and failure
+  type: dict
+approved:
+  description: Every CSR this run approved, C(name), C(node), C(kind) (client or serving), C(approved_at).
+  returned: success and failure
+  type: list
+  elements: dict
+joined:
+  description: The hosts whose Node is Ready.
+  returned: success and failure
+  type: list
+  elements: str
+failed_hosts:
+  description: The hosts that failed (each one's reason is in RV(hosts)).
+  returned: success and failure
+  type: list
+  elements: str
+duration:
+  description: Seconds the run took.
+  returned: success and failure
+  type: float
+server_clock_offset:
+  description: Seconds the API server's clock is ahead of the controller's.
+  returned: success and failure
+  type: float
+would_follow:
+  description: Check mode, per host its C(name), C(agent_url), C(kubelet) and C(addresses).
+  returned: check mode
+  type: list
+  elements: dict
+"""
