@@ -14,13 +14,19 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, connect, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.interrupt import Terminated, signals_raise
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
+    ApiAccessError,
+    ApiClient,
+    connect,
+    core_target,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import hide
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import read_objects
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
@@ -29,8 +35,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes 
     node_summary,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import MIN_VERSION, parse_version
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import Artifacts, Plan
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import PXE_DIR, Artifacts, Plan
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     loopback_allowed,
     normalize_architecture,
@@ -54,7 +61,19 @@ MIXABLE_ARCHITECTURES = ("x86_64", "aarch64")
 
 
 def run(module: Any) -> dict[str, Any]:
-    """Do what day2_iso's parameters ask; return the module's result. Raises Day2Error with the partial result."""
+    """Do what day2_iso's parameters ask; return the module's result. Raises Day2Error with the partial result.
+
+    SIGTERM or SIGHUP stop it cleanly: what the run created is deleted (interrupt.py), then it fails."""
+    with signals_raise():
+        try:
+            return _run(module)
+        except Terminated as stop:
+            raise Day2Error(
+                "day2_iso was stopped by %s before it built anything; nothing of it is left. Run it again." % stop.name
+            ) from None
+
+
+def _run(module: Any) -> dict[str, Any]:
     params = module.params
     started = time.monotonic()
     min_validity = check_parameters(params, module.check_mode)
@@ -66,6 +85,7 @@ def run(module: Any) -> dict[str, Any]:
     hide(module, *secret_values(configs))
     artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
     result: dict[str, Any] = {"changed": False, "artifacts": [], "nodes_configs": {}}
+    result.update(earlier_runs(params, api, module.check_mode, module.warn))
     plans = []
     for arch, config in sorted(configs.items()):
         result["nodes_configs"][arch] = render_nodes_config(redacted(config))
@@ -110,18 +130,79 @@ def _build(
         build_timeout=params["build_timeout"],
         keep_on_failure=params["keep_on_failure"],
         cluster_minor=cluster["version_tuple"],
+        owner=leftovers.owner_tag(),
     )
     try:
         with run:
             result["namespace"] = run.ns_name
             result["node_joiner_image"] = node_joiner_image(params, api, cluster, run)
-            return artifacts.build(plan, run, result["node_joiner_image"])
+            artifact = artifacts.build(plan, run, result["node_joiner_image"])
     except Day2Error as error:
         message = error.message + cleanup_note(run)
         if isinstance(error, RunError):
             message = nj.describe_failure(message, error.stages, error.log_tail)
-        so_far = {key: value for key, value in result.items() if key != "changed"}
-        raise Day2Error(message, {**so_far, "namespace": run.ns_name, **error.result})
+        raise Day2Error(message, {**_so_far(result), "namespace": run.ns_name, **error.result})
+    except Terminated as stop:
+        raise Day2Error(
+            "day2_iso was stopped by %s while it built the %s artifact%s; no partial file was left. Run it again."
+            % (stop.name, plan.architecture, cleanup_note(run) or " (nothing was created yet)"),
+            {**_so_far(result), "namespace": run.ns_name, "left": run.left},
+        ) from None
+    if run.left:
+        # The artifact is fine, but the run's objects (a ClusterRole that may write Secrets) are not gone.
+        raise Day2Error(
+            "the %s artifact was built (%s), but the clean-up of its node-joiner run failed: %s. Delete %s by hand "
+            "(oc delete %s), or run day2_iso again: it removes what earlier runs left."
+            % (
+                plan.architecture,
+                artifact["path"],
+                "; ".join(run.cleanup_failures),
+                ", ".join(run.left),
+                " ".join(name.lower().replace("/", " ", 1) for name in run.left),
+            ),
+            {
+                **_so_far(result),
+                "namespace": run.ns_name,
+                "left": run.left,
+                "artifacts": [*result["artifacts"], artifact],
+            },
+        )
+    return artifact
+
+
+def _so_far(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "changed"}
+
+
+def earlier_runs(
+    params: dict[str, Any], api: ApiClient, check_mode: bool, warn: Callable[[str], Any]
+) -> dict[str, Any]:
+    """Remove what earlier runs left (leftovers.py): partial files in dest, then node-joiner objects in the
+    cluster; in check mode only say what would be removed. Returns the result keys ``leftovers_removed`` (or
+    ``leftovers_found``) and ``partial_files_removed``. A removal that fails is a LeftoverError naming the objects.
+    """
+    if check_mode:
+        partial: list[str] = []
+    else:
+        partial = leftovers.remove_partial_files(params["dest"], PXE_DIR)
+    # No run lasts longer than this (its pods' starts, the build, the copies); older objects of another host's
+    # run are over.
+    max_age = 2 * params["pod_start_timeout"] + 4 * params["build_timeout"]
+    try:
+        found = leftovers.find(api, utcnow(), max_age)
+    except ApiAccessError as error:
+        if error.status != 403:
+            raise
+        warn(
+            "cannot look for node-joiner objects that earlier runs left: %s. Grant 'list' on namespaces, "
+            "clusterroles and clusterrolebindings (docs/rbac.md), or look by hand: oc get ns,clusterrole,"
+            "clusterrolebinding -l %s=%s" % (error.message, nj.MANAGED_BY_LABEL, nj.MANAGED_BY)
+        )
+        found = []
+    names = ["%s/%s" % item for item in found]
+    if check_mode:
+        return {"leftovers_found": names, "partial_files_removed": partial}
+    return {"leftovers_removed": leftovers.remove(api, found), "partial_files_removed": partial}
 
 
 def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:

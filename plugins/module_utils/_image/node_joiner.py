@@ -19,6 +19,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "openshift_agent.day2"
 RUN_LABEL = "openshift-agent.day2/run"
+# The process that runs a run ("<host> <pid> <start>"), on its namespace: see leftovers.py.
+OWNER_ANNOTATION = "openshift-agent.day2/owner"
 NAMESPACE_PREFIX = "openshift-node-joiner-"
 SERVICE_ACCOUNT = "node-joiner"
 CONFIGMAP = "nodes-config"
@@ -76,16 +78,16 @@ def labels(run_id: str) -> dict[str, str]:
     return {MANAGED_BY_LABEL: MANAGED_BY, RUN_LABEL: run_id}
 
 
-def namespace_manifest(run_id: str) -> dict[str, Any]:
+def namespace_manifest(run_id: str, owner: str | None = None) -> dict[str, Any]:
+    """The run's namespace; ``owner`` (leftovers.owner_tag) tells a later run whether this one still runs."""
+    # Let the pod land on any node, as oc does.
+    annotations = {"openshift.io/node-selector": ""}
+    if owner:
+        annotations[OWNER_ANNOTATION] = owner
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {
-            "generateName": NAMESPACE_PREFIX,
-            "labels": labels(run_id),
-            # Let the pod land on any node, as oc does.
-            "annotations": {"openshift.io/node-selector": ""},
-        },
+        "metadata": {"generateName": NAMESPACE_PREFIX, "labels": labels(run_id), "annotations": annotations},
     }
 
 

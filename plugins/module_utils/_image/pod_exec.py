@@ -19,6 +19,7 @@ import time
 from typing import IO, Any, Callable
 from urllib.parse import quote
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import retry as _retry
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 try:
@@ -81,6 +82,29 @@ def _handshake_problem(error: Exception) -> str:
     return str(error)
 
 
+def _handshake_attempt(error: BaseException) -> _retry.Attempt | None:
+    """What the retry policy sees of a failed exec upgrade: the HTTP status (a 429 or 5xx is tried again), None
+    for a connection that broke before any answer; a refused certificate is not tried again."""
+    status = getattr(error, "status_code", None)
+    if status is not None:
+        return _retry.Attempt(status, _retry.retry_after_seconds(getattr(error, "resp_headers", None)))
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return None
+    if isinstance(error, OSError) or type(error).__module__.startswith("websocket"):
+        return _retry.Attempt(None)
+    return None
+
+
+def _open(configuration: Any, url: str, policy: _retry.RetryPolicy, sleep: Callable[[float], Any]) -> Any:
+    """The exec WebSocket; the upgrade (a GET) is tried again after a transient failure, as every read is."""
+    return _retry.call(
+        lambda: ws_client.WSClient(configuration, url, _headers(configuration), capture_all=False, binary=True),
+        policy,
+        _handshake_attempt,
+        sleep=sleep,
+    )
+
+
 def _readable(ws: Any, timeout: float) -> bool:
     """True when a frame can be read: bytes on the socket, or already decrypted in the TLS buffer."""
     raw = ws.sock
@@ -115,6 +139,8 @@ def run_streaming(
     sink: Callable[[bytes], Any],
     timeout: float = 600,
     idle_timeout: float = 120,
+    policy: _retry.RetryPolicy = _retry.DEFAULT_POLICY,
+    sleep: Callable[[float], Any] = time.sleep,
 ) -> tuple[int, bytes]:
     """Run ``command``; feed stdout chunks to ``sink``; return (returncode, stderr bytes).
 
@@ -130,13 +156,7 @@ def run_streaming(
         raise ExecError("the kubernetes Python library (kubernetes.stream) is required")
     described = "exec %s in pod %s/%s" % (" ".join(command), namespace, pod)
     try:
-        client = ws_client.WSClient(
-            configuration,
-            exec_url(configuration, namespace, pod, container, command),
-            _headers(configuration),
-            capture_all=False,
-            binary=True,
-        )
+        client = _open(configuration, exec_url(configuration, namespace, pod, container, command), policy, sleep)
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError("cannot open exec into pod %s/%s: %s" % (namespace, pod, _handshake_problem(error)))
     ws = client.sock

@@ -42,6 +42,7 @@ _SHA256_LINE = re.compile(r"^([0-9a-f]{64})\s")
 # node-joiner 4.17 writes only exit_code, 4.18 and later report.json too -- openshift/installer
 # pkg/nodejoiner/addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80 (4.17), @de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
 REPORT_SINCE = (4, 18)
+_RBAC = "rbac.authorization.k8s.io"
 
 
 class RunError(Day2Error):
@@ -68,8 +69,10 @@ class NodeJoinerRun:
         keep_on_failure: bool = False,
         sleeper: Callable[[float], Any] | None = None,
         cluster_minor: tuple[int, int] = (4, 21),
+        owner: str | None = None,
     ) -> None:
         self.api = api
+        self.owner = owner
         self.cluster_minor = tuple(cluster_minor)
         self.configuration = configuration
         self.run_id = run_id
@@ -82,12 +85,15 @@ class NodeJoinerRun:
         self.namespace: dict[str, Any] | None = None
         self.cleaned_up = False
         self.cleanup_failures: list[str] = []
+        self.left: list[str] = []  # Kind/name of what the clean-up could not delete
         self.kept = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def __enter__(self) -> NodeJoinerRun:
-        self.namespace = self.api.create(core_target("namespaces", verb="create"), nj.namespace_manifest(self.run_id))
+        self.namespace = self.api.create(
+            core_target("namespaces", verb="create"), nj.namespace_manifest(self.run_id, self.owner)
+        )
         try:
             self._create_rbac()
         except BaseException:
@@ -117,7 +123,8 @@ class NodeJoinerRun:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is not None and self.keep_on_failure:
+        # keep_on_failure keeps a failed run for debugging; a stopped one (SIGTERM, Ctrl-C) is always removed.
+        if exc_type is not None and issubclass(exc_type, Exception) and self.keep_on_failure:
             self.kept = True
         else:
             self.cleanup()
@@ -138,15 +145,16 @@ class NodeJoinerRun:
         name = self.ns_name
         # The owner references make the cluster-scoped RBAC go with the namespace; delete it
         # explicitly too, so nothing lingers while the garbage collector catches up.
-        for target in (
-            group_target("rbac.authorization.k8s.io", "v1", "clusterrolebindings", name, verb="delete"),
-            group_target("rbac.authorization.k8s.io", "v1", "clusterroles", name, verb="delete"),
-            core_target("namespaces", name, verb="delete"),
+        for kind, target in (
+            ("ClusterRoleBinding", group_target(_RBAC, "v1", "clusterrolebindings", name, verb="delete")),
+            ("ClusterRole", group_target(_RBAC, "v1", "clusterroles", name, verb="delete")),
+            ("Namespace", core_target("namespaces", name, verb="delete")),
         ):
             try:
                 self.api.delete(target)
             except ApiAccessError as error:
                 self.cleanup_failures.append(str(error))
+                self.left.append("%s/%s" % (kind, name))
         self.cleaned_up = not self.cleanup_failures
 
     def _sleep(self, deadline: Deadline, seconds: float) -> None:

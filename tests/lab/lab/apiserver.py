@@ -104,6 +104,12 @@ async def fault_middleware(request: web.Request, handler):
         code = faults.random.choice((500, 503))
         reason = "InternalError" if code == 500 else "ServiceUnavailable"
         return json_response(status_body(code, reason, f"lab fault api_error_rate: {reason}"), code)
+    if faults.roll("api_throttle_rate"):
+        # max-in-flight answers 429 with Retry-After "1" before the request is handled -- kubernetes/kubernetes
+        # staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go@e4b6dc5a70de2c18b80897d104473342bc5452e5
+        response = json_response(status_body(429, "TooManyRequests", "Too many requests, please try again later."), 429)
+        response.headers["Retry-After"] = "1"
+        return response
     return await handler(request)
 
 
@@ -214,15 +220,15 @@ async def resource_handler(request: web.Request) -> web.StreamResponse:
         verb = _verb(request, target)
         if target.kind.namespaced and not target.namespace and verb not in ("list", "watch"):
             raise _NO_RESOURCE
+        if target.subresource == "eviction":  # lab/workloads.py
+            _authorize(request, target, "create", target.name)
+            return await workloads.evict(request, ctx, target)
         if target.subresource in ("exec", "log"):
             _authorize(request, target, verb, target.name)
             return await verbs.pod_subresource(request, ctx, target)
         if verb in ("watch", "list", "deletecollection"):
             _authorize(request, target, verb, None)
             if verb == "watch":
-        if target.subresource == "eviction":  # lab/workloads.py
-            _authorize(request, target, "create", target.name)
-            return await workloads.evict(request, ctx, target)
                 return await verbs.watch(request, ctx, target)
             if verb == "list":
                 return verbs.list_objects(request, ctx, target)

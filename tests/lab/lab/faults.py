@@ -71,6 +71,9 @@ def register_fault(name: str, parse, help_text: str) -> None:
 
 register_fault("api_error_rate", parse_rate, "fraction of API requests answered 500 or 503")
 register_fault("api_reset_rate", parse_rate, "fraction of API requests whose connection is reset")
+register_fault(
+    "api_throttle_rate", parse_rate, "fraction of API requests answered 429 TooManyRequests with Retry-After: 1"
+)
 register_fault("api_delay", parse_seconds, "seconds every API request waits before it is handled")
 register_fault("watch_cut_seconds", parse_seconds, "watch streams are cut (connection reset) after this long")
 register_fault(

@@ -53,13 +53,14 @@ def test_a_missing_dest_is_fine_in_check_mode_only(connected, tmp_path):
         build.run(day2.Module(dest, check_mode=True))
 
 
-def test_check_mode_writes_nothing_and_asks_nothing_but_the_four_reads(connected, tmp_path):
+def test_check_mode_writes_nothing_and_asks_nothing_but_the_reads(connected, tmp_path):
     result = build.run(day2.Module(tmp_path, check_mode=True, pxe=True))
     path = str(tmp_path / "boot-artifacts" / "x86_64")
     assert result["would_build"] == [{"architecture": "x86_64", "path": path, "reason": "%s does not exist" % path}]
     entry = result["artifacts"][0]
     assert (entry["reused"], entry["files"], entry["sidecar"], entry["stages"]) == (False, [], path + ".json", [])
-    assert len(connected.asked) == 4 and os.listdir(tmp_path) == []
+    # the four objects and the three lists of what earlier runs may have left
+    assert len(connected.asked) == 4 + len(day2.LEFTOVER_LISTS) and os.listdir(tmp_path) == []
 
 
 def test_diff_shows_the_new_nodes_config_against_none(connected, tmp_path):

@@ -296,12 +296,23 @@ def test_only_amd64_and_arm64_mix():
 # --- the whole run -------------------------------------------------------------------------------------
 
 
+LEFTOVER_LISTS = [
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "/api/v1/namespaces",
+]
+
+
 class Module:
     def __init__(self, dest, check_mode=False, diff=False, **changes):
         self.params = params(dest, **changes)
         self.check_mode = check_mode
         self._diff = diff
         self.no_log_values = set()
+        self.warnings = []
+
+    def warn(self, message):
+        self.warnings.append(message)
 
 
 class Client:
@@ -324,12 +335,10 @@ def test_check_mode_reads_four_objects_and_says_what_it_would_build(connected, t
     assert [(a["path"], a["reused"], a["files"], a["token_expiry"]) for a in result["artifacts"]] == [
         (iso, False, [], None)
     ]
-    assert "hostname: extra-worker-0" in result["nodes_configs"]["x86_64"] and connected.asked == [
-        CV,
-        INFRA,
-        PROXY,
-        NODES,
-    ]
+    assert "hostname: extra-worker-0" in result["nodes_configs"]["x86_64"]
+    # the four objects, then what earlier runs may have left (found, not removed in check mode)
+    assert [path.split("?")[0] for path in connected.asked] == [CV, INFRA, PROXY, NODES, *LEFTOVER_LISTS]
+    assert result["leftovers_found"] == [] and result["partial_files_removed"] == []
     assert os.listdir(tmp_path) == []
 
 

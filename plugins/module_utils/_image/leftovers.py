@@ -1,0 +1,180 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What earlier runs left behind, found and removed before a run builds: node-joiner objects in the cluster and
+partial files in ``dest``.
+
+A run deletes its namespace, ClusterRole and ClusterRoleBinding at its end, and on SIGTERM too; a run killed
+outright (SIGKILL, a crash of the controller) cannot. oc relies on the namespace's owner reference for the
+cluster-scoped RBAC and deletes the namespace when it is done, with no look for earlier runs --
+openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820. Here every
+object of a run carries the labels of node_joiner.labels(), so the next run finds them by label. A run still
+going (another playbook on the same cluster) is not touched: its namespace names its owner (host, process and
+the process's start time, annotation OWNER_ANNOTATION); a namespace of a process of this host that is gone is
+left over at once, one of another host only when it is older than any run can last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import os
+import socket
+from typing import Any
+from urllib.parse import quote
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
+    ApiAccessError,
+    ApiClient,
+    core_target,
+    group_target,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+
+OWNER_ANNOTATION = nj.OWNER_ANNOTATION
+RBAC = "rbac.authorization.k8s.io"
+# kind -> (API group, resource); the namespace comes last so that nothing it owns is orphaned by a failure.
+KINDS = (
+    ("ClusterRoleBinding", RBAC, "clusterrolebindings"),
+    ("ClusterRole", RBAC, "clusterroles"),
+    ("Namespace", "", "namespaces"),
+)
+# Partial files of an interrupted transfer (run.fetch: ".<name>.<random>.part") and sidecar writes (".tmp").
+PARTIAL_SUFFIXES = (".part", ".tmp")
+
+
+class LeftoverError(Day2Error):
+    """Objects of earlier runs that could not be removed; ``objects`` names them (Kind/name)."""
+
+    def __init__(self, message: str, objects: list[str]) -> None:
+        super().__init__(message, {"leftovers": objects})
+        self.objects = objects
+
+
+def _process_start(pid: int) -> str:
+    """The start time of process ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), "" if unknown."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``<host> <pid> <start>`` of this process: what a run writes into its namespace's OWNER_ANNOTATION."""
+    pid = os.getpid() if pid is None else pid
+    return "%s %d %s" % (socket.gethostname(), pid, _process_start(pid))
+
+
+def owner_alive(tag: str | None, hostname: str | None = None) -> bool | None:
+    """True when the process ``tag`` names still runs, False when it is gone, None when this host cannot tell
+    (another host, no tag)."""
+    parts = (tag or "").split()
+    if len(parts) < 2 or parts[0] != (hostname or socket.gethostname()) or not parts[1].isdigit():
+        return None
+    pid = int(parts[1])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # a process of another user: it exists
+    return len(parts) < 3 or _process_start(pid) == parts[2]
+
+
+def is_left_over(namespace: dict[str, Any], now: datetime.datetime, max_age: float) -> bool:
+    """Whether the run of ``namespace`` is over: its process is gone, or (unknown) it is older than ``max_age``."""
+    meta = namespace.get("metadata") or {}
+    alive = owner_alive((meta.get("annotations") or {}).get(OWNER_ANNOTATION))
+    if alive is not None:
+        return not alive
+    created = parse_rfc3339(meta.get("creationTimestamp") or "")
+    return created is None or (now - created).total_seconds() > max_age
+
+
+def _list(api: ApiClient, group: str, resource: str) -> list[dict[str, Any]]:
+    """The objects of ``resource`` labelled as a run's (managed by this collection, with a run label)."""
+    selector = quote("%s=%s,%s" % (nj.MANAGED_BY_LABEL, nj.MANAGED_BY, nj.RUN_LABEL), safe="")
+    target = group_target(group, "v1", resource) if group else core_target(resource)
+    target = dataclasses.replace(target, path=target.path + "?labelSelector=" + selector)
+    return [
+        item
+        for item in (api.get(target) or {}).get("items") or []
+        if ((item.get("metadata") or {}).get("name") or "").startswith(nj.NAMESPACE_PREFIX)
+    ]
+
+
+def find(api: ApiClient, now: datetime.datetime, max_age: float) -> list[tuple[str, str]]:
+    """(kind, name) of every object of a finished run, namespaces last: namespaces left over, and the
+    ClusterRoles and ClusterRoleBindings whose namespace is left over or gone."""
+    listed = {kind: _list(api, group, resource) for kind, group, resource in KINDS}
+    live = set()
+    stale = []
+    for namespace in listed["Namespace"]:
+        meta = namespace["metadata"]
+        if meta.get("deletionTimestamp"):
+            continue  # already being removed
+        if is_left_over(namespace, now, max_age):
+            stale.append(meta["name"])
+        else:
+            live.add(meta["name"])
+    found = []
+    for kind, _group, _resource in KINDS:
+        for item in listed[kind]:
+            name = item["metadata"]["name"]
+            if (name in stale) if kind == "Namespace" else (name not in live):
+                found.append((kind, name))
+    return found
+
+
+def remove(api: ApiClient, found: list[tuple[str, str]]) -> list[str]:
+    """Delete what :func:`find` found; the names removed (Kind/name). Raises LeftoverError naming every object
+    that could not be removed, with the reason and how to remove it by hand."""
+    removed, failures = [], []
+    for kind, name in found:
+        group, resource = next((g, r) for k, g, r in KINDS if k == kind)
+        target = (
+            group_target(group, "v1", resource, name, verb="delete")
+            if group
+            else core_target(resource, name, verb="delete")
+        )
+        try:
+            api.delete(target)
+            removed.append("%s/%s" % (kind, name))
+        except ApiAccessError as error:
+            failures.append(("%s/%s" % (kind, name), error.message))
+    if failures:
+        names = [name for name, _reason in failures]
+        raise LeftoverError(
+            "cannot remove what earlier node-joiner runs left in the cluster: %s. Nothing was built. Remove them "
+            "by hand (oc delete %s), or give this identity the permission named, then run again."
+            % (
+                "; ".join("%s: %s" % failure for failure in failures),
+                " ".join(name.lower().replace("/", " ", 1) for name in names),
+            ),
+            names,
+        )
+    return removed
+
+
+def remove_partial_files(dest: str, pxe_dir: str) -> list[str]:
+    """Delete the partial files interrupted runs left in ``dest`` (ISO: ``.node.*``) and ``dest/<pxe_dir>/**``
+    (PXE); their paths. Only this module's own temporary names are touched: ``.part`` or ``.tmp`` at the end."""
+    directories = [(dest, "." + nj.iso_name("")[:5])]
+    pxe = os.path.join(dest, pxe_dir)
+    if os.path.isdir(pxe) and not os.path.islink(pxe):
+        directories.append((pxe, "."))
+        directories += [(os.path.join(pxe, name), ".") for name in sorted(os.listdir(pxe))]
+    removed = []
+    for directory, prefix in directories:
+        if not os.path.isdir(directory) or os.path.islink(directory):
+            continue
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if name.startswith(prefix) and name.endswith(PARTIAL_SUFFIXES) and os.path.isfile(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    removed.append(path)
+    return removed
