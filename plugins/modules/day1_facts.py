@@ -137,6 +137,13 @@ ansible_facts:
             Release payload pull spec (ClusterVersion C(status.desired.image), else C(status.history[0].image)).
           type: str
           sample: quay.io/openshift-release-dev/ocp-release@sha256:0123...
+        release_architecture:
+          description:
+            - ClusterVersion C(status.desired.architecture) - C(Multi) for a multi-architecture release payload, else
+              empty. Workers of another architecture than the control plane's need C(Multi) (the check step refuses
+              them otherwise).
+          type: str
+          sample: Multi
         version_history:
           description: ClusterVersion C(status.history), newest first.
           type: list

@@ -19,6 +19,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addres
     ClusterAddresses,
     is_control_plane,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.arch import check_payload_architectures
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.boot import check_bmc, check_boot_settings
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
@@ -179,6 +180,7 @@ def check_workers(
         platform=cluster.get("platform"),
     )
     problems.items.extend(image_problems)
+    check_payload_architectures(checked, cluster, problems)  # another architecture needs a multi payload
     checked_of = {host.hostname: host for host in checked}
     addresses = {name: _addresses(settings, checked_of.get(name)) for name, settings in settings_of.items()}
     joined = sorted(

@@ -134,6 +134,9 @@ def _version(clusterversion: Any) -> dict[str, Any]:
     return {
         "version": desired.get("version") or latest.get("version"),
         "release_image": desired.get("image") or latest.get("image"),
+        # "Multi" for a multi-architecture payload, else "" (openshift/api config/v1/types_cluster_version.go@
+        # 7395174fe74168e53ed58dfda8c170fbedd6d61d): workers of another architecture need "Multi" (_check.arch).
+        "release_architecture": desired.get("architecture") or "",
         "version_history": history,
     }
 
