@@ -33,6 +33,13 @@ def parse_cut(value: str) -> tuple:
     return parsed
 
 
+def parse_rate_limit(value: str) -> int:
+    rate = int(value)
+    if rate < 1:
+        raise ValueError(f"bytes per second is 1 or more, got {value}")
+    return rate
+
+
 def parse_count(value: str) -> int:
     count = 1 if value == "true" else int(value)
     if count < 1:
@@ -47,6 +54,9 @@ register_fault(
 )
 register_fault(
     "exec_corrupt", parse_count, "K: one byte is flipped in each of the next K exec outputs larger than 64 KiB"
+)
+register_fault(
+    "exec_bytes_per_second", parse_rate_limit, "exec streams send stdout at most this fast (a slow transfer)"
 )
 
 
@@ -133,6 +143,9 @@ class PodStreams:
                 self._use_fault("exec_corrupt", corrupt, str(corrupt - 1))
             sent += len(chunk)
             await ws.send_bytes(bytes([STDOUT]) + chunk)
+            rate = self.ctx.faults.get("exec_bytes_per_second")
+            if rate:
+                await asyncio.sleep(len(chunk) / rate)
 
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         sim = self._sim(namespace, name)
