@@ -106,6 +106,16 @@ def _joined(name: str, addresses: list[str], node: dict[str, Any] | None) -> boo
     return bool(set(addresses) & set(node.get("internal_ips") or []))
 
 
+def _half_joined(name: str, addresses: list[str], node: dict[str, Any] | None) -> bool:
+    """A worker Node of that name, with the host's address (or none yet), not Ready and never Ready since it
+    registered (``joining`` when the facts tell): an earlier run stopped while the host joined; the join step
+    takes it from there."""
+    if not node or node.get("ready") or is_control_plane(node) or node.get("joining") is False:
+        return False
+    ips = set(node.get("internal_ips") or [])
+    return not ips or bool(set(addresses) & ips)
+
+
 def _check_name(name: str, node: dict[str, Any] | None, problems: Problems) -> None:
     if node is None:
         return
@@ -187,15 +197,21 @@ def check_workers(
         name for name in settings_of if name != replace_node and _joined(name, addresses[name], nodes.get(name))
     )
     boot_hosts = []
+    halfway: list[str] = []
     for name, settings in sorted(settings_of.items()):
         if not addresses[name]:
             _unfollowed(name, settings, problems)
         if name in joined:
             continue
-        if name != replace_node:
+        half_joined = name != replace_node and _half_joined(name, addresses[name], nodes.get(name))
+        if half_joined:
+            halfway.append(name)
+        elif name != replace_node:
             _check_name(name, nodes.get(name), problems)
         if name in checked_of:
             cluster_addresses.check(checked_of[name], problems)
+        if half_joined:
+            continue  # installed already: not booted again (that would reinstall it), followed and joined
         endpoint = check_bmc(name, settings, problems) if redfish else {}
         boot_hosts.append(
             dict(
@@ -221,5 +237,6 @@ def check_workers(
         ],
         "join_nodes": [{"name": name, "addresses": addresses[name]} for name in sorted(pending)],
         "joined": joined,
+        "half_joined": halfway,
         "ignored": {host.name: host.foreign for host in hosts if host.foreign},
     }

@@ -63,10 +63,28 @@ def health(
     problems: list[str] = []
     operators = _operators(clusteroperators, problems)
     pool = _worker_pool(worker_pool, problems)
-    problems.extend("Node %s is not Ready" % node["name"] for node in nodes if not node["ready"])
+    # A worker that has never been Ready since it registered is joining (a run interrupted during the approval):
+    # the join step finishes it; it says nothing about the cluster's health.
+    joining = sorted(node["name"] for node in nodes if _joining(node))
+    problems.extend(
+        "Node %s is not Ready" % node["name"] for node in nodes if not node["ready"] and node["name"] not in joining
+    )
     problems.extend(
         "health unknown: cannot read %s" % key
         for key in ("clusteroperators", "worker_pool")
         if not readable.get(key, True)
     )
-    return {"healthy": not problems, "problems": problems, "cluster_operators": operators, "worker_pool": pool}
+    return {
+        "healthy": not problems,
+        "problems": problems,
+        "joining": joining,
+        "cluster_operators": operators,
+        "worker_pool": pool,
+    }
+
+
+def _joining(node: dict[str, Any]) -> bool:
+    roles = set(node.get("roles") or [])
+    return bool(node.get("joining")) and not node.get("ready") and not node.get("master") and not (
+        roles & {"master", "control-plane"}
+    )
