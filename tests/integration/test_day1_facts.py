@@ -329,3 +329,31 @@ def test_summary_playbook_never_leaks_the_pull_secret(labs):
     assert "Cluster        lab.day2.example.test" in output
     assert MARKER not in output
     assert not re.search(r"dockerconfigjson\W+\w{20,}", output)
+
+
+# ----- transient API errors ------------------------------------------------------------------------
+TRANSIENT = (429, 500, 503, "reset")
+
+
+@pytest.mark.parametrize(
+    "fault", [{"api_error_rate": "0.1"}, {"api_reset_rate": "0.3"}, {"api_throttle_rate": "0.2"}], ids=str
+)
+def test_transient_api_errors_are_retried_and_the_facts_are_the_same(labs, fault):
+    """500/503, resets and 429 (Retry-After: 1) are tried again: the facts equal those of a run without faults.
+    Up to three runs, until a few faulted requests were seen (the lab rolls the dice per request)."""
+    lab = labs("default")
+    clean, _output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+    faulted = 0
+    try:
+        for _run in range(3):
+            lab.control("POST", "/faults", fault)
+            lab.reset_log()
+            result, output = run_module(MODULE, {"kubeconfig": lab.kubeconfig})
+            assert not result.get("failed"), output
+            assert result["ansible_facts"] == clean["ansible_facts"]
+            faulted += sum(1 for r in lab.requests() if r["status"] in TRANSIENT)
+            if faulted >= 3:
+                break
+    finally:
+        lab.control("DELETE", "/faults")
+    assert faulted >= 1, "no request was faulted: the test proved nothing"

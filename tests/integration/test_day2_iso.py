@@ -527,3 +527,26 @@ def test_disk_full_at_dest_leaves_nothing(lab, clean, tmp_path):
     with mock.patch("subprocess.run", limited):
         result = day2_iso(lab, tmp_path)
     assert_failed_and_clean(lab, result, tmp_path, "node.x86_64.iso", "File too large", "Nothing partial was left")
+
+
+# ----- transient API errors ------------------------------------------------------------------------
+@pytest.mark.parametrize("fault", [{"api_error_rate": "0.1"}, {"api_reset_rate": "0.3"}], ids=str)
+def test_transient_api_errors_are_retried(lab, clean, tmp_path, fault):
+    """Every request (discovery, reads, creates, exec upgrades, deletes) meets the fault; the run completes and
+    leaves nothing behind. Up to three builds, until a few faulted requests were seen (the lab rolls per request)."""
+    faulted = 0
+    for attempt in range(3):
+        dest = tmp_path / str(attempt)
+        dest.mkdir()
+        lab.control("POST", "/faults", fault)
+        lab.reset_log()
+        result = day2_iso(lab, dest)
+        faulted += len([r for r in lab.requests() if r["status"] in (500, 503, "reset")])
+        lab.control("DELETE", "/faults")
+        assert not result.get("failed"), result.get("msg")
+        assert leftovers(lab) == []
+        assert sorted(os.listdir(dest)) == ["node.x86_64.iso", "node.x86_64.iso.json"]
+        assert result["leftovers_removed"] == [] and result["partial_files_removed"] == []
+        if faulted >= 3:
+            break
+    assert faulted >= 1, "no request was faulted: the test proved nothing"
