@@ -21,7 +21,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import HEADERS, AgentTokenError, choose
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
+    HEADERS,
+    AgentTokenError,
+    choose,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import KubeCsrApi
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.orchestrator import JoinOptions, JoinRun
 

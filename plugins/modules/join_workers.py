@@ -130,8 +130,8 @@ hosts:
   description:
     - Per host, C(state) (C(joined), C(failed), or the phase it was in), C(failed_in), C(problem), C(phases) (seconds
       spent in each phase this run saw), C(phase_started), C(rebooted_by) (what showed the reboot), C(approved)
-      (the CSRs approved for it in this run), C(summary) (the line printed at the end) and C(agent) (last status, stage, percentage, the header the token was
-      taken in).
+      (the CSRs approved for it in this run), C(summary) (the line printed at the end) and C(agent) (last
+      status, stage, percentage, the header the token was taken in).
   returned: success and failure
   type: dict
 approved:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 
-from conftest import REPO, VENV_BIN, ansible_env, labctl, lab_env, run_playbook
+from conftest import REPO, VENV_BIN, ansible_env, lab_env, labctl, run_playbook
 from lab.waiting import wait_until
 
 BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"

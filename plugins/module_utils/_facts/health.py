@@ -85,6 +85,9 @@ def health(
 
 def _joining(node: dict[str, Any]) -> bool:
     roles = set(node.get("roles") or [])
-    return bool(node.get("joining")) and not node.get("ready") and not node.get("master") and not (
-        roles & {"master", "control-plane"}
+    return (
+        bool(node.get("joining"))
+        and not node.get("ready")
+        and not node.get("master")
+        and not (roles & {"master", "control-plane"})
     )

@@ -37,6 +37,8 @@ WATCH_CONNECT_TIMEOUT = 10
 WATCH_READ_GRACE = 10
 # What a broken stream raises: what any API request raises, and a garbled line.
 STREAM_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
+# What reading the server's Date header raises: a failed request, no or a garbled header.
+DATE_ERRORS: tuple[type[BaseException], ...] = (*STREAM_ERRORS, TypeError, IndexError)
 
 
 class WatchBroken(Day2Error):
@@ -136,7 +138,7 @@ class KubeCsrApi:
             after = time.time()
             headers = getattr(response, "headers", None) or {}
             date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
-        except (*STREAM_ERRORS, TypeError, IndexError):
+        except DATE_ERRORS:
             return None
         # The header has whole seconds: the server's time was within [date, date + 1).
         return date.timestamp() + 0.5 - (before + after) / 2

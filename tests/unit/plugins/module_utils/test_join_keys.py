@@ -5,7 +5,7 @@
 import datetime
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import health
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import node_summary, never_ready
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import never_ready, node_summary
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.checks import Context
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr import parse_csr
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import ExpectedNode
