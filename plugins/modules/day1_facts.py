@@ -22,6 +22,8 @@ description:
   - Secret contents are never returned. For the pull secret only its presence and the registries it covers are
     returned.
 notes:
+  - Transient API failures (no answer, 429 with its C(Retry-After), 500, 502, 503, 504) are retried with bounded
+    exponential backoff, discovery included; only a read that still fails then counts as unreadable.
   - "The 18 requests: ClusterVersion C(version); Infrastructure, Network, Proxy and Ingress C(cluster); ConfigMaps
     C(kube-system/cluster-config-v1), C(openshift-config/user-ca-bundle),
     C(openshift-machine-config-operator/coreos-bootimages); Secrets C(openshift-config/pull-secret) and

@@ -26,7 +26,19 @@ description:
     ClusterRoleBinding (owned by the namespace), the C(nodes-config) ConfigMap and the pod, all labelled
     C(app.kubernetes.io/managed-by=openshift_agent.day2), with the cluster proxy in the pod's environment. The
     ClusterRole has the rules C(oc adm node-image) of the cluster's release grants. All of it is deleted at the end,
-    on failure too, unless O(keep_on_failure) is set.
+    on failure too, unless O(keep_on_failure) is set. A clean-up that fails fails the module, naming the objects
+    left (RV(left)), even when the artifact was built.
+  - Nothing is left behind. Every run first removes the partial files (C(.*.part), C(.*.tmp)) interrupted runs
+    left in O(dest) and the node-joiner objects of earlier runs that are over, found by their labels - namespaces,
+    ClusterRoles and ClusterRoleBindings (RV(leftovers_removed)). The namespace names the process of its run
+    (annotation C(openshift-agent.day2/owner)); a run still going on this controller is left alone, one of
+    another controller is removed once it is older than any run lasts (twice O(pod_start_timeout) plus four
+    times O(build_timeout)). If such an object cannot be removed the module fails naming it, before anything is built.
+  - SIGTERM or SIGHUP (a stopped playbook) during a build or a transfer deletes the run's objects and the partial
+    file, then the module fails; after SIGKILL the next run removes them.
+  - Transient API failures (no answer, 429 with its C(Retry-After), 500, 502, 503, 504) are retried with bounded
+    exponential backoff - reads, deletes and exec upgrades always, creates only after looking for the object (by
+    name, or by labels for the generated namespace name) so that nothing is created twice.
   - Completion is read as C(oc) does it - from 4.18 the C(end_time) of node-joiner's C(report.json), then its
     C(result.exit_code); on 4.17 the C(exit_code) file, failing at once when the pod log shows that node-joiner
     stopped without writing it.
@@ -107,7 +119,9 @@ options:
     type: int
     default: 5
   keep_on_failure:
-    description: Keep the namespace and its objects when the run fails, for debugging. Delete it yourself afterwards.
+    description:
+      - Keep the namespace and its objects when the run fails, for debugging. Delete it yourself afterwards, or
+        let the next run of this module remove it. A run stopped by a signal is always cleaned up.
     type: bool
     default: false
 attributes:
@@ -238,6 +252,31 @@ namespace:
   description: The namespace of the run (kept only with keep_on_failure and a failure).
   returned: when a build ran
   type: str
+leftovers_removed:
+  description: The node-joiner objects of earlier runs this run removed first, as C(Kind/name).
+  returned: success, not in check mode
+  type: list
+  elements: str
+leftovers_found:
+  description: In check mode, the node-joiner objects of earlier runs a real run would remove (C(Kind/name)).
+  returned: check mode
+  type: list
+  elements: str
+leftovers:
+  description: The objects of earlier runs that could not be removed (C(Kind/name)); nothing was built.
+  returned: failure
+  type: list
+  elements: str
+left:
+  description: The objects of this run its clean-up could not delete (C(Kind/name)).
+  returned: failure
+  type: list
+  elements: str
+partial_files_removed:
+  description: Partial files of interrupted runs removed from O(dest) (paths; none in check mode).
+  returned: when the cluster was read
+  type: list
+  elements: str
 stages:
   description: On failure, the node-joiner report stages so far (same shape as in RV(artifacts)).
   returned: failure

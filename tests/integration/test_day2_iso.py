@@ -231,14 +231,19 @@ def test_check_mode_writes_nothing_anywhere(lab, clean, tmp_path):
     result = day2_iso(lab, tmp_path, check_mode=True)
     assert result["changed"] is True and result["would_build"][0]["architecture"] == "x86_64"
     assert lab.writes() == [] and os.listdir(tmp_path) == []
-    # the four GETs before any decision, in this order: ClusterVersion, Infrastructure (platform), Proxy, Nodes
+    # the four GETs before any decision, in this order: ClusterVersion, Infrastructure (platform), Proxy, Nodes;
+    # then the lists of what earlier runs may have left (found, not removed, in check mode)
     reads = [r["path"].split("?", 1)[0] for r in lab.requests() if not is_discovery(r["path"])]
     assert reads == [
         "/apis/config.openshift.io/v1/clusterversions/version",
         "/apis/config.openshift.io/v1/infrastructures/cluster",
         "/apis/config.openshift.io/v1/proxies/cluster",
         "/api/v1/nodes",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        "/api/v1/namespaces",
     ]
+    assert result["leftovers_found"] == []
 
 
 def test_check_mode_predicts_no_change_for_an_intact_iso(lab, built, clean):
