@@ -145,21 +145,11 @@ def lab_env(lab):
     }
 
 
-# ansible-core 2.19+ starts an in-process RPC server when the run starts (ansible/_internal/_rpc_host.py) and gives
-# it 5 s; on a starved CI machine it can miss that, and the run ends before its first task with this message.
-RPC_START_FAILURE = "Local RPC server did not start"
-
-
 def run_ansible(command, environment, timeout):
-    """Run an ansible command from the repository; run it once more if ansible-core's controller did not start
-    (nothing ran: the failure comes before the first task)."""
-    for _attempt in range(2):
-        proc = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, env=environment, cwd=str(REPO), check=False
-        )
-        if RPC_START_FAILURE not in proc.stderr:
-            break
-    return proc
+    """Run an ansible command from the repository."""
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=environment, cwd=str(REPO), check=False
+    )
 
 
 def run_playbook(playbook, *args, env=None, timeout=1200):

@@ -14,10 +14,13 @@ import base64
 import functools
 import http.server
 import json
+import shutil
 import socketserver
+import tempfile
 import threading
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_ansible
 from test_add_workers import console_boots_when_media_are_ready
@@ -83,11 +86,12 @@ class Run:
 
     def __init__(self, tmp_path):
         self.home = tmp_path / "home"
-        self.tmp = tmp_path / "tmp"
+        # A short TMPDIR: ansible-core's controller RPC server listens on a Unix socket under it
+        # (multiprocessing's pymp-*/listener-*), and a socket path longer than 107 bytes cannot be bound.
+        self.tmp = Path(tempfile.mkdtemp(prefix="day2-secrets-"))
         self.workdir = tmp_path / "work"
         self.log = tmp_path / "ansible.log"
-        for path in (self.home, self.tmp):
-            path.mkdir()
+        self.home.mkdir()
         self.output = ""
         self.rc = None
 
@@ -118,6 +122,13 @@ class Run:
         for root in (self.home, self.tmp, self.workdir):
             found += scan_tree(root, marks, artifacts)
         return found, artifacts
+
+
+@pytest.fixture
+def run(tmp_path):
+    made = Run(tmp_path)
+    yield made
+    shutil.rmtree(made.tmp, ignore_errors=True)
 
 
 def run_secrets(lab, bmc_password):
@@ -175,9 +186,8 @@ def manual_inventory(lab, path):
     return path
 
 
-def test_no_secret_at_vvvv_on_the_manual_path(lab_factory, tmp_path):
+def test_no_secret_at_vvvv_on_the_manual_path(lab_factory, tmp_path, run):
     lab = lab_factory("--hosts", "2", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0")
-    run = Run(tmp_path)
     hosts = [h["name"] for h in lab.info["hosts"]]
     console = console_boots_when_media_are_ready(lab, run.workdir, hosts)
     run.run(lab, manual_inventory(lab, tmp_path / "inventory.yml"))
@@ -186,7 +196,7 @@ def test_no_secret_at_vvvv_on_the_manual_path(lab_factory, tmp_path):
     assert_no_leak(run, lab, BMC_PASSWORD_MARKER, run.workdir / "node.x86_64.iso.json")
 
 
-def test_no_secret_at_vvvv_with_pxe_and_a_bearer_token_in_the_inventory(lab_factory, tmp_path):
+def test_no_secret_at_vvvv_with_pxe_and_a_bearer_token_in_the_inventory(lab_factory, tmp_path, run):
     """PXE files (the PXE build reads the agent-auth-token Secret too) and the login as k8s_host/k8s_api_key."""
     lab = lab_factory(
         "--variant", "v421", "--hosts", "2", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0"
@@ -200,7 +210,6 @@ def test_no_secret_at_vvvv_with_pxe_and_a_bearer_token_in_the_inventory(lab_fact
         "k8s_ca_cert": str(lab.state / "ca.crt"),
     }
     inventory.write_text(yaml.safe_dump(document))
-    run = Run(tmp_path)
     hosts = [h["name"] for h in lab.info["hosts"]]
     console = console_boots_when_media_are_ready(lab, run.workdir, hosts, pxe=True)
     run.run(lab, inventory, "-e", "day2_pxe=true", "-e", "day2_boot_artifacts_base_url=http://127.0.0.1:8088/boot")
@@ -208,9 +217,8 @@ def test_no_secret_at_vvvv_with_pxe_and_a_bearer_token_in_the_inventory(lab_fact
     assert_no_leak(run, lab, BMC_PASSWORD_MARKER, run.workdir / "boot-artifacts" / "x86_64.json")
 
 
-def test_no_secret_at_vvvv_on_the_redfish_path(lab_factory, tmp_path):
+def test_no_secret_at_vvvv_on_the_redfish_path(lab_factory, tmp_path, run):
     lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
-    run = Run(tmp_path)
     run.workdir.mkdir(mode=0o700)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(run.workdir))
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
@@ -232,14 +240,14 @@ def test_no_secret_at_vvvv_on_the_redfish_path(lab_factory, tmp_path):
     assert_no_leak(run, lab, lab.info["redfish"]["password"], run.workdir / "node.x86_64.iso.json")
 
 
-def test_no_secret_at_vvvv_when_a_bmc_refuses_the_password(lab_factory, tmp_path):
+def test_no_secret_at_vvvv_when_a_bmc_refuses_the_password(lab_factory, tmp_path, run):
     """A failing Redfish request (401) in check mode, which reads the BMCs: the failure shows no password."""
     lab = lab_factory("--hosts", "1", "--redfish")
     inventory = yaml.safe_load(Path(lab.inventory).read_text())
     for host in inventory["all"]["children"]["new_workers"]["hosts"].values():
         host["bmc_password"] = BMC_PASSWORD_MARKER
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    run = Run(tmp_path).run(
+    run.run(
         lab,
         tmp_path / "inventory.yml",
         "--check",
