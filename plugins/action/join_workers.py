@@ -10,6 +10,7 @@ host's progress as it happens (a module only reports when it ends). The logic is
 from __future__ import annotations
 
 import copy
+import datetime
 import os
 from typing import Any
 
@@ -20,13 +21,15 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url
+from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url, bracketed
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
     HEADERS,
     AgentTokenError,
     choose,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.approver import CsrApprover
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import KubeCsrApi
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import expected_nodes
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.orchestrator import JoinOptions, JoinRun
 
 display = Display()
@@ -127,7 +130,11 @@ class ActionModule(ActionBase):
             hosts = join_hosts(params)
             options = join_options(params)
             if self._task.check_mode:
-                result.update(changed=False, would_follow=self._would_follow(hosts, options))
+                result.update(
+                    changed=False,
+                    would_follow=self._would_follow(hosts, options),
+                    would_approve=self._would_approve(params, options),
+                )
                 return result
             result.update(self._join(params, hosts, options))
         except Day2Error as error:
@@ -140,11 +147,28 @@ class ActionModule(ActionBase):
             {
                 "name": host["name"],
                 "agent_url": agent_url(host["address"], options.agent_port),
-                "kubelet": "%s:%d" % (host["address"], options.kubelet_port),
+                "kubelet": "%s:%d" % (bracketed(host["address"]), options.kubelet_port),
                 "addresses": host["addresses"],
             }
             for host in hosts
         ]
+
+    @staticmethod
+    def _would_approve(params: dict[str, Any], options: JoinOptions) -> list[dict[str, Any]]:
+        """Check mode: the pending CSRs of the hosts that the approval policy accepts now (reads only). A run
+        approves a host's client CSRs only once its kubelet answers and the settle period passed, so these are
+        what it would approve as soon as that is the case."""
+        if not params["nodes"]:
+            return []
+        client, api_client = connect(_Login(params))
+        approver = CsrApprover(
+            KubeCsrApi(api_client, client.client),
+            expected_nodes(params["nodes"]),
+            wait_timeout=0,
+            check_mode=True,
+            clock_skew=datetime.timedelta(seconds=options.clock_skew),
+        )
+        return approver.run()["would_approve"]
 
     def _join(self, params: dict[str, Any], hosts: list[dict[str, Any]], options: JoinOptions) -> dict[str, Any]:
         client, api_client = connect(_Login(params))

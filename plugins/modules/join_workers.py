@@ -30,7 +30,8 @@ description:
 notes:
   - It is an action plugin; it always runs on the controller. The agent token is read from the cluster and never
     shown.
-  - Check mode asks nobody and returns RV(would_follow).
+  - Check mode asks no agent and approves nothing; it returns RV(would_follow) and, read from the cluster,
+    RV(would_approve).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
@@ -105,7 +106,10 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Asks nobody; returns RV(would_follow).
+    description:
+      - Asks no agent (its requests carry the agent token, whose Secret may not exist yet) and writes nothing;
+        returns RV(would_follow) and the pending CSRs the policy accepts now (RV(would_approve)), read from the
+        cluster.
   diff_mode:
     support: none
     description: Not supported.
@@ -159,6 +163,14 @@ server_clock_offset:
   type: float
 would_follow:
   description: Check mode, per host its C(name), C(agent_url), C(kubelet) and C(addresses).
+  returned: check mode
+  type: list
+  elements: dict
+would_approve:
+  description:
+    - Check mode, the pending CSRs of the hosts that the approval policy accepts now (C(name), C(node),
+      C(signer), C(created), as M(openshift_agent.day2.csr_approve) returns them). A run approves a host's
+      client CSRs only once its kubelet answers and the settle period passed.
   returned: check mode
   type: list
   elements: dict

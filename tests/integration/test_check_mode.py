@@ -71,24 +71,18 @@ def test_check_on_a_fresh_lab_writes_nothing_and_says_what_would_happen(lab_fact
     assert boot[0].startswith("Check mode: nothing is built or booted") and iso in boot
     assert "Hosts: extra-worker-0, extra-worker-1" in boot
 
-    (install,) = results["Follow every host's install until it reboots into the installed system"]
-    assert [(h["name"], h["address"]) for h in install["would_follow"]] == [
-        ("extra-worker-0", "127.0.111.20"),
-        ("extra-worker-1", "127.0.111.21"),
+    (join,) = results["Follow every install and join every host (progress is printed as it happens)"]
+    assert [(h["name"], h["agent_url"]) for h in join["would_follow"]] == [
+        ("extra-worker-%d" % index, "http://127.0.111.2%d:%d/api/assisted-install/v2" % (index, lab.info["agent_port"]))
+        for index in range(2)
     ]
-    assert install["requests"] == 0 and install["token_info"]["source"] == "secret"
-    follow = messages(results, "Say which hosts would be followed, and where")
-    assert follow[0] == (
-        "Check mode: extra-worker-0 would be followed at http://127.0.111.20:%d/api/assisted-install/v2 (then its "
-        "kubelet at 127.0.111.20:%d) until it has rebooted" % (lab.info["agent_port"], lab.info["kubelet_port"])
-    )
-
-    (join,) = results["Approve exactly the new nodes' certificates and wait until they are Ready"]
-    assert join["would_approve"] == [] and join["changed"] is False and join["duration"] < 30
-    report = messages(results, "Report every new node and the CSRs a run would approve now (check mode)")
-    assert report == [
-        "Check mode: extra-worker-%d: waiting-for-client-csr; would approve now: none (no CSR of this host is "
-        "pending yet); expected addresses 127.0.111.2%d" % (index, index)
+    assert join["would_approve"] == [] and join["changed"] is False
+    follow = messages(results, "Say which hosts would be followed, and where, and which CSRs would be approved")
+    assert follow == [
+        "Check mode: extra-worker-%d would be followed at http://127.0.111.2%d:%d/api/assisted-install/v2 (then its "
+        "kubelet at 127.0.111.2%d:%d) until its Node is Ready; would approve none yet (no CSR of this host is "
+        "pending); its serving certificate may carry 127.0.111.2%d"
+        % (index, index, lab.info["agent_port"], index, lab.info["kubelet_port"], index)
         for index in range(2)
     ]
 
@@ -111,14 +105,15 @@ def test_check_predicts_the_pending_csrs_it_would_approve(lab_factory, tmp_path)
     rc, output, results = run_check(lab, tmp_path)
     assert rc == 0, output[-6000:]
     assert lab.writes() == [] and lab.dump()["approvals"] == []
-    (join,) = results["Approve exactly the new nodes' certificates and wait until they are Ready"]
+    (join,) = results["Follow every install and join every host (progress is printed as it happens)"]
     assert sorted((c["name"], c["node"]) for c in join["would_approve"]) == sorted(
         (name, "extra-worker-%d" % index) for index, name in enumerate(sorted(pending, key=pending.get))
     )
-    assert join["changed"] is True and join["approved"] == []
-    report = " ".join(messages(results, "Report every new node and the CSRs a run would approve now (check mode)"))
+    report = " ".join(
+        messages(results, "Say which hosts would be followed, and where, and which CSRs would be approved")
+    )
     for name in pending:
-        assert name in report
+        assert "would approve now, once its kubelet answers: %s" % name in report
 
 
 def test_check_with_redfish_reads_the_bmcs_and_boots_nothing(lab_factory, tmp_path):
