@@ -97,6 +97,8 @@ def test_replace_worker_drains_deletes_rebuilds_and_the_host_joins_again_under_i
     kinds = sorted(p["metadata"]["ownerReferences"][0]["kind"] for p in old_pods.values())
     assert kinds == ["DaemonSet", "DaemonSet", "ReplicaSet", "ReplicaSet"]
     approvals_before = len(lab.dump()["approvals"])
+    # The worker fails: powered off, its kubelet no longer answers (its Node would turn NotReady).
+    lab.control("POST", "/hosts/power-off", {"hosts": ["extra-worker-0"]})
 
     # The replacement: a new disk (a new ISO of a new work directory), booted once the playbook built it.
     second = tmp_path / "second"

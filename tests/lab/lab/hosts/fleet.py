@@ -82,6 +82,18 @@ async def boot_endpoint(request):
     return json_response([await host.boot(os.path.abspath(path), install_seconds=seconds, pxe=pxe) for host in hosts])
 
 
+async def power_off_endpoint(request):
+    """Body {"hosts": [NAME, ...]}: those hosts fail (powered off: no agent, no kubelet), e.g. a worker to replace."""
+    ctx = request.app[CTX]
+    try:
+        hosts = [ctx.lab_hosts.get(name) for name in (await _json_body(request)).get("hosts") or []]
+    except KeyError as exc:
+        return json_response({"error": exc.args[0]}, 400)
+    for host in hosts:
+        await host.power_off()
+    return json_response([host.state() for host in hosts])
+
+
 async def hosts_endpoint(request):
     return json_response(request.app[CTX].lab_hosts.state())
 
@@ -90,6 +102,7 @@ async def setup(ctx) -> None:
     ctx.lab_hosts = Hosts(ctx)
     ctx.control_routes.append(("POST", "/hosts/boot", boot_endpoint))
     ctx.control_routes.append(("GET", "/hosts", hosts_endpoint))
+    ctx.control_routes.append(("POST", "/hosts/power-off", power_off_endpoint))
     # Sections of the dump and of lab.json other components may also fill (created by the first one).
     if not hasattr(ctx, "dump_sections"):
         ctx.dump_sections = {}
