@@ -33,8 +33,9 @@ options:
   plan:
     description:
       - The parts of the run to check. C(gather) is M(openshift_agent.day2.day1_facts) (and the check step, which
-        needs nothing more), C(image) M(openshift_agent.day2.day2_iso), C(install) M(openshift_agent.day2.agent_wait),
-        C(join) M(openshift_agent.day2.csr_approve), C(replace) the drain and delete of playbooks/replace_worker.yml.
+        needs nothing more), C(image) M(openshift_agent.day2.day2_iso), C(install) and C(join)
+        M(openshift_agent.day2.join_workers) (following the installs, approving the CSRs), C(replace) the drain and
+        delete of playbooks/replace_worker.yml.
     type: list
     elements: str
     choices: [gather, image, install, join, replace]
