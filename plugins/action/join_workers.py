@@ -18,7 +18,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url, bracketed
@@ -50,6 +50,7 @@ OPTIONS = {
     "kubelet_port": {"type": "int"},
     "token": {"type": "str", "no_log": True},
     "first_header": {"type": "str", "default": "auto", "choices": ["auto", *HEADERS]},
+    "installed_after": {"type": "dict", "default": {}},
 }
 
 
@@ -80,7 +81,17 @@ def join_hosts(params: dict[str, Any]) -> list[dict[str, Any]]:
             raise InputError("hosts[%d]: expected name and address, found %s" % (index, sorted(host)))
         name = str(host["name"]).lower()
         addresses = (nodes.get(name) or {}).get("addresses") or [host["address"]]
-        hosts.append(dict(host, name=name, addresses=[str(a) for a in addresses]))
+        hosts.append(dict(host, name=name, addresses=[str(a) for a in addresses], installed_after=None))
+    after = {str(name).lower(): value for name, value in (params.get("installed_after") or {}).items()}
+    for host in hosts:
+        if after.get(host["name"]):
+            try:
+                host["installed_after"] = parse_rfc3339(str(after.pop(host["name"])))
+            except ValueError as error:
+                raise InputError("installed_after[%s]: %s" % (host["name"], error))
+        after.pop(host["name"], None)
+    if after:
+        raise InputError("installed_after names hosts that are not followed: %s" % ", ".join(sorted(after)))
     names = [host["name"] for host in hosts]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:

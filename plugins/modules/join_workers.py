@@ -103,6 +103,14 @@ options:
     type: str
     default: auto
     choices: [auto, Watcher-Authorization, Authorization]
+  installed_after:
+    description:
+      - Per host name, an RFC 3339 time before which none of its CSRs can be of its current installation, so they
+        are neither approved nor taken as its kubelet's key. playbooks/replace_worker.yml gives the replaced
+        host the time its old Node was deleted (the old installation's CSRs stay in the cluster for up to an hour).
+      - Without it, the bound is the last answer of the host's live-ISO agent in this run, if any.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full

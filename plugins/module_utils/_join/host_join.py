@@ -52,6 +52,9 @@ class HostJoin:
         self.failed_in: str | None = None
         self.node_ready = False
         self.waiting_for: str | None = None  # what the host waits for now, for the status line
+        # Controller clock: no CSR of the current installation is older (replace_worker.yml: the old Node's
+        # deletion; the old installation's CSRs stay in the cluster for up to an hour after it).
+        self.installed_after: datetime.datetime | None = host.get("installed_after")
         self._shown: tuple[Any, ...] | None = None
 
     @property
@@ -86,11 +89,12 @@ class HostJoin:
 
     def not_before(self, server_offset: float) -> datetime.datetime | None:
         """The earliest creation time (API server clock) of a CSR of the installed system: the last time the
-        live ISO's agent answered. None when this run never heard the agent (the host rebooted before)."""
-        last = self.progress.last_answer
-        if last is None:
+        live ISO's agent answered, or the given ``installed_after``, the later of the two. None when this run
+        never heard the agent (the host rebooted before) and no ``installed_after`` was given."""
+        known = [when for when in (self.progress.last_answer, self.installed_after) if when is not None]
+        if not known:
             return None
-        return last + datetime.timedelta(seconds=server_offset)
+        return max(known) + datetime.timedelta(seconds=server_offset)
 
     # -- output ----------------------------------------------------------------------------
 
