@@ -33,11 +33,13 @@ def test_redfish_boot(tmp_path):
         with open(f"{state}/inventory.yml", encoding="utf-8") as handle:
             assert bmc["bmc_password"] in handle.read()
         base = bmc["bmc_address"].split("+", 1)[1]
+        assert base.startswith("https://") and bmc["bmc_verify_certs"] is False
+        ca = info["redfish"]["ca_path"]  # the lab CA verifies the emulator
         auth = (bmc["bmc_username"], bmc["bmc_password"])
-        assert requests.get(base, timeout=5).status_code == 401
-        described = requests.get(base, auth=auth, timeout=5).json()
+        assert requests.get(base, timeout=5, verify=ca).status_code == 401
+        described = requests.get(base, auth=auth, timeout=5, verify=ca).json()
         assert described["PowerState"] == "Off"
-        nics = requests.get(base + "/EthernetInterfaces", auth=auth, timeout=5).json()["Members"]
+        nics = requests.get(base + "/EthernetInterfaces", auth=auth, timeout=5, verify=ca).json()["Members"]
         assert "52:54:00:6f:00:14" in json.dumps(nics).lower()
         # The BMC downloads the image from its URL, and so does the lab: serve it on loopback.
         (tmp_path / "www").mkdir()
@@ -50,10 +52,11 @@ def test_redfish_boot(tmp_path):
                 auth=auth,
                 json={"Image": url, "Inserted": True},
                 timeout=30,
+                verify=ca,
             )
             assert inserted.status_code == 204, inserted.text
             powered = requests.post(
-                base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"}, timeout=5
+                base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "On"}, timeout=5, verify=ca
             )
             assert powered.status_code == 204, powered.text
             # The fake driver applies power changes 1-11 s later; the lab polls every 0.5 s.
@@ -66,5 +69,7 @@ def test_redfish_boot(tmp_path):
         assert booted["booted_from"] == "iso"
         with open(iso, "rb") as original, open(booted["iso"], "rb") as downloaded:
             assert original.read() == downloaded.read()
-        requests.post(base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "ForceOff"}, timeout=5)
+        requests.post(
+            base + "/Actions/ComputerSystem.Reset", auth=auth, json={"ResetType": "ForceOff"}, timeout=5, verify=ca
+        )
         wait_for(lambda: redfish_lab.host_state("extra-worker-0")["phase"] == "off", timeout=20)
