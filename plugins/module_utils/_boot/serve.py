@@ -1,0 +1,266 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ISO server the boot step starts on the controller (``iso_serve``): one file, one secret path, GET and HEAD.
+
+Run as a program (``python serve.py --file ISO --token T ...``); standard library only, so it runs with the
+controller's Python and no collection path. It serves the file at ``/<token>/<name>`` and nothing else:
+
+- GET and HEAD only (405 otherwise); any other path is 404 with no listing; single byte ranges (``Range:
+  bytes=a-b``, ``a-``, ``-n``) answer 206 with ``Content-Range``, as BMCs read virtual media in ranges; an
+  unsatisfiable range is 416; several ranges, or an ``If-Range`` that does not match, get the whole file (200),
+  as RFC 9110 lets a server do.
+- Plain HTTP, or HTTPS with ``--cert`` and ``--key``.
+- It writes ``--pidfile`` (JSON: pid, port, started) once it listens, and removes it when it exits.
+- It exits on SIGTERM, SIGINT or SIGHUP; when the process it watches (``--watch-pid``: ansible-playbook) is gone
+  or a zombie, so a killed run leaves no server behind; and after ``--max-seconds`` in any case.
+- The access log (``--log``) has the method, the range, the status and the client; never the secret path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.utils
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Optional, Tuple
+
+CHUNK = 1 << 20
+WATCH_SECONDS = 0.5
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def parse_range(header: Optional[str], size: int) -> Optional[Tuple[int, int]]:
+    """(first, last) of a single satisfiable byte range; None for no (or an ignored) range; raises ValueError
+    for a range that cannot be satisfied."""
+    if not header:
+        return None
+    header = header.strip()
+    if "," in header:
+        return None  # several ranges: the whole file
+    match = _RANGE.match(header.replace(" ", ""))
+    if not match or (not match.group(1) and not match.group(2)):
+        return None  # not a byte range this server knows: ignored
+    first_text, last_text = match.groups()
+    if not first_text:  # the last N bytes
+        length = int(last_text)
+        if length == 0 or size == 0:
+            raise ValueError("empty suffix range")
+        return max(0, size - length), size - 1
+    first = int(first_text)
+    last = int(last_text) if last_text else size - 1
+    if first >= size or (last_text and last < first):
+        raise ValueError("range outside the file")
+    return first, min(last, size - 1)
+
+
+def process_alive(pid: int, start_time: Optional[str]) -> bool:
+    """Whether ``pid`` still runs (not a zombie) and is the process that had ``start_time`` (Linux /proc)."""
+    stat_path = "/proc/%d/stat" % pid
+    if os.path.exists("/proc/self/stat"):
+        try:
+            with open(stat_path) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        if fields[0] in ("Z", "X"):
+            return False
+        return start_time is None or fields[19] == start_time
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_time_of(pid: int) -> Optional[str]:
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class IsoHandler(BaseHTTPRequestHandler):
+    server_version = "openshift-agent-day2-iso"
+    protocol_version = "HTTP/1.1"
+    timeout = 300  # seconds a connection may stay idle
+
+    def _not_allowed(self) -> None:
+        self.send_response(405)
+        self.send_header("Allow", "GET, HEAD")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def _serve(self, body: bool) -> None:
+        conf = self.server.conf  # type: ignore[attr-defined]
+        if self.path.split("?", 1)[0] != conf["path"]:
+            self._plain(404, b"not found\n")
+            return
+        size = os.path.getsize(conf["file"])
+        mtime = os.path.getmtime(conf["file"])
+        etag = '"%x-%x"' % (int(mtime), size)
+        try:
+            wanted = parse_range(self.headers.get("Range"), size)
+        except ValueError:
+            self.send_response(416)
+            self.send_header("Content-Range", "bytes */%d" % size)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if_range = self.headers.get("If-Range")
+        if wanted is not None and if_range and if_range not in (etag, email.utils.formatdate(mtime, usegmt=True)):
+            wanted = None
+        first, last = wanted if wanted is not None else (0, size - 1)
+        self.send_response(206 if wanted is not None else 200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", email.utils.formatdate(mtime, usegmt=True))
+        if wanted is not None:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
+        self.send_header("Content-Length", str(max(0, last - first + 1)))
+        self.end_headers()
+        if not body:
+            return
+        with open(conf["file"], "rb") as handle:
+            handle.seek(first)
+            left = last - first + 1
+            while left > 0:
+                chunk = handle.read(min(CHUNK, left))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                left -= len(chunk)
+
+    def _plain(self, status: int, text: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(text)
+
+    def log_request(self, code: object = "-", size: object = "-") -> None:
+        conf = self.server.conf  # type: ignore[attr-defined]
+        where = "ISO" if self.path.split("?", 1)[0] == conf["path"] else "other path"
+        self.log_message(
+            "%s %s range=%s status=%s",
+            self.command,
+            where,
+            self.headers.get("Range", "-") if self.headers else "-",
+            code,
+        )
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        conf = self.server.conf  # type: ignore[attr-defined]
+        line = "%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), self.client_address[0], format % args)
+        with conf["log_lock"]:
+            conf["log"].write(line.replace(conf["token"], "(secret)"))
+            conf["log"].flush()
+
+
+class IsoServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: Tuple[str, int], conf: dict, context: Optional[ssl.SSLContext]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.conf = conf
+        self.context = context
+        super().__init__(address, IsoHandler)
+
+    def get_request(self) -> Tuple[socket.socket, object]:
+        connection, client = super().get_request()
+        if self.context is not None:
+            # The handshake happens in the request's own thread, at its first read: a slow client blocks no one.
+            connection = self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+        return connection, client
+
+
+def _arguments(argv: Optional[list] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file", required=True)
+    parser.add_argument("--name", required=True, help="the file name in the URL")
+    parser.add_argument("--token-file", required=True, help="a file holding the secret path segment (read, kept)")
+    parser.add_argument("--bind", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--pidfile", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--watch-pid", type=int, required=True)
+    parser.add_argument("--watch-start")
+    parser.add_argument("--max-seconds", type=float, default=7200)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = _arguments(argv)
+    with open(args.token_file) as handle:
+        token = handle.read().strip()
+    context = None
+    if args.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.cert, args.key or None)
+    log = open(args.log, "a")
+    conf = {
+        "file": args.file,
+        "path": "/%s/%s" % (token, args.name),
+        "token": token,
+        "log": log,
+        "log_lock": threading.Lock(),
+    }
+    server = IsoServer((args.bind.strip("[]"), args.port), conf, context)
+    stop = threading.Event()
+
+    def _stop(*_args: object) -> None:
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _stop)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    temporary = args.pidfile + ".tmp"
+    with open(temporary, "w") as handle:
+        json.dump({"pid": os.getpid(), "port": server.server_address[1], "started": time.time()}, handle)
+    os.replace(temporary, args.pidfile)
+    deadline = time.monotonic() + args.max_seconds
+    why = "stopped"
+    while not stop.wait(WATCH_SECONDS):
+        if not process_alive(args.watch_pid, args.watch_start):
+            why = "the run (pid %d) is gone" % args.watch_pid
+            break
+        if time.monotonic() > deadline:
+            why = "served for its maximum of %.0f s" % args.max_seconds
+            break
+    server.shutdown()
+    server.server_close()
+    try:
+        os.remove(args.pidfile)
+    except OSError:
+        pass
+    log.write("%s exit: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Start and stop the controller's ISO server (``serve.py``) for ``iso_serve``, and for any step that ends it.
+
+The server runs in its own session (a Ctrl-C of the terminal or a kill of ansible-playbook's process group does
+not reach it) and watches ansible-playbook's process itself: it exits on its own when the run is gone, whatever
+ended it. Its pidfile (JSON, in the work directory) names it, so a later task stops it by the pidfile alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.serve import process_alive, start_time_of
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
+SERVE_PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve.py")
+START_SECONDS = 15.0
+STOP_SECONDS = 10.0
+
+
+class ServeError(Day2Error):
+    """The ISO server cannot be started or stopped (the message names the address, the file and the fix)."""
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port``, ``host`` or ``:port`` -> (host or "", port or 0); raises ValueError."""
+    address = (address or "").strip()
+    if address.startswith("["):
+        host, _bracket, rest = address[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else rest
+    elif address.count(":") == 1:
+        host, port_text = address.split(":")
+    elif ":" in address:  # a bare IPv6 address
+        host, port_text = address, ""
+    else:
+        host, port_text = address, ""
+    if port_text and (not port_text.isdigit() or not 0 <= int(port_text) <= 65535):
+        raise ValueError('the port "%s" is not a number from 0 to 65535' % port_text)
+    return host, int(port_text or 0)
+
+
+def route_source(targets: list[str]) -> Optional[str]:
+    """The controller's address towards the first of ``targets`` (BMC URLs) that routes (no packet is sent)."""
+    for target in targets:
+        try:
+            host = urlsplit(target).hostname or ""
+        except ValueError:
+            continue
+        if not host:
+            continue
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect((host, 9))
+                return str(probe.getsockname()[0])
+        except OSError:
+            continue
+    return None
+
+
+def url_host(bind: str, bmc_urls: list[str]) -> str:
+    """The host part of the URL the BMCs download from: the bound address, or (bound to all addresses) the one
+    that routes to the BMCs."""
+    if bind not in ("", "0.0.0.0", "::"):
+        return bind
+    source = route_source(bmc_urls)
+    if source is None:
+        raise ServeError(
+            "iso_serve: no address of this controller routes to the BMCs (%s); set day2_serve_address to the "
+            "controller's address on the BMC network, e.g. 192.168.111.1:8080" % ", ".join(bmc_urls or ["none"])
+        )
+    return source
+
+
+def _bracket(host: str) -> str:
+    return "[%s]" % host if ":" in host else host
+
+
+def read_pidfile(pidfile: str) -> Optional[dict[str, Any]]:
+    try:
+        with open(pidfile) as handle:
+            return dict(json.load(handle))
+    except (OSError, ValueError):
+        return None
+
+
+def start(
+    iso: str,
+    workdir: str,
+    address: str,
+    bmc_urls: list[str],
+    watch_pid: int,
+    max_seconds: float,
+    cert: str = "",
+    key: str = "",
+) -> dict[str, Any]:
+    """Start a server for ``iso``; return url (holding the secret path), display_url (without it), pid, pidfile,
+    log and address. A server of an earlier run of this work directory is stopped first."""
+    if not os.path.isfile(iso):
+        raise ServeError("iso_serve: path %s is not a file; build the ISO first (the node_image role)" % iso)
+    if bool(cert) != bool(key):
+        raise ServeError("iso_serve: tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
+    try:
+        bind, port = parse_address(address)
+    except ValueError as error:
+        raise ServeError("iso_serve: address %s: %s; write host:port, e.g. 192.168.111.1:8080" % (address, error))
+    host = url_host(bind, bmc_urls)
+    pidfile = os.path.join(workdir, "iso-serve.pid")
+    stop(pidfile)
+    token_file = os.path.join(workdir, "iso-serve.token")
+    token = secrets.token_urlsafe(24)
+    descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token)
+    log = os.path.join(workdir, "iso-serve.log")
+    name = os.path.basename(iso)
+    command = [sys.executable, SERVE_PROGRAM, "--file", iso, "--name", name, "--token-file", token_file]
+    command += ["--bind", bind or "0.0.0.0", "--port", str(port), "--pidfile", pidfile, "--log", log]
+    command += ["--watch-pid", str(watch_pid), "--max-seconds", str(max_seconds)]
+    watch_start = start_time_of(watch_pid)
+    if watch_start:
+        command += ["--watch-start", watch_start]
+    if cert:
+        command += ["--cert", cert, "--key", key]
+    with open(log, "ab") as errors:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            close_fds=True,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        info = read_pidfile(pidfile)
+        if info and info.get("pid") == process.pid:
+            scheme = "https" if cert else "http"
+            base = "%s://%s:%d" % (scheme, _bracket(host), info["port"])
+            return {
+                "url": "%s/%s/%s" % (base, token, name),
+                "display_url": "%s/(secret)/%s" % (base, name),
+                "pid": process.pid,
+                "pidfile": pidfile,
+                "log": log,
+                "address": "%s:%d" % (_bracket(bind or "0.0.0.0"), info["port"]),
+            }
+        if process.poll() is not None:
+            raise ServeError(
+                "iso_serve: the server for %s on %s exited (%s): %s; choose a free address and port in "
+                "day2_serve_address" % (iso, address or "(all addresses)", process.returncode, _tail(log))
+            )
+        time.sleep(0.05)
+    process.kill()
+    raise ServeError("iso_serve: the server on %s did not start within %.0f s; see %s" % (address, START_SECONDS, log))
+
+
+def _tail(log: str) -> str:
+    try:
+        with open(log, errors="replace") as handle:
+            lines = [line.strip() for line in handle.read().splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(no output)"
+
+
+def stop(pidfile: str, timeout: float = STOP_SECONDS) -> dict[str, Any]:
+    """Stop the server of ``pidfile`` (SIGTERM, then SIGKILL); return stopped (a server was running) and pid."""
+    info = read_pidfile(pidfile)
+    if not info or not isinstance(info.get("pid"), int):
+        return {"stopped": False, "pid": None}
+    pid = info["pid"]
+    if not _is_server(pid):
+        _remove(pidfile)
+        return {"stopped": False, "pid": pid}
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        _remove(pidfile)
+        return {"stopped": False, "pid": pid}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process_alive(pid, None):
+        time.sleep(0.05)
+    if process_alive(pid, None):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _remove(pidfile)
+    return {"stopped": True, "pid": pid}
+
+
+def _is_server(pid: int) -> bool:
+    """Whether ``pid`` is a running serve.py (a stale pidfile may name a pid now used by something else)."""
+    if not process_alive(pid, None):
+        return False
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return SERVE_PROGRAM.encode() in handle.read()
+    except OSError:
+        return os.path.exists("/proc/self") is False  # no /proc: trust the pidfile
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
