@@ -19,6 +19,7 @@ controller's Python and no collection path. It serves the file at ``/<token>/<na
 from __future__ import annotations
 
 import argparse
+import contextlib
 import email.utils
 import json
 import os
@@ -30,14 +31,13 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Optional, Tuple
 
 CHUNK = 1 << 20
 WATCH_SECONDS = 0.5
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-def parse_range(header: Optional[str], size: int) -> Optional[Tuple[int, int]]:
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     """(first, last) of a single satisfiable byte range; None for no (or an ignored) range; raises ValueError
     for a range that cannot be satisfied."""
     if not header:
@@ -61,7 +61,7 @@ def parse_range(header: Optional[str], size: int) -> Optional[Tuple[int, int]]:
     return first, min(last, size - 1)
 
 
-def process_alive(pid: int, start_time: Optional[str]) -> bool:
+def process_alive(pid: int, start_time: str | None) -> bool:
     """Whether ``pid`` still runs (not a zombie) and is the process that had ``start_time`` (Linux /proc)."""
     stat_path = "/proc/%d/stat" % pid
     if os.path.exists("/proc/self/stat"):
@@ -82,7 +82,7 @@ def process_alive(pid: int, start_time: Optional[str]) -> bool:
     return True
 
 
-def start_time_of(pid: int) -> Optional[str]:
+def start_time_of(pid: int) -> str | None:
     try:
         with open("/proc/%d/stat" % pid) as handle:
             return handle.read().rsplit(")", 1)[1].split()[19]
@@ -169,7 +169,7 @@ class IsoHandler(BaseHTTPRequestHandler):
             code,
         )
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         conf = self.server.conf  # type: ignore[attr-defined]
         line = "%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), self.client_address[0], format % args)
         with conf["log_lock"]:
@@ -181,13 +181,13 @@ class IsoServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: Tuple[str, int], conf: dict, context: Optional[ssl.SSLContext]) -> None:
+    def __init__(self, address: tuple[str, int], conf: dict, context: ssl.SSLContext | None) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.conf = conf
         self.context = context
         super().__init__(address, IsoHandler)
 
-    def get_request(self) -> Tuple[socket.socket, object]:
+    def get_request(self) -> tuple[socket.socket, object]:
         connection, client = super().get_request()
         if self.context is not None:
             # The handshake happens in the request's own thread, at its first read: a slow client blocks no one.
@@ -195,7 +195,7 @@ class IsoServer(ThreadingHTTPServer):
         return connection, client
 
 
-def _arguments(argv: Optional[list] = None) -> argparse.Namespace:
+def _arguments(argv: list | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", required=True)
     parser.add_argument("--name", required=True, help="the file name in the URL")
@@ -212,7 +212,7 @@ def _arguments(argv: Optional[list] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list | None = None) -> int:
     args = _arguments(argv)
     with open(args.token_file) as handle:
         token = handle.read().strip()
@@ -220,7 +220,7 @@ def main(argv: Optional[list] = None) -> int:
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key or None)
-    log = open(args.log, "a")
+    log = open(args.log, "a")  # noqa: SIM115 - open for the whole life of the server, closed at its end
     conf = {
         "file": args.file,
         "path": "/%s/%s" % (token, args.name),
@@ -253,10 +253,8 @@ def main(argv: Optional[list] = None) -> int:
             break
     server.shutdown()
     server.server_close()
-    try:
+    with contextlib.suppress(OSError):
         os.remove(args.pidfile)
-    except OSError:
-        pass
     log.write("%s exit: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
     log.close()
     return 0

@@ -9,6 +9,7 @@ ended it. Its pidfile (JSON, in the work directory) names it, so a later task st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -17,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import urlsplit
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.serve import process_alive, start_time_of
@@ -49,7 +50,7 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port_text or 0)
 
 
-def route_source(targets: list[str]) -> Optional[str]:
+def route_source(targets: list[str]) -> str | None:
     """The controller's address towards the first of ``targets`` (BMC URLs) that routes (no packet is sent)."""
     for target in targets:
         try:
@@ -86,7 +87,7 @@ def _bracket(host: str) -> str:
     return "[%s]" % host if ":" in host else host
 
 
-def read_pidfile(pidfile: str) -> Optional[dict[str, Any]]:
+def read_pidfile(pidfile: str) -> dict[str, Any] | None:
     try:
         with open(pidfile) as handle:
             return dict(json.load(handle))
@@ -192,10 +193,8 @@ def stop(pidfile: str, timeout: float = STOP_SECONDS) -> dict[str, Any]:
     while time.monotonic() < deadline and process_alive(pid, None):
         time.sleep(0.05)
     if process_alive(pid, None):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     _remove(pidfile)
     return {"stopped": True, "pid": pid}
 
@@ -212,7 +211,5 @@ def _is_server(pid: int) -> bool:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.remove(path)
-    except OSError:
-        pass

@@ -13,6 +13,7 @@ import time
 
 import pytest
 import trustme
+
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot import server
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.serve import parse_range, process_alive
 
