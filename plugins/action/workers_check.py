@@ -15,6 +15,7 @@ from typing import Any
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import read_agent_config
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.roles import (
     RoleValue,
     check_play_names,
@@ -37,6 +38,12 @@ ARGUMENT_SPEC = {
     "boot_method": {"type": "str", "default": "manual"},
     "iso_url": {"type": "str", "default": ""},
     "roles": {"type": "list", "elements": "str", "default": []},
+    "agent_config": {"type": "str", "default": ""},
+    "cluster_name": {"type": "str", "default": ""},
+    "base_domain": {"type": "str", "default": ""},
+    "openshift_version": {"type": "raw", "default": ""},
+    "node_labels": {"type": "raw", "default": {}},
+    "node_taints": {"type": "raw", "default": []},
 }
 # plugins/action/ -> the collection's root (roles/, playbooks/).
 COLLECTION_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,6 +80,14 @@ class ActionModule(ActionBase):
             hosts.append(sort_variables(name, variables, read, known, shared, play_variables))
         return hosts
 
+    def _agent_config_path(self, path: str, task_vars: dict[str, Any]) -> str:
+        """A relative path is taken from the current directory, else from the playbook's directory."""
+        path = os.path.expanduser(path)
+        if os.path.isabs(path) or os.path.exists(path):
+            return path
+        beside = os.path.join(task_vars.get("playbook_dir") or "", path)
+        return beside if os.path.exists(beside) else path
+
     def _role_values(self, specs: dict[str, Any], task_vars: dict[str, Any], problems: Problems) -> list[RoleValue]:
         """The later roles' options the play sets, templated as the roles will see them."""
         values = []
@@ -100,6 +115,14 @@ class ActionModule(ActionBase):
             check_role_values(self._role_values(specs, task_vars, problems), specs, args["cluster"], problems)
             check_play_names(task_vars, play_variables, problems)
             hosts = self._hosts(args, task_vars, play_variables)
+            agent_hosts: list[Any] = []
+            left_alone: list[str] = []
+            if args["agent_config"]:
+                path = self._agent_config_path(args["agent_config"], task_vars)
+                agent_hosts, left_alone = read_agent_config(path, problems)
+            play = {key: args[key] for key in ("cluster_name", "base_domain", "openshift_version")}
+            play.update(node_labels=args["node_labels"], node_taints=args["node_taints"])
+            play["agent_config"] = args["agent_config"]
             try:
                 outcome = check_workers(
                     hosts,
@@ -109,7 +132,11 @@ class ActionModule(ActionBase):
                     args["boot_method"],
                     args["iso_url"],
                     groups=list(task_vars["groups"]),
+                    agent_hosts=agent_hosts,
+                    play=play,
                 )
+                if left_alone:
+                    outcome["ignored"]["(agent-config)"] = left_alone
             except InventoryError as error:
                 problems.items.extend(error.problems)
             if problems.items:

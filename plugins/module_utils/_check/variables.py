@@ -102,10 +102,12 @@ NOT_SHOWN = "(not shown)"
 class HostVariables:
     """One host's variables, sorted: ``settings`` (known key -> value), ``typos`` ([(name, known key, value
     shown)]), ``misplaced`` ([(name, value shown)]: play variables set on the host only), ``foreign`` (names
-    left alone) and ``unreadable`` (host keys whose value cannot be templated, and why)."""
+    left alone), ``unreadable`` (host keys whose value cannot be templated, and why) and ``source`` (where the host
+    is defined: "" for the inventory, else the path of the day-1 agent-config.yaml)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.source = ""
         self.settings: dict[str, Any] = {}
         self.typos: list[tuple[str, str, Any]] = []
         self.misplaced: list[tuple[str, Any]] = []

@@ -19,19 +19,27 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addres
     ClusterAddresses,
     is_control_plane,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import in_file_words
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.arch import check_payload_architectures
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.boot import check_bmc, check_boot_settings
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.identity import check_identity
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.labels import (
+    check_labels,
+    check_taints,
+    merged_marks,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_checks import CheckedHost
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     BOOT_HOST_OPTIONS,
     IMAGE_HOST_OPTIONS,
+    JOIN_HOST_OPTIONS,
     loopback_allowed,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts
 
-HOST_OPTIONS: dict[str, dict[str, Any]] = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS)
+HOST_OPTIONS: dict[str, dict[str, Any]] = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS, **JOIN_HOST_OPTIONS)
 PLAY_VARIABLE_FIX = (
     "the roles read it from the play, not from the new workers: set it for group all, in the play or with -e"
 )
@@ -78,7 +86,7 @@ def _report_names(host: HostVariables, problems: Problems) -> None:
         problems.add(host.name, name, value, "is a play variable of this collection", PLAY_VARIABLE_FIX)
 
 
-def _image_host(name: str, settings: dict[str, Any]) -> dict[str, Any]:
+def _image_host(name: str, settings: dict[str, Any]) -> dict[str, Any]:  # (the join keys are not the image's)
     return {key: value for key, value in settings.items() if key in IMAGE_HOST_OPTIONS and value is not None}
 
 
@@ -137,8 +145,17 @@ def _check_name(name: str, node: dict[str, Any] | None, problems: Problems) -> N
         )
 
 
-def _unfollowed(name: str, settings: dict[str, Any], problems: Problems) -> None:
+def _unfollowed(name: str, settings: dict[str, Any], problems: Problems, source: str = "") -> None:
     raw = bool(settings.get("network_config"))
+    if source:  # an agent-config host: its file has no ip key
+        problems.add(
+            name,
+            "networkConfig",
+            None,
+            "has no static address, so there is no address to follow the install at",
+            "give the host a static address in networkConfig, or define it in the inventory (with ip) instead",
+        )
+        return
     problems.add(
         name,
         "ip",
@@ -146,6 +163,26 @@ def _unfollowed(name: str, settings: dict[str, Any], problems: Problems) -> None
         "is not set%s" % (" and network_config has no static address" if raw else ""),
         "set ip (the address the host gets, also with DHCP): the install is followed at that address",
     )
+
+
+def _merge_sources(
+    hosts: list[HostVariables], agent_hosts: list[HostVariables], group: str, problems: Problems
+) -> list[HostVariables]:
+    """The inventory's hosts and the agent-config's, a host in both refused."""
+    inventory = {host.name.lower() for host in hosts}
+    merged = list(hosts)
+    for host in agent_hosts:
+        if host.name.lower() in inventory:
+            problems.add(
+                host.name,
+                "hostname",
+                host.name,
+                "is defined twice: in inventory group %s and in %s" % (group, host.source),
+                "keep the host in one of the two",
+            )
+        else:
+            merged.append(host)
+    return merged
 
 
 def check_workers(
@@ -156,13 +193,32 @@ def check_workers(
     boot_method: str = "manual",
     iso_url: str = "",
     groups: list[str] | None = None,
+    agent_hosts: list[HostVariables] | None = None,
+    play: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Check the hosts against themselves and the cluster; return what every later step takes. ``groups``: the
-    inventory's group names (a misspelt group is named).
+    inventory's group names (a misspelt group is named). ``agent_hosts``: the hosts of a day-1 agent-config
+    (``_check.agent_config``). ``play``: the play's ``cluster_name``, ``base_domain``, ``openshift_version`` (the
+    cluster meant), ``node_labels`` and ``node_taints`` (every host's, under its own).
 
     Raises InventoryError (a Day2Error) with every problem found.
     """
     problems = Problems()
+    play = play or {}
+    check_identity(cluster, play.get("cluster_name"), play.get("base_domain"), play.get("openshift_version"), problems)
+    play_labels = check_labels(play.get("node_labels"), problems.for_host("(play)"), "day2_node_labels")
+    play_taints = check_taints(play.get("node_taints"), problems.for_host("(play)"), "day2_node_taints")
+    sources = {host.name: host.source for host in agent_hosts or []}
+    hosts = _merge_sources(hosts, agent_hosts or [], group, problems)
+    if not hosts and play.get("agent_config"):
+        problems.add(
+            "(inventory)",
+            "group",
+            group,
+            "has no hosts, and %s names no new worker" % play["agent_config"],
+            "list the new workers in the agent-config's hosts or in the group",
+        )
+        raise InventoryError(problems.items)
     if not hosts:
         close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
         problems.add(
@@ -178,11 +234,20 @@ def check_workers(
     cluster_addresses = ClusterAddresses(cluster, replace_node)
     nodes = {node.get("name"): node for node in cluster.get("nodes") or []}
     settings_of: dict[str, dict[str, Any]] = {}
+    marks: dict[str, dict[str, Any]] = {}
     for host in hosts:
         _report_names(host, problems)
         settings = _settings(host, problems)
         if settings is not None:
             settings_of[host.name] = settings
+            labels, taints = merged_marks(
+                settings.get("node_labels"),
+                settings.get("node_taints"),
+                play_labels,
+                play_taints,
+                problems.for_host(host.name),
+            )
+            marks[host.name] = dict({"labels": labels} if labels else {}, **({"taints": taints} if taints else {}))
     checked, image_problems = check_hosts(
         [_image_host(name, settings) for name, settings in sorted(settings_of.items())],
         cluster.get("rpm_architecture") or cluster.get("architecture") or "x86_64",
@@ -200,7 +265,7 @@ def check_workers(
     halfway: list[str] = []
     for name, settings in sorted(settings_of.items()):
         if not addresses[name]:
-            _unfollowed(name, settings, problems)
+            _unfollowed(name, settings, problems, sources.get(name, ""))
         if name in joined:
             continue
         half_joined = name != replace_node and _half_joined(name, addresses[name], nodes.get(name))
@@ -226,7 +291,9 @@ def check_workers(
             )
         )
     if problems.items:
-        raise InventoryError(problems.items)
+        raise InventoryError(
+            [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
+        )
     pending = {name: settings for name, settings in settings_of.items() if name not in joined}
     return {
         "image_hosts": [_image_host(name, settings) for name, settings in sorted(pending.items())],
@@ -235,7 +302,9 @@ def check_workers(
             {"name": name, "address": addresses[name][0], "mac_address": _first_mac(settings)}
             for name, settings in sorted(pending.items())
         ],
-        "join_nodes": [{"name": name, "addresses": addresses[name]} for name in sorted(pending)],
+        "join_nodes": [dict({"name": name, "addresses": addresses[name]}, **marks[name]) for name in sorted(pending)],
+        "node_marks": [dict({"name": name}, **marks[name]) for name in sorted(settings_of) if marks[name]],
+        "agent_config_hosts": sorted(name for name in sources if name in settings_of),
         "joined": joined,
         "half_joined": halfway,
         "ignored": {host.name: host.foreign for host in hosts if host.foreign},

@@ -3,9 +3,10 @@
 """The keys of a new-worker host definition, defined once, as Ansible argument-spec options.
 
 ``IMAGE_HOST_OPTIONS`` are what the image step reads (day2_iso's ``hosts`` suboptions), ``BOOT_HOST_OPTIONS``
-what the boot step reads. ansible-core checks and converts them: ``vlan_id`` and the prefix lengths given as text
-(``-e`` extra vars) become integers, a comma-separated ``dns_servers`` survey answer becomes a list. Their
-documentation is the doc fragment ``openshift_agent.day2.hosts``; a unit test keeps the two equal.
+what the boot step reads, ``JOIN_HOST_OPTIONS`` what the join step puts on the new Node. ansible-core checks and
+converts them: ``vlan_id`` and the prefix lengths given as text (``-e`` extra vars) become integers, a
+comma-separated ``dns_servers`` survey answer becomes a list. The image keys are documented in the doc fragment
+``openshift_agent.day2.hosts`` (a unit test keeps the two equal), all of them in docs/user-guide.md.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ BOOT_HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "bmc_verify_certs": {"type": "bool"},
 }
 
+# What the join step puts on each new Node (checked by _check/labels.py, applied by _join/node_marks.py).
+JOIN_HOST_OPTIONS: dict[str, dict[str, Any]] = {
+    "node_labels": {"type": "dict"},
+    "node_taints": {"type": "list", "elements": "raw"},
+}
+
 # nodes-config.yaml names architectures like RPM; Nodes report Go names (status.nodeInfo.architecture).
 ARCHITECTURE_ALIASES = {
     "x86_64": "x86_64",
@@ -59,9 +66,11 @@ ALLOW_LOOPBACK_VARIABLE = "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK"
 
 
 def known_host_keys() -> tuple[str, ...]:
-    """The host keys an inventory host may set (image and boot): every key but ``name``, which is the host's
+    """The host keys an inventory host may set (image, boot and join): every key but ``name``, which is the host's
     inventory name. For the unknown-key checks of inventory hosts."""
-    return tuple(key for key in IMAGE_HOST_OPTIONS if key != "name") + tuple(BOOT_HOST_OPTIONS)
+    return (
+        tuple(key for key in IMAGE_HOST_OPTIONS if key != "name") + tuple(BOOT_HOST_OPTIONS) + tuple(JOIN_HOST_OPTIONS)
+    )
 
 
 def secret_host_keys() -> tuple[str, ...]:

@@ -56,6 +56,9 @@ KEYS = known_host_keys()
         ("architecture", "cpu_architecture"),
         ("ipmi_address", "bmc_address"),
         ("bmc_url", "bmc_address"),
+        ("labels", "node_labels"),
+        ("nodeLabels", "node_labels"),
+        ("node_taint", "node_taints"),
     ],
 )
 def test_a_name_like_a_host_key_is_that_keys_mistake(name, key):
@@ -64,7 +67,7 @@ def test_a_name_like_a_host_key_is_that_keys_mistake(name, key):
 
 @pytest.mark.parametrize(
     "name",
-    ["ntp_servers", "rack", "rack_location", "owner", "datacenter", "serial", "timezone", "node_labels", "bios", "os"],
+    ["ntp_servers", "rack", "rack_location", "owner", "datacenter", "serial", "timezone", "node_pool", "bios", "os"],
 )
 def test_other_names_are_nobodys_mistake(name):
     assert close_key(name, KEYS) is None

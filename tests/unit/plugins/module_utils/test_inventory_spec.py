@@ -11,6 +11,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
     ALLOW_LOOPBACK_VARIABLE,
     BOOT_HOST_OPTIONS,
     IMAGE_HOST_OPTIONS,
+    JOIN_HOST_OPTIONS,
     known_host_keys,
     loopback_allowed,
 )
@@ -89,7 +90,10 @@ def test_boot_keys_are_the_boot_steps_and_the_bmc_password_is_hidden():
     result = _validate([dict(HOST, bmc_address="redfish://127.0.0.1/x", bmc_password="s3cret!")], options)
     assert result.error_messages == []
     assert "s3cret!" in result._no_log_values  # pylint: disable=protected-access
-    assert set(known_host_keys()) == set(options) - {"name"}  # the name is the inventory name
+    assert set(known_host_keys()) == (set(options) | set(JOIN_HOST_OPTIONS)) - {
+        "name"
+    }  # the name is the inventory name
+    assert not set(JOIN_HOST_OPTIONS) & set(options)
     assert not set(IMAGE_HOST_OPTIONS) & set(BOOT_HOST_OPTIONS)
 
 
