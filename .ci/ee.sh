@@ -29,5 +29,7 @@ dependencies:
 YAML
 ansible-builder create -f "$work/execution-environment.yml" --context "$work/context" --output-filename Containerfile >/dev/null
 test -s "$work/context/Containerfile"
-test -s "$work/context/_build/requirements.txt"
+for dep in kubernetes netaddr jmespath cryptography; do
+    grep -q "^$dep" "$work/context/_build/requirements.txt" || { echo "ee: $dep missing from the build context" >&2; exit 1; }
+done
 echo "ee: introspect and create passed ($(wc -l < "$work/python.txt") Python requirements, Containerfile written)"
