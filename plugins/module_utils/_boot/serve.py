@@ -253,8 +253,9 @@ def main(argv: list | None = None) -> int:
             break
     server.shutdown()
     server.server_close()
-    with contextlib.suppress(OSError):
-        os.remove(args.pidfile)
+    for path in (args.pidfile, args.token_file):
+        with contextlib.suppress(OSError):
+            os.remove(path)
     log.write("%s exit: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
     log.close()
     return 0

@@ -196,6 +196,7 @@ def stop(pidfile: str, timeout: float = STOP_SECONDS) -> dict[str, Any]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     _remove(pidfile)
+    _remove(os.path.join(os.path.dirname(pidfile), "iso-serve.token"))
     return {"stopped": True, "pid": pid}
 
 

@@ -1,0 +1,117 @@
+"""playbooks/add_workers.yml booting through the lab's HTTPS sushy-emulator with no day2_iso_url: the run serves
+the ISO itself (iso_serve), boots every host through community.general's redfish modules, ejects each CD only
+once its disk is written, and leaves no server process behind, even when the run is killed mid-boot."""
+
+import json
+import os
+import signal
+import subprocess
+
+from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_playbook
+from lab.waiting import wait_for
+from test_add_workers import PLAYBOOK, playbook_args
+
+WRITTEN = ("Waiting for control plane", "Rebooting", "Done", "Joined", "Configuring", "Waiting for ignition")
+
+
+def redfish_args(lab, workdir):
+    return [
+        *playbook_args(lab, workdir),
+        "-e",
+        "day2_boot_method=redfish",
+        "-e",
+        "day2_serve_address=127.0.0.1:0",
+        # Verify the emulator with the lab's CA (the inventory says bmc_verify_certs: false).
+        "-e",
+        "bmc_verify_certs=true",
+        "-e",
+        "day2_bmc_ca_path=%s" % lab.info["redfish"]["ca_path"],
+        # Until workers_check takes a served ISO, the preflight is told some URL; the boot role has none, so it serves.
+        "-e",
+        "preflight_iso_url=https://127.0.0.1/served-by-the-run",
+    ]
+
+
+def servers_of(workdir):
+    """Processes of the collection's ISO server serving from ``workdir``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                command = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if any(part.endswith(b"_boot/serve.py") for part in command) and str(workdir).encode() in b" ".join(command):
+            found.append(int(pid))
+    return found
+
+
+def redfish_state(lab):
+    return lab.dump()["redfish"]
+
+
+def test_redfish_run_serves_the_iso_and_ejects_after_each_disk_is_written(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
+    workdir = tmp_path / "work"
+    rc, output = run_playbook(PLAYBOOK, *redfish_args(lab, workdir), env=lab_env(lab), timeout=600)
+    assert rc == 0, output[-6000:]
+    said = " ".join(output.split())  # the callback may wrap a message
+    assert "Serving %s/node.x86_64.iso to the BMCs at http://127.0.0.1:" % workdir in said
+    assert "/(secret)/node.x86_64.iso" in said
+    assert lab.info["redfish"]["password"] not in output
+    state = redfish_state(lab)
+    names = sorted(h["name"] for h in lab.info["hosts"])
+    hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
+    assert all(hosts[name]["booted_by"] == "redfish" for name in names), hosts
+    # Each BMC read the ISO with range requests, from the run's own server, at its secret path.
+    assert all(state["ranges"].get(name, 0) >= 1 for name in names), state
+    booted = set(state["booted"].values())
+    assert len(booted) == 1 and booted.pop().startswith("http://127.0.0.1:")
+    # One eject per host, each after its disk was written.
+    ejected = {e["host"]: e for e in state["ejects"]}
+    assert sorted(ejected) == names and len(state["ejects"]) == 2, state["ejects"]
+    for eject in state["ejects"]:
+        assert eject["phase"] == "rebooted" or eject["stage"] in WRITTEN, eject
+    # The BMCs were driven through community.general's modules: the emulator saw their requests.
+    emulator = (lab.state / "redfish" / "emulator.log").read_text()
+    for request in ("VirtualMedia.InsertMedia", "VirtualMedia.EjectMedia", "ComputerSystem.Reset", "PATCH /redfish"):
+        assert request in emulator, request
+    # The server stopped when the disks were written; nothing is left.
+    log = (workdir / "iso-serve.log").read_text()
+    assert log.strip().endswith("exit: stopped")
+    assert not (workdir / "iso-serve.pid").exists() and not (workdir / "iso-serve.token").exists()
+    assert servers_of(workdir) == []
+    assert "status=206" in log and "range=bytes=" in log
+
+
+def test_killing_the_run_mid_boot_leaves_no_server(lab_factory, tmp_path):
+    lab = lab_factory(
+        "--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "60"
+    )
+    workdir = tmp_path / "work"
+    command = [str(VENV_BIN / "ansible-playbook"), str(PLAYBOOK), *redfish_args(lab, workdir)]
+    run = subprocess.Popen(
+        command,
+        cwd=str(REPO),
+        env=ansible_env(**lab_env(lab)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        # Mid-boot: the server runs and a BMC booted its host from it.
+        wait_for(lambda: (workdir / "iso-serve.pid").exists() and redfish_state(lab)["booted"], timeout=300)
+        server = json.loads((workdir / "iso-serve.pid").read_text())["pid"]
+        assert servers_of(workdir) == [server]
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+        # The server is in its own session (the kill did not reach it): it saw the run go and exited.
+        wait_for(lambda: servers_of(workdir) == [], timeout=10)
+        assert "exit: the run (pid %d) is gone" % run.pid in (workdir / "iso-serve.log").read_text()
+        assert not (workdir / "iso-serve.token").exists()
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
