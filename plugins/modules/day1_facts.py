@@ -48,6 +48,11 @@ notes:
     on ClusterOperators or the worker pool in C(health.problems); elsewhere in C(warnings). Without permission on
     the mirror sets, the SSH or the FIPS MachineConfig, their values are taken from the install-config, as
     node-joiner does.
+  - "The cluster kind comes from the mirror sets already read, with no request of its own: a mirror on
+    C(api-int.<name>.<base domain>:22625) means C(registry-less) (the control-plane nodes serve the release
+    payload); a mirror on C(registry.appliance.openshift.com:22625) (older builds C(registry.appliance.com)) means
+    C(appliance) (every node runs that registry for itself); anything else is C(standard). For the two special
+    kinds a warning tells what new hosts need and how to get it (see the day2_iso guide)."
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
@@ -225,6 +230,19 @@ ansible_facts:
             no_proxy:
               description: Comma-separated exclusions or empty.
               type: str
+        cluster_kind:
+          description:
+            - C(standard), C(appliance) (installed from the OpenShift appliance disk image, release images from the
+              registry each node runs) or C(registry-less) (the control-plane nodes serve the release payload on
+              api-int port 22625).
+          type: str
+          choices: [standard, appliance, registry-less]
+          sample: appliance
+        internal_registries:
+          description: The internal registry endpoints (host:port) new hosts pull release images from; empty for C(standard).
+          type: list
+          elements: str
+          sample: [registry.appliance.openshift.com:22625]
         mirrors:
           description: Image mirrors (ImageDigestMirrorSets and ImageContentSourcePolicies, else install-config).
           type: list

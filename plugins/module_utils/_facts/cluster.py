@@ -25,6 +25,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.objects import dig
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import settings
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import health
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.kind import cluster_kind, kind_warnings
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
     master_architecture,
     master_architectures,
@@ -200,6 +201,9 @@ def build_facts(objects: dict[str, Any], unreadable: dict[str, str] | None = Non
     facts.update(settings.networks(objects.get("network"), config))
     facts["proxy"] = settings.proxy(objects.get("proxy"), config)
     facts["mirrors"] = settings.mirrors(objects.get("idms"), objects.get("icsp"), config, readable["idms"])
+    kind = cluster_kind(facts["mirrors"], facts["api_int_url"], facts["name"], facts["base_domain"])
+    facts["cluster_kind"], facts["internal_registries"] = kind["kind"], kind["internal_registries"]
+    warnings.extend(kind_warnings(kind))
     facts["ssh_key"] = settings.ssh_key(objects.get("mc_ssh"), config)
     facts["fips"] = settings.fips(objects.get("mc_fips"), config)
     facts["chrony_configured"] = settings.chrony_configured(objects.get("mc_chrony"))
