@@ -84,6 +84,18 @@ options:
       - Needs OpenShift 4.18 or later (node-joiner 4.17 has no C(--pxe)); refused on 4.17 before anything is created.
     type: bool
     default: false
+  output:
+    description:
+      - What to build when O(pxe=false). C(node-iso) is the bootable C(node.<arch>.iso).
+      - C(config-iso) is the configuration-only C(agentconfig.noarch.iso) (node-joiner C(--config-iso), which
+        C(oc adm node-image) does not offer), for hosts cloned from an OpenShift appliance disk image: they already
+        carry the agent and the release images, and read their configuration from this image when it is attached.
+        Written into O(dest) whatever the architecture; the hosts must then share one architecture.
+      - C(config-iso) needs OpenShift 4.18 or later and is refused on 4.17 before anything is created; it cannot be
+        combined with O(pxe=true). It holds the pull secret and the agent tokens, like the node ISO.
+    type: str
+    choices: [node-iso, config-iso]
+    default: node-iso
   boot_artifacts_base_url:
     description: URL the PXE artifacts will be served from (written into the iPXE script). Only with O(pxe=true).
     type: str
@@ -171,6 +183,16 @@ EXAMPLES = r"""
           deviceName: /dev/sda
   register: iso
 
+# An appliance cluster (day1_facts cluster_kind appliance), hosts cloned from the appliance disk image:
+- name: Build the configuration-only image to attach to them
+  openshift_agent.day2.day2_iso:
+    dest: /var/lib/day2
+    output: config-iso
+    hosts:
+      - name: extra-worker-1
+        mac_address: "00:02:46:e3:9e:7d"
+  register: config_iso
+
 - name: Show where the ISO is
   ansible.builtin.debug:
     msg: "{{ iso.artifacts | map(attribute='path') | list }}"
@@ -190,7 +212,7 @@ artifacts:
       description: RPM architecture (C(x86_64), C(aarch64), ...).
       type: str
     path:
-      description: The ISO, or the PXE artifacts directory.
+      description: The ISO (C(agentconfig.noarch.iso) with O(output=config-iso)), or the PXE artifacts directory.
       type: str
     files:
       description: Every file written (the ISO, or each PXE artifact), with C(path), C(sha256) and C(size).
@@ -212,20 +234,20 @@ artifacts:
       description: When the agent token in the artifact expires (RFC 3339).
       type: str
     cluster_id:
-      description: Cluster ID found in the ISO (ISO only).
+      description: Cluster ID found in the ISO (node ISO only).
       type: str
     cluster_name:
-      description: Cluster name found in the ISO (ISO only).
+      description: Cluster name found in the ISO (node ISO only).
       type: str
     api_dns_name:
-      description: API DNS name found in the ISO (ISO only).
+      description: API DNS name found in the ISO (node ISO only).
       type: str
     hosts:
-      description: Hosts found in the ISO, with C(hostname) and C(mac_addresses) (ISO only).
+      description: Hosts found in the ISO, with C(hostname) and C(mac_addresses) (node ISO only).
       type: list
       elements: dict
     kernel_arguments:
-      description: The ISO's live kernel arguments (ISO only).
+      description: The ISO's live kernel arguments (node ISO only).
       type: str
     stages:
       description:
@@ -314,6 +336,7 @@ def argument_spec():
         hosts={"type": "list", "elements": "dict", "required": True, "options": copy.deepcopy(IMAGE_HOST_OPTIONS)},
         dest={"type": "path", "required": True},
         pxe={"type": "bool", "default": False},
+        output={"type": "str", "choices": ["node-iso", "config-iso"], "default": "node-iso"},
         boot_artifacts_base_url={"type": "str"},
         ssh_key={"type": "str", "no_log": False},
         node_joiner_image={"type": "str"},

@@ -21,6 +21,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
     append_kernel_arguments,
     inspect_iso,
@@ -41,6 +42,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.toke
 )
 
 PXE_DIR = "boot-artifacts"
+# node-joiner --config-iso (4.18+) writes this, whatever the architecture: volume agent_configimage, one file
+# config.gz -- openshift/installer pkg/asset/agent/configimage/configiso.go@386d4aafb939cb7e5e22f77feef48386c731d2e1.
+CONFIG_ISO = "agentconfig.noarch.iso"
+CONFIG_ISO_LABEL = "agent_configimage"
+CONFIG_ISO_OUTPUT = "config-iso"
 # The parameters that go into the inputs digest besides the nodes-config and the cluster's identity.
 DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments", "node_joiner_image")
 
@@ -73,6 +79,7 @@ class Artifacts:
     ) -> None:
         self.params = params
         self.pxe = bool(params["pxe"])
+        self.config_iso = params.get("output") == CONFIG_ISO_OUTPUT
         self.api = api
         self.cluster = cluster
         self.now = now
@@ -81,12 +88,16 @@ class Artifacts:
     def path(self, arch: str) -> str:
         if self.pxe:
             return os.path.join(self.params["dest"], PXE_DIR, arch)
+        if self.config_iso:
+            return os.path.join(self.params["dest"], CONFIG_ISO)
         return os.path.join(self.params["dest"], nj.iso_name(arch))
 
     def plan(self, arch: str, nodes_config: str, shown: str | None = None) -> Plan:
         """Reuse or build ``arch`` from ``nodes_config``; ``shown`` is its redacted form (default: the same)."""
         shown = nodes_config if shown is None else shown
         inputs = {key: self.params[key] for key in DIGESTED_PARAMETERS}
+        if self.config_iso:  # only then, so that the digests of node ISOs built before stay the same
+            inputs["output"] = CONFIG_ISO_OUTPUT
         inputs.update(
             nodes_config=nodes_config,
             release_image=self.cluster["release_image"],
@@ -128,10 +139,15 @@ class Artifacts:
 
         Its ``reason`` is the plan's: why the artifact could not be reused.
         """
-        stages = run.build(image, plan.nodes_config, self.pxe)
+        if self.config_iso:
+            stages = run.build(image, plan.nodes_config, self.pxe, config_iso=True)
+        else:
+            stages = run.build(image, plan.nodes_config, self.pxe)
         path = self.path(plan.architecture)
         if self.pxe:
             files, token_expiry = self._fetch_pxe(run, path)
+        elif self.config_iso:
+            files, token_expiry = self._fetch_config_iso(run, path)
         else:
             files, token_expiry = self._fetch_iso(run, path)
         record = {
@@ -163,6 +179,17 @@ class Artifacts:
         if self.params["live_kernel_arguments"]:
             append_kernel_arguments(temp_path, self.params["live_kernel_arguments"])
 
+    # --- config ISO ------------------------------------------------------------------------------
+
+    def _fetch_config_iso(self, run: NodeJoinerRun, path: str) -> tuple[list[dict[str, Any]], str | None]:
+        size, sha = run.fetch("%s/%s" % (nj.ASSETS, CONFIG_ISO), path, finish=check_config_iso)
+        return [{"path": path, "sha256": sha, "size": size}], self._secret_token_expiry()
+
+    def _secret_token_expiry(self) -> str | None:
+        """The expiry of the tokens node-joiner used: those of the Secret it read."""
+        expiry = secret_expiry(self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)))
+        return format_rfc3339(expiry) if expiry else None
+
     # --- PXE -------------------------------------------------------------------------------------
 
     def _fetch_pxe(self, run: NodeJoinerRun, directory: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -176,8 +203,7 @@ class Artifacts:
         token_expiry = initrd_token_expiry([entry["path"] for entry in files])
         if token_expiry is None:
             # The tokens node-joiner put into the PXE files are those of the Secret it used.
-            expiry = secret_expiry(self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)))
-            token_expiry = format_rfc3339(expiry) if expiry else None
+            token_expiry = self._secret_token_expiry()
         return files, token_expiry
 
     # --- the result ------------------------------------------------------------------------------
@@ -199,7 +225,7 @@ class Artifacts:
             "token_expiry": record.get("token_expiry"),
             "stages": stages,
         }
-        if read_back and not self.pxe:
+        if read_back and not self.pxe and not self.config_iso:
             result.update(iso_facts(path))
         return result
 
@@ -219,6 +245,18 @@ def iso_facts(path: str) -> dict[str, Any]:
         ],
         "kernel_arguments": info.get("kargs"),
     }
+
+
+def check_config_iso(path: str) -> None:
+    """Refuse a fetched config ISO that is not one: volume agent_configimage holding config.gz."""
+    with open(path, "rb") as handle:
+        image = IsoImage(handle, path)
+        if (image.volume_id or "").lower() != CONFIG_ISO_LABEL or not image.exists("config.gz"):
+            raise Day2Error(
+                "%s is not a node-joiner config ISO (volume %r, config.gz %s; expected volume %s with config.gz): "
+                "refusing it. Check node_joiner_image."
+                % (path, image.volume_id, "present" if image.exists("config.gz") else "missing", CONFIG_ISO_LABEL)
+            )
 
 
 def initrd_token_expiry(paths: list[str]) -> str | None:

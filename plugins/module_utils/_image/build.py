@@ -37,7 +37,13 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import MIN_VERSION, parse_version
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import PXE_DIR, Artifacts, Plan
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import (
+    CONFIG_ISO,
+    CONFIG_ISO_OUTPUT,
+    PXE_DIR,
+    Artifacts,
+    Plan,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     loopback_allowed,
     normalize_architecture,
@@ -53,6 +59,10 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run im
 
 # node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
 PXE_SINCE = (4, 18)
+# --config-iso came with 4.18 too (installer PR #9214): openshift/installer
+# pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2. The 4.17 one writes a config ISO only as a
+# side effect of every node-ISO run (addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80), with no flag to ask.
+CONFIG_ISO_SINCE = (4, 18)
 # The objects read before anything is decided (_facts.cluster.READS, read in that order: four GETs of
 # ClusterVersion version, Infrastructure cluster, Proxy cluster and the Node list).
 CLUSTER_READS = ("clusterversion", "infrastructure", "proxy", "nodes")
@@ -80,7 +90,13 @@ def _run(module: Any) -> dict[str, Any]:
     client, api = connect(module)
     cluster = read_cluster(api)
     check_pxe_supported(params["pxe"], cluster)
+    check_config_iso_supported(params, cluster)
     configs = nodes_configs(params, cluster)
+    if params.get("output") == CONFIG_ISO_OUTPUT and len(configs) > 1:
+        raise InputError(
+            "output: config-iso writes one %s for all hosts, but the hosts have several architectures (%s): "
+            "run day2_iso once per architecture. Nothing was created." % (CONFIG_ISO, ", ".join(sorted(configs)))
+        )
     # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
     hide(module, *secret_values(configs))
     artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
@@ -212,6 +228,9 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
     """
     for name, trace in missing_libraries():
         raise Day2Error(missing_required_lib(name), {"exception": trace})
+    if params["pxe"] and params.get("output") == CONFIG_ISO_OUTPUT:
+        # node-joiner itself stops with "invalid configuration found" (addnodes.go@de45fedd...).
+        raise InputError("pxe: true and output: config-iso exclude each other: choose one")
     if not params["pxe"] and params["boot_artifacts_base_url"]:
         raise InputError("boot_artifacts_base_url is only used with pxe=true: set pxe: true or drop it")
     try:
@@ -267,6 +286,17 @@ def check_pxe_supported(pxe: bool, cluster: dict[str, Any]) -> None:
             "pxe: true needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no --pxe flag "
             '(it would stop with "Error: unknown flag: --pxe"). Set pxe: false and boot the hosts from the ISO, '
             "or upgrade the cluster first. Nothing was created." % (PXE_SINCE[0], PXE_SINCE[1], cluster["version"])
+        )
+
+
+def check_config_iso_supported(params: dict[str, Any], cluster: dict[str, Any]) -> None:
+    """Refuse output: config-iso on a cluster whose node-joiner has no --config-iso, before anything is created."""
+    if params.get("output") == CONFIG_ISO_OUTPUT and cluster["version_tuple"] < CONFIG_ISO_SINCE:
+        raise InputError(
+            "output: config-iso needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no "
+            '--config-iso flag (it would stop with "Error: unknown flag: --config-iso"). Set output: node-iso, or '
+            "upgrade the cluster first. Nothing was created."
+            % (CONFIG_ISO_SINCE[0], CONFIG_ISO_SINCE[1], cluster["version"])
         )
 
 

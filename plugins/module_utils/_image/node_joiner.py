@@ -163,8 +163,10 @@ def proxy_env(proxy: dict[str, Any] | None) -> list[dict[str, str]]:
     return env
 
 
-def node_joiner_command(pxe: bool) -> str:
-    flag = " --pxe" if pxe else ""
+def node_joiner_command(pxe: bool, config_iso: bool = False) -> str:
+    # --config-iso: the configuration-only image (4.18+, installer PR #9214), which oc never asks for --
+    # openshift/installer pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
+    flag = (" --pxe" if pxe else "") + (" --config-iso" if config_iso else "")
     # sleep keeps the container alive so the artifacts can be copied out.
     return "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600" % (
         ASSETS,
@@ -200,13 +202,18 @@ def _pod_manifest(
 
 
 def node_joiner_pod_manifest(
-    namespace: dict[str, Any], run_id: str, image: str, pxe: bool, proxy: dict[str, Any] | None
+    namespace: dict[str, Any],
+    run_id: str,
+    image: str,
+    pxe: bool,
+    proxy: dict[str, Any] | None,
+    config_iso: bool = False,
 ) -> dict[str, Any]:
     container = {
         "name": POD,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["/bin/bash", "-c", node_joiner_command(pxe)],
+        "command": ["/bin/bash", "-c", node_joiner_command(pxe, config_iso)],
         "env": proxy_env(proxy),
         "volumeMounts": [
             {"name": "nodes-config", "mountPath": "/config"},

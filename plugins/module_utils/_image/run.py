@@ -243,12 +243,12 @@ class NodeJoinerRun:
 
     # --- the build -------------------------------------------------------------------------
 
-    def build(self, image: str, nodes_config_yaml: str, pxe: bool) -> list[dict[str, Any]]:
+    def build(self, image: str, nodes_config_yaml: str, pxe: bool, config_iso: bool = False) -> list[dict[str, Any]]:
         """Run node-joiner with ``image`` on ``nodes_config_yaml`` until it is done; return its report stages.
 
         Raises RunError with the stages and the pod log tail when it fails.
         """
-        self.start_build(image, nodes_config_yaml, pxe)
+        self.start_build(image, nodes_config_yaml, pxe, config_iso)
         report, exit_code = self.wait_report(exit_code_only=self.cluster_minor < REPORT_SINCE)
         stages = nj.summarize_stages(report)
         if exit_code != 0:
@@ -256,14 +256,14 @@ class NodeJoinerRun:
             raise RunError(message, stages=stages, log_tail=self.pod_log_tail(nj.POD))
         return stages
 
-    def start_build(self, image: str, nodes_config_yaml: str, pxe: bool) -> None:
+    def start_build(self, image: str, nodes_config_yaml: str, pxe: bool, config_iso: bool = False) -> None:
         self.api.create(
             core_target("configmaps", namespace=self.ns_name, verb="create"),
             nj.config_map_manifest(self._created_namespace(), self.run_id, nodes_config_yaml),
         )
         self.api.create(
             core_target("pods", namespace=self.ns_name, verb="create"),
-            nj.node_joiner_pod_manifest(self._created_namespace(), self.run_id, image, pxe, self.proxy),
+            nj.node_joiner_pod_manifest(self._created_namespace(), self.run_id, image, pxe, self.proxy, config_iso),
         )
         self.wait_started(nj.POD, image, until_phases=("Running",))
 
