@@ -40,7 +40,7 @@ def test_main_fails_with_the_missing_permissions(api, capsys):
         "access_check: the identity of the kubeconfig /nonexistent/kubeconfig with its current-context lacks 1 "
     )
     assert (
-        "- update certificatesigningrequests/approval.certificates.k8s.io (cluster-wide): csr_approve" in result["msg"]
+        "- update certificatesigningrequests/approval.certificates.k8s.io (cluster-wide): join_workers" in result["msg"]
     )
     assert [entry["resource"] for entry in result["missing"]] == ["certificatesigningrequests/approval"]
     assert result["plan"] == ["join"]
