@@ -34,6 +34,7 @@ REDFISH_PLAYBOOK = """
         user: "{{ hostvars[item].bmc_username }}"
         password: "{{ hostvars[item].bmc_password }}"
         force_basic_auth: true
+        ca_path: "{{ bmc_ca }}"
         body_format: json
         body: {Image: "{{ iso_url }}", Inserted: true, WriteProtected: true}
         status_code: [200, 202, 204]
@@ -49,6 +50,7 @@ REDFISH_PLAYBOOK = """
         user: "{{ hostvars[item].bmc_username }}"
         password: "{{ hostvars[item].bmc_password }}"
         force_basic_auth: true
+        ca_path: "{{ bmc_ca }}"
         body_format: json
         body: {ResetType: "On"}
         status_code: [200, 202, 204]
@@ -103,6 +105,8 @@ def test_two_hosts_booted_through_redfish_reach_rebooted(lab_factory, tmp_path):
             redfish_lab.inventory,
             "-e",
             "iso_url=http://127.0.0.1:%d/node.x86_64.iso" % port,
+            "-e",
+            "bmc_ca=%s" % redfish_lab.info["redfish"]["ca_path"],
             "-e",
             "agent_port=%d" % redfish_lab.info["agent_port"],
             "-e",

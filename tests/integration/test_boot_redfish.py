@@ -115,3 +115,17 @@ def test_killing_the_run_mid_boot_leaves_no_server(lab_factory, tmp_path):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+
+
+def test_a_host_back_in_the_iso_is_named_with_the_fix_and_no_server_is_left(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
+    lab.control("POST", "/faults", {"wrong_boot_order": "extra-worker-0:1"})
+    workdir = tmp_path / "work"
+    rc, output = run_playbook(PLAYBOOK, *redfish_args(lab, workdir), env=lab_env(lab), timeout=600)
+    said = " ".join(output.split())
+    assert rc != 0, output[-4000:]
+    assert "host extra-worker-0" in said and "installing-pending-user-action" in said
+    assert "eject the virtual media or fix the boot order so it boots from disk" in said
+    # The run failed in the join step: the server saw the run end and exited.
+    wait_for(lambda: servers_of(workdir) == [], timeout=10)
+    assert not (workdir / "iso-serve.token").exists()
