@@ -239,7 +239,8 @@ ansible_facts:
           choices: [standard, appliance, registry-less]
           sample: appliance
         internal_registries:
-          description: The internal registry endpoints (host:port) new hosts pull release images from; empty for C(standard).
+          description:
+            - The internal registry endpoints (host:port) new hosts pull release images from; empty for C(standard).
           type: list
           elements: str
           sample: [registry.appliance.openshift.com:22625]

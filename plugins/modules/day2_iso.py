@@ -88,7 +88,7 @@ options:
     description:
       - What to build when O(pxe=false). C(node-iso) is the bootable C(node.<arch>.iso).
       - C(config-iso) is the configuration-only C(agentconfig.noarch.iso) (node-joiner C(--config-iso), which
-        C(oc adm node-image) does not offer), for hosts cloned from an OpenShift appliance disk image: they already
+        C(oc adm node-image) does not offer), for hosts cloned from an OpenShift appliance disk image. They already
         carry the agent and the release images, and read their configuration from this image when it is attached.
         Written into O(dest) whatever the architecture; the hosts must then share one architecture.
       - C(config-iso) needs OpenShift 4.18 or later and is refused on 4.17 before anything is created; it cannot be

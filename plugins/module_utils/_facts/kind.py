@@ -14,18 +14,19 @@ no request of their own. Upstream sources (``repo path@commit``):
   openshift/appliance pkg/asset/registry/registriesconf.go@468aae7ac73995be7ba36ef3103c3f7c55c4857f.
 * Registry-less (OVE): the control-plane nodes serve the release payload; an ImageDigestMirrorSet through the
   ``api-int`` name makes the cluster pull from them, and a host added later must reach that port from outside the
-  cluster (api-int load balancer and firewalls) --
-  openshift/enhancements enhancements/agent-installer/simplified-registry-less-cluster-operations.md@019ed2a8ce2dc4ddf8ef1f473adbeb2a15823b1b;
+  cluster (api-int load balancer and firewalls) -- openshift/enhancements
+  enhancements/agent-installer/simplified-registry-less-cluster-operations.md@019ed2a8ce2dc4ddf8ef1f473adbeb2a15823b1b;
   the port is 22625 (``api-int.<cluster>.<domain>:22625/<repository>`` mirrors, same appliance registries test).
-  Its InternalReleaseImage (openshift/api machineconfiguration/v1/types_internalreleaseimage.go@5b7e429c2a57f0dd7c742e2bf5c6eff57db08abb)
-  is not read: the mirrors say the same, without a feature-gated API or one more request.
+  Its InternalReleaseImage (openshift/api
+  machineconfiguration/v1/types_internalreleaseimage.go@5b7e429c2a57f0dd7c742e2bf5c6eff57db08abb) is not read:
+  the mirrors say the same, without a feature-gated API or one more request.
 * The configuration-only image for hosts cloned from the appliance disk image: node-joiner ``--config-iso``,
   4.18+ -- openshift/installer pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 STANDARD = "standard"
 APPLIANCE = "appliance"
@@ -35,7 +36,7 @@ APPLIANCE_REGISTRY_HOSTS = ("registry.appliance.openshift.com", "registry.applia
 CONFIG_ISO_SINCE = (4, 18)
 
 
-def _host_port(location: Any) -> Tuple[str, str]:
+def _host_port(location: Any) -> tuple[str, str]:
     """``(host, port)`` of a mirror location such as ``registry.example.com:5000/ocp/release`` (port '' if none)."""
     head = str(location or "").split("/", 1)[0].strip().lower()
     if head.count(":") == 1:
@@ -44,7 +45,7 @@ def _host_port(location: Any) -> Tuple[str, str]:
     return head, ""
 
 
-def _api_int_host(api_int_url: Optional[str], name: Optional[str], base_domain: Optional[str]) -> Optional[str]:
+def _api_int_host(api_int_url: str | None, name: str | None, base_domain: str | None) -> str | None:
     if api_int_url:
         host = str(api_int_url).split("://", 1)[-1].split("/", 1)[0]
         return _host_port(host)[0] or None
@@ -54,19 +55,19 @@ def _api_int_host(api_int_url: Optional[str], name: Optional[str], base_domain: 
 
 
 def cluster_kind(
-    mirrors: List[Dict[str, Any]],
-    api_int_url: Optional[str] = None,
-    name: Optional[str] = None,
-    base_domain: Optional[str] = None,
-) -> Dict[str, Any]:
+    mirrors: list[dict[str, Any]],
+    api_int_url: str | None = None,
+    name: str | None = None,
+    base_domain: str | None = None,
+) -> dict[str, Any]:
     """``{"kind", "internal_registries"}`` from the ``mirrors`` facts (``[{"source", "mirrors", "origin"}]``).
 
     A mirror on ``api-int...:22625`` makes the cluster registry-less (such a cluster may list the appliance
     registry too); else a mirror on the appliance registry makes it an appliance; else it is standard.
     """
     api_int = _api_int_host(api_int_url, name, base_domain)
-    appliance: List[str] = []
-    registry_less: List[str] = []
+    appliance: list[str] = []
+    registry_less: list[str] = []
     for entry in mirrors or []:
         for location in entry.get("mirrors") or []:
             host, port = _host_port(location)
@@ -86,7 +87,7 @@ def cluster_kind(
     return {"kind": STANDARD, "internal_registries": []}
 
 
-def kind_warnings(kind: Dict[str, Any]) -> List[str]:
+def kind_warnings(kind: dict[str, Any]) -> list[str]:
     """What a new host needs on a cluster of this kind, with the fix (none for a standard cluster)."""
     endpoints = ", ".join(kind.get("internal_registries") or [])
     if kind.get("kind") == APPLIANCE:
@@ -95,7 +96,7 @@ def kind_warnings(kind: Dict[str, Any]) -> List[str]:
             "installed from the appliance disk image (the name points at 127.0.0.1 there). A host booted from a "
             "plain node ISO has no such registry and stops at image pull. Fix: clone the new hosts from the "
             "appliance disk image and attach a configuration-only image built with day2_iso output: config-iso "
-            "(node_image_output: config-iso; OpenShift %d.%d or later)" % ((endpoints,) + CONFIG_ISO_SINCE)
+            "(node_image_output: config-iso; OpenShift %d.%d or later)" % ((endpoints, *CONFIG_ISO_SINCE))
         ]
     if kind.get("kind") == REGISTRY_LESS:
         return [

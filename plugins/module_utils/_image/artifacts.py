@@ -21,11 +21,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
     append_kernel_arguments,
     inspect_iso,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
     file_sha256,
