@@ -198,6 +198,20 @@ def test_a_put_is_retried_after_a_429_only():
 
 
 NAMESPACES = core_target("namespaces", verb="create")
+
+
+def test_a_review_is_a_question_asked_again_after_a_reset_or_a_5xx():
+    review = group_target("authorization.k8s.io", "v1", "selfsubjectaccessreviews", verb="create")
+    answer = {"status": {"allowed": True}}
+    api, dynamic, _slept = client({("POST", review.path): ["reset", 503, answer]})
+    assert api.create(review, {"spec": {}}) == answer and len(dynamic.calls) == 3
+    # any other POST is repeated after a 429 only (create() looks for the object first)
+    api, dynamic, _slept = client({("POST", NAMESPACES.path): [503, {}]})
+    with pytest.raises(ApiAccessError):
+        api.request("POST", NAMESPACES, body={})
+    assert len(dynamic.calls) == 1
+
+
 LABELS = {"app.kubernetes.io/managed-by": "openshift_agent.day2", "openshift-agent.day2/run": "r1"}
 GENERATED = {"metadata": {"generateName": "openshift-node-joiner-", "labels": LABELS}}
 SELECTED = "/api/v1/namespaces?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dopenshift_agent.day2%2Copenshift-agent.day2%2Frun%3Dr1"  # noqa: E501
