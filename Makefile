@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both set themselves up.
 SHELL := /bin/bash
 
-.PHONY: setup demo test units sanity lint format integration lab-tests mutation bench clean
+.PHONY: setup demo test units sanity lint format integration lab-tests test-slow mutation bench clean
 
 setup:
 	bash .ci/setup.sh
@@ -26,6 +26,10 @@ integration: setup
 
 lab-tests: setup
 	.venv/bin/python -m pytest -q -n 3 tests/lab_tests
+
+# The fault, interrupt and spoof matrix of docs/resilience.md: add_workers.yml end to end, one lab per case.
+test-slow: setup
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n 3 tests/slow
 
 # Rewrites the Python files the way `make lint` checks them.
 format: setup

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Every test of the project: a Python 3.9 compile check, units, the lab's own tests, integration against the lab,
+# the resilience matrix (tests/slow),
 # ansible-test sanity (two ansible-core releases), ansible-lint + changelog lint, the execution environment
 # definition. Prints a timing table at the end.
 set -euo pipefail
@@ -21,6 +22,8 @@ step units       bash .ci/units.sh
 # Labs mostly wait (simulated installs), so three workers fit two cores; every lab takes free ports.
 step lab         python -m pytest -q -p no:cacheprovider -n 3 tests/lab_tests
 step integration python -m pytest -q -p no:cacheprovider -n 3 tests/integration
+# The resilience matrix (docs/resilience.md): every fault, interrupt and spoof against add_workers.yml.
+step slow        python -m pytest -q -p no:cacheprovider -n 3 tests/slow
 step sanity      bash .ci/sanity.sh
 step lint        bash .ci/lint.sh
 step ee          bash .ci/ee.sh
