@@ -38,6 +38,7 @@ description:
     part of the machine network)."
   - "With the raw form (C(network_config)) C(ip)/C(ipv6) are optional: given, each must be one of its static
     addresses; not given, the install is followed at its first static address."
+  - The hosts may also come from a day-1 C(agent-config.yaml) (O(agent_config)), mixed with the group's.
   - With O(boot_method=redfish), O(iso_url) must be an http(s) URL and every host needs C(bmc_username),
     C(bmc_password) and a C(bmc_address) of a Redfish BMC, as the installer and metal3 write it - C(redfish://),
     C(redfish-virtualmedia://), C(redfish-uefihttp://), C(idrac-redfish://), C(idrac-virtualmedia://),
@@ -84,6 +85,46 @@ options:
         role passes C(node_image), C(boot), C(join)).
     type: list
     elements: str
+    default: []
+  agent_config:
+    description:
+      - Path (on the controller) of a day-1 C(agent-config.yaml) whose C(hosts) are new workers too, besides or
+        instead of the hosts of O(group) (C(day2_agent_config)). Read as the installer reads it (an unknown field is
+        refused); of each host C(hostname), C(interfaces), C(networkConfig), C(rootDeviceHints), C(role) and C(BMC)
+        become the host keys C(name), C(interfaces), C(network_config), C(root_device_hints) and C(bmc_*), and the
+        same checks apply, a problem named by the file's own field name. A host with C(role) C(master) is refused
+        (node-joiner adds workers only), and so is a host also in O(group). A relative path is taken from the current
+        directory, else from the playbook's. The file-wide fields (C(rendezvousIP)...) are listed in RV(ignored).
+    type: str
+    default: ""
+  cluster_name:
+    description:
+      - The name of the cluster meant (C(day2_cluster_name)). When set and the facts in O(cluster) name another
+        cluster, the check fails naming both; so does O(base_domain) and O(openshift_version).
+    type: str
+    default: ""
+  base_domain:
+    description: The base domain of the cluster meant (C(day2_base_domain)).
+    type: str
+    default: ""
+  openshift_version:
+    description:
+      - The version of the cluster meant (C(day2_openshift_version)), C(x.y) (any z-stream) or C(x.y.z).
+    type: raw
+    default: ""
+  node_labels:
+    description:
+      - Labels of every new Node (C(day2_node_labels)); a host's C(node_labels) go over them, key by key. Keys and
+        values are checked as the API server checks a Node's (a key C([prefix/]name), a value of at most 63
+        characters; a key without value is the empty value).
+    type: raw
+    default: {}
+  node_taints:
+    description:
+      - Taints of every new Node (C(day2_node_taints)), each C({key, value, effect}) or C(key=value:effect), the
+        effect one of C(NoSchedule), C(PreferNoSchedule), C(NoExecute); a host's C(node_taints) replace those of the
+        same key.
+    type: raw
     default: []
 attributes:
   check_mode:
@@ -149,9 +190,23 @@ join_nodes:
   description:
     - Per host still to add, C(name) and C(addresses) (the C(nodes) of M(openshift_agent.day2.csr_approve)) - the
       followed address first, then the host's other static addresses.
+    - "When the host has any, C(labels) (C({key: value})) and C(taints) (C([{key, value, effect}]), C(value) left out
+      when empty), the play's and the host's merged, to put on its Node as soon as it registers."
   returned: success
   type: list
   elements: dict
+node_marks:
+  description:
+    - Per host with labels or taints, already joined ones included, C(name), C(labels) and C(taints) (as in
+      RV(join_nodes)); the preflight role puts them on the Nodes of the joined hosts, so a re-run converges them.
+  returned: success
+  type: list
+  elements: dict
+agent_config_hosts:
+  description: The hosts taken from O(agent_config).
+  returned: success
+  type: list
+  elements: str
 joined:
   description: Hosts of the group that are already Ready Nodes with their address; they are left out of the lists.
   returned: success
