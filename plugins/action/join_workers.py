@@ -51,6 +51,22 @@ OPTIONS = {
     "token": {"type": "str", "no_log": True},
     "first_header": {"type": "str", "default": "auto", "choices": ["auto", *HEADERS]},
     "installed_after": {"type": "dict", "default": {}},
+    "eject": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "name": {"type": "str", "required": True},
+            "baseuri": {"type": "str", "required": True},
+            "username": {"type": "str", "required": True},
+            "category": {"type": "str", "default": "Systems", "choices": ["Systems", "Manager"]},
+            "resource_id": {"type": "str", "default": ""},
+            "image_url": {"type": "str", "required": True, "no_log": True},
+            "validate_certs": {"type": "bool", "default": True},
+            "ca_path": {"type": "str", "default": ""},
+            "timeout": {"type": "int", "default": 30},
+        },
+    },
 }
 
 
@@ -147,7 +163,7 @@ class ActionModule(ActionBase):
                     would_approve=self._would_approve(params, options),
                 )
                 return result
-            result.update(self._join(params, hosts, options))
+            result.update(self._join(params, hosts, options, task_vars or {}))
         except Day2Error as error:
             result.update(error.result, failed=True, msg="join_workers: %s" % error.message)
         return result
@@ -181,7 +197,40 @@ class ActionModule(ActionBase):
         )
         return approver.run()["would_approve"]
 
-    def _join(self, params: dict[str, Any], hosts: list[dict[str, Any]], options: JoinOptions) -> dict[str, Any]:
+    def _eject(self, ejects: dict[str, dict[str, Any]], name: str, task_vars: dict[str, Any]) -> str:
+        """Eject the virtual CD of ``name`` through community.general.redfish_command (as the boot step inserted
+        it); the BMC password is read from the host's variables here, never passed through the options."""
+        entry = ejects.get(name)
+        if entry is None:
+            return "its virtual CD is not ours to eject (not booted through Redfish in this run)"
+        host_vars = task_vars["hostvars"].get(name) or {}
+        arguments = {
+            "category": entry["category"],
+            "command": "VirtualMediaEject",
+            "baseuri": entry["baseuri"],
+            "username": entry["username"],
+            "password": host_vars.get("bmc_password") or "",
+            "validate_certs": entry["validate_certs"],
+            "timeout": entry["timeout"],
+            "virtual_media": {"image_url": entry["image_url"]},
+        }
+        if entry["resource_id"]:
+            arguments["resource_id"] = entry["resource_id"]
+        if entry["ca_path"]:
+            arguments["ca_path"] = entry["ca_path"]
+        outcome = self._execute_module(
+            module_name="community.general.redfish_command", module_args=arguments, task_vars=task_vars
+        )
+        if outcome.get("failed"):
+            raise Day2Error(
+                "BMC %s refused VirtualMediaEject (%s): eject it in the BMC, so that a reboot cannot start the "
+                "installer again" % (entry["baseuri"], outcome.get("msg") or "no message")
+            )
+        return "virtual CD ejected through its BMC %s" % entry["baseuri"]
+
+    def _join(
+        self, params: dict[str, Any], hosts: list[dict[str, Any]], options: JoinOptions, task_vars: dict[str, Any]
+    ) -> dict[str, Any]:
         client, api_client = connect(_Login(params))
         api = KubeCsrApi(api_client, client.client)
         warnings = []
@@ -203,6 +252,15 @@ class ActionModule(ActionBase):
                 options.max_failed_hosts,
             )
         )
-        run = JoinRun(hosts, token, api, options, display.display, server_offset=offset or 0.0)
+        ejects = {str(entry["name"]).lower(): entry for entry in params["eject"]}
+        run = JoinRun(
+            hosts,
+            token,
+            api,
+            options,
+            display.display,
+            server_offset=offset or 0.0,
+            on_disk_written=(lambda name: self._eject(ejects, name, task_vars)) if ejects else None,
+        )
         run.warnings.extend(warnings)
         return run.run()

@@ -103,6 +103,54 @@ options:
     type: str
     default: auto
     choices: [auto, Watcher-Authorization, Authorization]
+  eject:
+    description:
+      - Per host booted through Redfish virtual media in this run (the boot role's C(boot_ejects)), how to eject its
+        virtual CD. The CD is ejected with C(community.general.redfish_command) C(VirtualMediaEject) once the host's
+        disk is written (its agent reports C(Rebooting), or its installed system answers), not before, as ejecting
+        earlier breaks the write. The BMC password is read from the host's variable C(bmc_password).
+      - A refused eject is a warning naming the BMC (a later reboot could start the installer again).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The host.
+        type: str
+        required: true
+      baseuri:
+        description: The BMC's host and port.
+        type: str
+        required: true
+      username:
+        description: The BMC user.
+        type: str
+        required: true
+      category:
+        description: Where the virtual media are, C(Systems) or C(Manager).
+        type: str
+        default: Systems
+        choices: [Systems, Manager]
+      resource_id:
+        description: The system's (or manager's) id; empty for the only one.
+        type: str
+        default: ""
+      image_url:
+        description: The URL inserted (it may hold the served ISO's secret path; never shown).
+        type: str
+        required: true
+      validate_certs:
+        description: Verify the BMC's certificate.
+        type: bool
+        default: true
+      ca_path:
+        description: CA bundle for the BMC's certificate.
+        type: str
+        default: ""
+      timeout:
+        description: Seconds per Redfish request.
+        type: int
+        default: 30
   installed_after:
     description:
       - Per host name, an RFC 3339 time before which none of its CSRs can be of its current installation, so they

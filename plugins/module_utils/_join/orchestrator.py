@@ -60,6 +60,10 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.host_jo
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.keys import client_keys
 
 APPROVED_BY = "openshift_agent.day2.join_workers"
+# The agent's stages once the disk is written: a day-2 worker's stages end "Writing image to disk", "Waiting for
+# control plane", "Rebooting", and the service stores its Rebooting as Done - openshift/assisted-service
+# internal/host/host.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd (UpdateInstallProgress, WorkerStages).
+DISK_WRITTEN_STAGES = ("Rebooting", "Done")
 TRANSIENT_STATUSES = (None, 429, 500, 502, 503, 504)
 CONFLICT_RETRIES = 3
 
@@ -97,8 +101,14 @@ class JoinRun:
         server_offset: float = 0.0,
         sleep: Callable[[float], None] | None = None,
         now: Callable[[], datetime.datetime] = utcnow,
+        on_disk_written: Callable[[str], str] | None = None,
     ) -> None:
         self.options = options
+        # Called once per host when its disk is written (the agent reports Rebooting, or the host runs its
+        # installed system): the boot step's virtual CD is ejected then, not before (ejecting earlier breaks the
+        # write). Returns what was done, for the progress line; raises Day2Error when it could not be done.
+        self.on_disk_written = on_disk_written
+        self._disk_written: set[str] = set()
         self.api = api
         self.say = say
         self.server_offset = server_offset
@@ -132,6 +142,7 @@ class JoinRun:
                 now = self._now()
                 self._poll_agents(pool, now)
                 self._look_at_cluster(self._now())
+                self._after_disk_written(self._now())
                 self._check_timeouts(self._now())
                 self._show(self._now())
                 if all(host.done for host in self.hosts):
@@ -159,6 +170,21 @@ class JoinRun:
         # No agent token (the Secret is gone): only the kubelet port tells that the host rebooted.
         kubelet = kubelet_state(host.address, self.options.kubelet_port, self.options.request_timeout)
         return Observation("unreachable", "not asked (no agent token)", kubelet=kubelet)
+
+    def _after_disk_written(self, now: datetime.datetime) -> None:
+        if self.on_disk_written is None:
+            return
+        for host in self.hosts:
+            written = host.progress.stage in DISK_WRITTEN_STAGES or host.kubelet_at is not None
+            if host.name in self._disk_written or not written or host.phase == FAILED:
+                continue
+            self._disk_written.add(host.name)
+            try:
+                said = self.on_disk_written(host.name)
+            except Day2Error as error:
+                said = "could not eject the virtual CD: %s" % error.message
+                self.warnings.append("%s: %s" % (host.name, said))
+            self.say("%s %s: the disk is written; %s" % (format_rfc3339(now), host.name, said))
 
     # -- the cluster -------------------------------------------------------------------------
 
