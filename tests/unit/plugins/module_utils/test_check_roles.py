@@ -130,7 +130,7 @@ def test_play_variables_named_like_the_collections_are_typos():
         "day2_auth",  # playbooks/vars/auth.yml
         "day2_old_node",  # registered by replace_worker.yml
         "day2_drain_timeout",  # play vars of replace_worker.yml
-        "boot_system_path",  # set by the boot role's tasks
+        "boot_ejects",  # set by the boot role's tasks
         "node_image_result",  # registered by the node_image role
         "preflight_workers",
         "preflight_check_roles",
