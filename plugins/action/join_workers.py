@@ -30,6 +30,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._install.toke
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.approver import CsrApprover
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr_api import KubeCsrApi
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import expected_nodes
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.node_marks import marks_of
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.orchestrator import JoinOptions, JoinRun
 
 display = Display()
@@ -261,6 +262,7 @@ class ActionModule(ActionBase):
             display.display,
             server_offset=offset or 0.0,
             on_disk_written=(lambda name: self._eject(ejects, name, task_vars)) if ejects else None,
+            marks=marks_of(params["nodes"]),
         )
         run.warnings.extend(warnings)
         return run.run()

@@ -103,6 +103,7 @@ RULES: tuple[Rule, ...] = (
     Rule(_MCO, ("machineconfigpools",), ("get",), ("gather",), "worker pool health", names=("worker",)),
     Rule("", ("nodes",), ("list",), ("gather", "image", "join"),
          "existing nodes (names, addresses, architecture); the new nodes' Ready state"),
+    Rule("", ("nodes",), ("patch",), ("join",), "the new nodes' labels and taints (node_labels, node_taints)"),
     Rule(_CERTS, ("certificatesigningrequests",), ("get", "list", "watch"), ("join",),
          "find the new nodes' CSRs and follow the ones still to come"),
     Rule(_CERTS, ("certificatesigningrequests/approval",), ("update",), ("join",), "approve exactly those CSRs"),

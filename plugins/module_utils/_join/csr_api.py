@@ -32,6 +32,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
 APPROVAL_REASON = "OpenshiftAgentDay2Approved"
 CSR_LIST = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
 NODE_LIST = core_target("nodes")
+MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, as kubectl patch --type merge sends it
 # Seconds to wait for the watch connection; reading allows timeoutSeconds plus this grace.
 WATCH_CONNECT_TIMEOUT = 10
 WATCH_READ_GRACE = 10
@@ -128,6 +129,11 @@ class KubeCsrApi:
             name,
         )
         return self._client.request("PUT", target, body=body)
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of a Node (its labels and taints: ``node_marks``)."""
+        target = core_target("nodes", name, verb="patch")
+        return self._client.request("PATCH", target, body=patch, content_type=MERGE_PATCH)
 
     def server_offset(self) -> float | None:
         """Seconds the API server's clock is ahead of this one (from the ``Date`` header of GET /version,

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-MERGE_PATCH = "application/merge-patch+json"
-
 
 def _taint(taint: dict[str, Any]) -> tuple[str, str, str]:
     return (str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or ""))
@@ -69,3 +67,15 @@ def marks_of(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if labels or taints:
             found[str(node.get("name") or "").lower()] = {"labels": dict(labels), "taints": list(taints)}
     return found
+
+
+def describe_marks(marks: dict[str, Any]) -> str:
+    """``labels a=b, c=; taints k=v:NoSchedule`` for a progress line."""
+    labels = ", ".join("%s=%s" % (key, value) for key, value in sorted((marks.get("labels") or {}).items()))
+    taints = ", ".join(
+        "%s%s:%s" % (t.get("key"), "=%s" % t["value"] if t.get("value") else "", t.get("effect"))
+        for t in marks.get("taints") or []
+    )
+    return "; ".join(
+        part for part in ("labels " + labels if labels else "", "taints " + taints if taints else "") if part
+    )

@@ -58,6 +58,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.host_jo
     HostJoin,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.keys import client_keys
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.node_marks import describe_marks, node_patch
 
 APPROVED_BY = "openshift_agent.day2.join_workers"
 # The agent's stages once the disk is written: a day-2 worker's stages end "Writing image to disk", "Waiting for
@@ -102,6 +103,7 @@ class JoinRun:
         sleep: Callable[[float], None] | None = None,
         now: Callable[[], datetime.datetime] = utcnow,
         on_disk_written: Callable[[str], str] | None = None,
+        marks: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.options = options
         # Called once per host when its disk is written (the agent reports Rebooting, or the host runs its
@@ -109,6 +111,10 @@ class JoinRun:
         # write). Returns what was done, for the progress line; raises Day2Error when it could not be done.
         self.on_disk_written = on_disk_written
         self._disk_written: set[str] = set()
+        # Labels and taints per host (node_marks.marks_of): set as soon as its Node is registered, before it is
+        # Ready; a host is joined only once its Node has them.
+        self.marks = marks or {}
+        self._marked: set[str] = set()
         self.api = api
         self.say = say
         self.server_offset = server_offset
@@ -186,6 +192,27 @@ class JoinRun:
                 self.warnings.append("%s: %s" % (host.name, said))
             self.say("%s %s: the disk is written; %s" % (format_rfc3339(now), host.name, said))
 
+    def _mark(self, host: HostJoin, node: dict[str, Any] | None, now: datetime.datetime) -> None:
+        """Give the host's Node its labels and taints (once it is registered); a conflict is retried next round."""
+        wanted = self.marks.get(host.name)
+        if node is None or wanted is None or host.name in self._marked:
+            return
+        patch = node_patch(node, wanted.get("labels"), wanted.get("taints"))
+        if patch is not None:
+            try:
+                self.api.patch_node(host.name, patch)
+            except ApiAccessError as error:
+                if error.status != 409 and error.status not in TRANSIENT_STATUSES:
+                    raise JoinError(
+                        "cannot set the labels and taints of Node %s: %s" % (host.name, error), self.result(now)
+                    )
+                return  # the next round reads the Node again
+            self.say(
+                "%s %s: labels and taints set on its Node (%s)"
+                % (format_rfc3339(now), host.name, describe_marks(wanted))
+            )
+        self._marked.add(host.name)
+
     # -- the cluster -------------------------------------------------------------------------
 
     def _look_at_cluster(self, now: datetime.datetime) -> None:
@@ -214,6 +241,7 @@ class JoinRun:
         parsed = [parse_csr(obj) for obj in items]
         objects = by_name(items)
         for host in active:
+            self._mark(host, nodes.get(host.name), now)
             context = Context({host.name: expected[host.name]}, frozenset(), server_now, skew)
             self._move_on(host, nodes.get(host.name), client_keys(parsed, context, host.name), evaluation, objects, now)
 
@@ -233,6 +261,14 @@ class JoinRun:
         problem = keys.problem(host.name)
         if problem:
             host.fail(problem, now)
+            return
+        if (
+            node is not None
+            and condition_true(node, "Ready")
+            and host.name in self.marks
+            and host.name not in self._marked
+        ):
+            host.waiting_for = "Node Ready; setting its labels and taints"
             return
         if node is not None and condition_true(node, "Ready"):
             host.node_ready = True

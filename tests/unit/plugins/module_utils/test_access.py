@@ -162,7 +162,8 @@ def test_all_held_passes_with_one_review_per_permission():
     assert ("create", "pods/exec", "", None, None) in api.asked
     assert ("get", "secrets", "", "openshift-config", "pull-secret") in api.asked
     assert ("approve", "signers", "certificates.k8s.io", None, "kubernetes.io/kubelet-serving") in api.asked
-    assert not any(key[0] in ("patch",) for key in api.asked)  # replace is not planned
+    assert ("patch", "nodes", "", None, None) in api.asked  # the new nodes' labels and taints
+    assert not any(key[0] == "delete" and key[1] == "nodes" for key in api.asked)  # replace is not planned
 
 
 def test_missing_permissions_are_listed_with_who_needs_them_and_why():

@@ -354,6 +354,8 @@ def test_known_host_keys_lists_every_model_key():
         "bmc_username",
         "bmc_password",
         "bmc_verify_certs",
+        "node_labels",
+        "node_taints",
     }
 
 
