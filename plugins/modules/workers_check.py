@@ -76,9 +76,17 @@ options:
     type: str
     default: manual
   iso_url:
-    description: Where the BMCs will download the ISO from (C(day2_iso_url)); needed for O(boot_method=redfish).
+    description:
+      - Where the BMCs will download the ISO from (C(day2_iso_url)); needed for O(boot_method=redfish) unless
+        O(serve_iso).
     type: str
     default: ""
+  serve_iso:
+    description:
+      - Whether the boot step serves the ISO itself (the boot role's C(boot_serve_iso), C(day2_serve_iso)); with
+        C(redfish) and no O(iso_url) that is what happens, so no URL is needed then.
+    type: bool
+    default: false
   roles:
     description:
       - The later roles of this collection whose variables are checked against their argument specs (the preflight

@@ -19,7 +19,7 @@ HOST_KEYS = ("ip", "mac_address", "prefix_length", "gateway", "dns_servers")
 MAX_SHOWN = 120  # a message shows a value's JSON up to this length
 PASSWORD = "BMC-PASSWORD-never-shown-5c1e"
 BMC = {
-    "bmc_address": "redfish-virtualmedia+http://127.0.0.1:9/redfish/v1/Systems/1",
+    "bmc_address": "redfish-virtualmedia+https://127.0.0.1:9/redfish/v1/Systems/1",
     "bmc_username": "admin",
     "bmc_password": PASSWORD,
 }

@@ -26,9 +26,6 @@ def redfish_args(lab, workdir):
         "bmc_verify_certs=true",
         "-e",
         "day2_bmc_ca_path=%s" % lab.info["redfish"]["ca_path"],
-        # Until workers_check takes a served ISO, the preflight is told some URL; the boot role has none, so it serves.
-        "-e",
-        "preflight_iso_url=https://127.0.0.1/served-by-the-run",
     ]
 
 

@@ -111,6 +111,13 @@ def bmc_endpoint(address: str) -> tuple[str, str]:
             "end the address with the system's path /redfish/v1/Systems/<id>, or with the host alone when the BMC "
             "has one system",
         )
+    if parts.scheme != "https":
+        # community.general's redfish modules, which the boot step uses, build https:// URLs only.
+        raise ValueError(
+            "is a plain-HTTP Redfish address, but the boot step talks to BMCs over HTTPS only",
+            "write redfish-virtualmedia+https://%s%s (set bmc_verify_certs: false for a self-signed BMC "
+            "certificate), or boot by hand (day2_boot_method=manual)" % (parts.netloc, parts.path),
+        )
     netloc = "[%s]" % host if ":" in host else host
     base = "%s://%s%s" % (parts.scheme, netloc, ":%d" % port if port else "")
     return base, parts.path.rstrip("/") if _SYSTEM_PATH.match(parts.path) else ""
@@ -131,8 +138,9 @@ def is_http_url(value: Any) -> bool:
     return _valid_host(host)
 
 
-def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems) -> bool:
-    """The play's boot settings; return whether the hosts are booted through Redfish."""
+def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems, serve_iso: bool = False) -> bool:
+    """The play's boot settings; return whether the hosts are booted through Redfish. ``serve_iso``: the boot step
+    serves the ISO itself (day2_serve_iso), so no ISO URL is needed."""
     if boot_method not in BOOT_METHODS:
         problems.add(
             PLAY,
@@ -144,13 +152,16 @@ def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems) -> b
         return False
     if boot_method != "redfish":
         return False
+    if not iso_url and serve_iso:
+        return True
     if not iso_url:
         problems.add(
             PLAY,
             "iso_url",
             iso_url,
-            "is not set, but the BMCs must download the ISO from somewhere for a Redfish boot",
-            "serve the ISO over HTTP(S) and set day2_iso_url (the boot role's boot_iso_url) to its URL",
+            "is not set and day2_serve_iso is false, but the BMCs must download the ISO from somewhere",
+            "leave day2_serve_iso at its default (this run serves the ISO), or serve it yourself and set day2_iso_url "
+            "(the boot role's boot_iso_url) to its URL",
         )
     elif not is_http_url(iso_url):
         problems.add(

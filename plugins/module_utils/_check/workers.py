@@ -192,6 +192,7 @@ def check_workers(
     group: str = "new_workers",
     boot_method: str = "manual",
     iso_url: str = "",
+    serve_iso: bool = False,
     groups: list[str] | None = None,
     agent_hosts: list[HostVariables] | None = None,
     play: dict[str, Any] | None = None,
@@ -230,7 +231,7 @@ def check_workers(
             + "put the new workers in the group (see playbooks/inventory.example.yml)",
         )
         raise InventoryError(problems.items)
-    redfish = check_boot_settings(boot_method, iso_url, problems)
+    redfish = check_boot_settings(boot_method, iso_url, problems, serve_iso)
     cluster_addresses = ClusterAddresses(cluster, replace_node)
     nodes = {node.get("name"): node for node in cluster.get("nodes") or []}
     settings_of: dict[str, dict[str, Any]] = {}
