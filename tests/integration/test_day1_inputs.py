@@ -10,7 +10,7 @@ from conftest import REPO, lab_env, run_playbook
 from test_add_workers import console_boots_when_media_are_ready, playbook_args
 
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
-EXAMPLE = "playbooks/files/agent-config.example.yaml"  # relative, as a user gives it: from the current directory
+EXAMPLE = "playbooks/agent-config.example.yaml"  # relative, as a user gives it: from the current directory
 INFRA = "node-role.kubernetes.io/infra"
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
 

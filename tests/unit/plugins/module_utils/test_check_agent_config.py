@@ -12,7 +12,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check.worker
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_workers_check import CLUSTER, good
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[4] / "playbooks" / "files" / "agent-config.example.yaml"
+EXAMPLE = pathlib.Path(__file__).resolve().parents[4] / "playbooks" / "agent-config.example.yaml"
 
 
 def nmstate(ip, mac="52:54:00:6f:00:14"):
