@@ -22,20 +22,22 @@ BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-boo
 WORKER0 = "host extra-worker-0 (127.0.111.20)"
 
 FAULTS = [
-    Row("api_error_rate=0.1", "completes", before=(fault(api_error_rate=0.1),)),
-    Row("api_reset_rate=0.3", "completes", before=(fault(api_reset_rate=0.3),)),
+    Row("api_error_rate=0.1", "completes", before=(fault(api_error_rate=0.1),), answered=("500", "503")),
+    Row("api_reset_rate=0.3", "completes", before=(fault(api_reset_rate=0.3),), answered=("reset",)),
     Row("api_delay=1", "completes", before=(fault(api_delay=1),)),
     Row("watch_cut_seconds=1", "completes", before=(fault(watch_cut_seconds=1),)),
     Row(
         "agent_unreachable from the start",
         "completes (the kubelet port tells that the host rebooted)",
         before=(fault(agent_unreachable=40),),
+        hides=("extra-worker-0: installing; agent:",),
     ),
     Row(
         "agent_unreachable mid-install",
         "completes",
         install_seconds=10,
         during=((INSTALLING, fault(agent_unreachable=8)),),
+        shows=("extra-worker-0: installing; agent: installing-in-progress",),
     ),
     Row(
         "validation_failing",
@@ -71,11 +73,13 @@ FAULTS = [
         "exec cut (exec_cut_after_bytes)",
         "completes (the transfer is retried)",
         before=(fault(exec_cut_after_bytes=1000000),),
+        spent=("exec_cut_after_bytes",),
     ),
     Row(
         "exec corruption (exec_corrupt)",
         "completes (the checksum mismatch is retried)",
         before=(fault(exec_corrupt=1),),
+        spent=("exec_corrupt",),
     ),
     Row(
         "deny on namespace delete",

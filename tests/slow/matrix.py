@@ -63,6 +63,10 @@ class Row:
     boot: int = -1
     rerun: bool = False
     ready: tuple = ()
+    shows: tuple = ()  # texts the output must show (the fault took effect)
+    hides: tuple = ()  # texts it must not show
+    spent: tuple = ()  # faults that clear themselves once they struck: gone at the end
+    answered: tuple = ()  # one of these request-log statuses must be there (the API fault struck)
 
 
 # ----- lab actions and triggers ---------------------------------------------------------------------
@@ -263,6 +267,10 @@ def play_case(start_lab, tmp_path, row):
         if signum == signal.SIGTERM and trigger in (building, transferring):
             # SIGTERM during a build or a transfer cleans up before the module exits.
             assert_nothing_left(lab, workdir)
+        elif trigger is building:  # SIGKILL: nothing can clean up; the re-run must
+            assert leftovers(lab), "SIGKILL during the build left nothing: the interrupt came too late"
+        elif trigger is transferring:
+            assert partial_files(workdir), "SIGKILL during the transfer left no .part file: it came too late"
         clear_faults(lab)
 
     rc, output = run_once(lab, workdir, row, tmp_path / "run.log", row.during)
@@ -279,9 +287,16 @@ def play_case(start_lab, tmp_path, row):
         assert rc != 0, output[-4000:]
         assert_names(output, row.names)
     assert MARKER not in output, "the pull secret leaked into the output"
+    assert_names(output, row.shows)
+    shown = [text for text in row.hides if text in output]
+    assert not shown, "the output shows %s" % shown
 
     assert_nothing_left(lab, workdir)
     dump = lab.dump()
+    assert not set(row.spent) & set(dump["faults"]), "faults that never struck: %s" % dump["faults"]
+    if row.answered:
+        statuses = {str(request["status"]) for request in dump["requests"]}
+        assert statuses & set(row.answered), "the API fault never struck: %s" % sorted(statuses)
     assert_no_duplicates_and_only_genuine(dump, names)
     hostile = {entry["name"] for entry in dump["rogue_csrs"] if entry["kind"] != "replay-client"}
     assert not hostile & set(approved(dump)), "hostile CSRs approved: %s" % sorted(hostile & set(approved(dump)))
