@@ -161,15 +161,6 @@ class ApiClient:
 
     # Repeated after any transient failure: reads (get, list, watch), delete (404 when done: delete() takes it).
     IDEMPOTENT = ("GET", "HEAD", "DELETE")
-    # Reviews are questions: kube-apiserver answers the POST and stores nothing, so asking again after a lost
-    # answer or a 5xx changes nothing (the access check asks them before any write).
-    QUESTIONS = (
-        "selfsubjectaccessreviews",
-        "selfsubjectrulesreviews",
-        "subjectaccessreviews",
-        "localsubjectaccessreviews",
-        "tokenreviews",
-    )
 
     def __init__(
         self,
@@ -205,16 +196,10 @@ class ApiClient:
             lambda: self._once(method, target, body, raw, params),
             self.policy,
             _attempt,
-            None if self._repeatable(method, target) else _not_handled,  # None: every transient failure
+            None if method in self.IDEMPOTENT or _retry.is_question(method, target.path) else _not_handled,
             sleep=self._sleep,
             on_retry=self._counted,
         )
-
-    def _repeatable(self, method: str, target: Target) -> bool:
-        """Whether a request may be repeated after any transient failure: a read, a delete, or a review."""
-        if method in self.IDEMPOTENT:
-            return True
-        return method == "POST" and target.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] in self.QUESTIONS
 
     def get(self, target: Target, **params: Any) -> Any:
         """The object (or list) at ``target``, None when it does not exist."""

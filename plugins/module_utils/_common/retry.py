@@ -27,6 +27,22 @@ T = TypeVar("T")
 TRANSIENT_STATUSES = frozenset((429, 500, 502, 503, 504))
 # The answer that says the request was not handled at all (sent before the handler), safe for every verb.
 NOT_HANDLED_STATUSES = frozenset((429,))
+# Reviews are questions: kube-apiserver answers the POST and stores nothing, so asking again after a lost answer
+# or a 5xx changes nothing, like a read (the access check asks them before any write).
+QUESTIONS = frozenset(
+    (
+        "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+        "subjectaccessreviews",
+        "localsubjectaccessreviews",
+        "tokenreviews",
+    )
+)
+
+
+def is_question(method: str, path: str) -> bool:
+    """Whether the request at ``path`` asks a review (a POST that writes nothing, safe to repeat)."""
+    return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] in QUESTIONS
 
 
 @dataclasses.dataclass(frozen=True)
