@@ -111,8 +111,8 @@ RULES: tuple[Rule, ...] = (
          names=KUBELET_SIGNERS),
     Rule("", ("namespaces",), ("create", "delete", "list"), ("image",),
          "node-joiner's namespace (a generated name, so no resourceNames), deleted at the end; old runs' found"),
-    Rule("", ("serviceaccounts", "configmaps"), ("create", "get"), ("image",),
-         "node-joiner's service account and nodes-config in that namespace (read back if a create is lost)"),
+    Rule("", ("serviceaccounts", "configmaps"), ("create",), ("image",),
+         "node-joiner's service account and nodes-config in that namespace"),
     Rule("", ("pods",), ("create", "get"), ("image",), "the node-joiner pod (and the release pod) and their state"),
     Rule("", ("pods/exec",), ("create",), ("image",), "read node-joiner's report, copy the ISO out of the pod"),
     Rule("", ("pods/log",), ("get",), ("image",), "the release pod's image references; node-joiner's log on failure"),
@@ -137,7 +137,7 @@ RULES: tuple[Rule, ...] = (
     Rule("", ("secrets",), ("get",), ("gather",), "the workers' Ignition endpoint",
          names=("worker-user-data-managed",), namespace="openshift-machine-api"),
     # --- ClusterRole openshift-agent-day2-replace ---
-    Rule("", ("nodes",), ("get", "patch", "delete"), ("replace",), "read, cordon and delete the replaced node"),
+    Rule("", ("nodes",), ("get", "delete"), ("replace",), "read and delete the replaced node (cordon: patch nodes)"),
     Rule("", ("pods",), ("list", "delete"), ("replace",),
          "drain: the node's pods, deleted without eviction (a failed node); get pods is the image step's"),
 )  # fmt: skip

@@ -1,12 +1,8 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Raw-path access to the Kubernetes API through kubernetes.core's client.
-
-The modules of this collection know the exact paths they need, so they skip resource discovery and call
-``DynamicClient.request`` directly: every call is one HTTP request, which keeps the number of API calls small and
-predictable. Every failure, from loading the kubeconfig to an HTTP error, becomes :class:`ApiAccessError` with a
-message that names what was used (kubeconfig, context, host, resource, verb) and what to do about it.
-"""
+"""Raw-path access to the Kubernetes API through kubernetes.core's client: known paths, no discovery, one HTTP
+request per call. Every failure, from the kubeconfig to an HTTP error, becomes :class:`ApiAccessError`, naming what
+was used (kubeconfig, context, host, resource, verb) and what to do about it."""
 
 from __future__ import annotations
 
@@ -211,12 +207,9 @@ class ApiClient:
             raise
 
     def create(self, target: Target, body: dict[str, Any]) -> Any:
-        """Create ``body`` at the collection ``target``; after a failure that leaves in doubt whether it was
-        created (no answer, a 5xx), look for it first and create it again only when it is not there.
-
-        A named object is looked up by name (a 409 on the second try is ours when it carries our labels); an
-        object of ``metadata.generateName`` by its labels, so it is never created twice. Without labels a
-        generateName create is not repeated."""
+        """Create ``body`` at ``target``; after a failure that leaves it in doubt (no answer, a 5xx), look for it
+        first (by name; a generateName object by its labels, so it is never created twice; none without labels)
+        and create it again only when it is not there; a 409 then is ours when it carries our labels."""
         try:
             return self.request("POST", target, body=body)
         except ApiAccessError as error:
@@ -229,20 +222,30 @@ class ApiClient:
         for retry in range(1, self.policy.attempts):
             self.retries += 1
             self._sleep(self.policy.backoff(retry, doubt.retry_after))
-            found = self._find_created(target, meta)
+            found = self._readable(target, meta)
             if found is not None:
                 return found
             try:
                 return self.request("POST", target, body=body)
             except ApiAccessError as error:
                 if error.status == 409 and meta.get("name"):
-                    found = self._find_created(target, meta)
+                    found = self._readable(target, meta, forbidden=body)
                     if found is not None:
                         return found
                 if not self.policy.transient(error.status):
                     raise
                 doubt = error
         raise doubt
+
+    def _readable(self, target: Target, meta: dict[str, Any], forbidden: Any = None) -> Any:
+        """_find_created; ``forbidden`` when the identity may create but not read it (docs/rbac.md: no get on
+        node-joiner's service account and config map, where a 409 can only be the lost try)."""
+        try:
+            return self._find_created(target, meta)
+        except ApiAccessError as error:
+            if error.status != 403:
+                raise
+        return forbidden
 
     def _find_created(self, target: Target, meta: dict[str, Any]) -> Any:
         """The object a create of ``meta`` (name or generateName, labels) made, None when there is none."""
@@ -335,14 +338,8 @@ def core_target(
     resource: str, name: str | None = None, namespace: str | None = None, verb: str | None = None
 ) -> Target:
     """A resource of the core API group (``/api/v1``); the verb is ``get`` for a named object, else ``list``."""
-    return Target(
-        _path(["/api/v1"], resource, name, namespace),
-        verb or ("get" if name else "list"),
-        resource,
-        "",
-        name,
-        namespace,
-    )
+    path = _path(["/api/v1"], resource, name, namespace)
+    return Target(path, verb or ("get" if name else "list"), resource, "", name, namespace)
 
 
 def group_target(

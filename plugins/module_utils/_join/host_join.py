@@ -155,6 +155,8 @@ class HostJoin:
         phases = ", ".join("%s %ss" % (phase, seconds) for phase, seconds in self.durations(end).items())
         approvals = ", ".join("%s %s" % (a["kind"], a["name"]) for a in self.approved) or "none"
         text = "%s: %s (%s); approved in this run: %s" % (self.name, self.phase, phases or "no phase seen", approvals)
+        if self.progress.auth_header:
+            text += "; agent token in %s" % self.progress.auth_header
         if self.failure:
             text += "; %s" % self.failure
         return text
