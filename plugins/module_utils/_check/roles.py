@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.yaml import yaml_load  # PyYAML's safe loader; ansible-core needs PyYAML
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.boot import is_http_url
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import PLAY_PREFIX, close_key
@@ -66,7 +66,7 @@ class RoleValue:
 
 def _load(path: str) -> Any:
     with open(path, encoding="utf-8") as stream:
-        return yaml.safe_load(stream)
+        return yaml_load(stream)
 
 
 def load_role_specs(roles_dir: str, roles: Iterable[str]) -> dict[str, RoleSpec]:
@@ -116,7 +116,7 @@ def known_play_variables(collection_dir: str) -> set[str]:
                         text = stream.read()
                     names.update(_DAY2_NAME.findall(text))
                     if "/tasks" in directory or folder == "playbooks":
-                        _declared(yaml.safe_load(text), names)
+                        _declared(yaml_load(text), names)
     return names
 
 

@@ -81,7 +81,7 @@ def sexagesimal_mac(value: Any) -> str | None:
     """The MAC an unquoted all-digit MAC was before YAML 1.1 read it as a base-60 number, or None."""
     number = int(value)
     octets = []
-    for _ in range(MAC_OCTETS - 1):
+    for _octet in range(MAC_OCTETS - 1):
         number, octet = divmod(number, 60)
         octets.append(octet)
     if not SEXAGESIMAL_MAC_FIRST[0] <= number <= SEXAGESIMAL_MAC_FIRST[1]:

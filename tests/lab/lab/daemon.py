@@ -61,7 +61,7 @@ def set_host_architectures(hosts: list, pairs: list) -> None:
     """``--host-arch NAME=ARCH``: that host's hardware architecture, in the inventory as its cpu_architecture."""
     by_name = {host["name"]: host for host in hosts}
     for pair in pairs:
-        name, _, arch = pair.partition("=")
+        name, _equals, arch = pair.partition("=")
         if name not in by_name or not arch:
             raise SystemExit(f"--host-arch {pair!r}: give HOST=ARCH for a host of {', '.join(by_name) or 'none'}")
         by_name[name]["cpu_architecture"] = arch

@@ -51,7 +51,8 @@ def test_the_variable_the_user_set_is_named():
     assert chosen_variable(SPECS["join"], "join_timeout", {"join_timeout": "abc"}) == "join_timeout"
 
 
-def problems_of(*values, cluster=CLUSTER):
+def problems_of(*values, cluster=None):
+    cluster = CLUSTER if cluster is None else cluster
     problems = Problems()
     check_role_values([RoleValue(*value) for value in values], SPECS, cluster, problems)
     return [(p["host"], p["field"], p["value"]) for p in problems.items], [p["message"] for p in problems.items]

@@ -118,5 +118,5 @@ def test_a_secret_is_never_shown_even_misspelt():
 def test_a_value_that_cannot_be_templated_is_said_so():
     found = sort(broken="{{ nope }}", gatway="x")
     assert found.foreign == ["broken"]
-    found = sort_variables("w", ["gatway"], lambda key: (_ for _ in ()).throw(Day2Error("undefined")), KEYS, set())
+    found = sort_variables("w", ["gatway"], lambda key: (i for i in ()).throw(Day2Error("undefined")), KEYS, set())
     assert found.typos == [("gatway", "gateway", "(cannot be templated)")]

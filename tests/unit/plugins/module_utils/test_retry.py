@@ -82,7 +82,7 @@ def test_call_retries_transient_failures_and_sleeps_the_backoff():
 
 
 def test_call_gives_up_after_the_attempts_with_the_last_error():
-    function, calls = failing(*[Boom(500) for _ in range(10)])
+    function, calls = failing(*[Boom(500) for _attempt in range(10)])
     with pytest.raises(Boom):
         retry.call(function, POLICY, classify, sleep=lambda _s: None)
     assert len(calls) == POLICY.attempts
@@ -90,7 +90,7 @@ def test_call_gives_up_after_the_attempts_with_the_last_error():
 
 def test_call_gives_up_when_the_waiting_budget_is_spent():
     policy = retry.RetryPolicy(attempts=100, base=4, cap=4, budget=10)
-    function, calls = failing(*[Boom(503) for _ in range(100)])
+    function, calls = failing(*[Boom(503) for _attempt in range(100)])
     slept = []
     with pytest.raises(Boom):
         retry.call(function, policy, classify, sleep=slept.append, rand=lambda: 1.0)
