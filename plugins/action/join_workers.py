@@ -254,6 +254,7 @@ class ActionModule(ActionBase):
             )
         )
         ejects = {str(entry["name"]).lower(): entry for entry in params["eject"]}
+        parent = os.getppid()  # the process that started this task's worker; a new parent means it is gone
         run = JoinRun(
             hosts,
             token,
@@ -263,6 +264,7 @@ class ActionModule(ActionBase):
             server_offset=offset or 0.0,
             on_disk_written=(lambda name: self._eject(ejects, name, task_vars)) if ejects else None,
             marks=marks_of(params["nodes"]),
+            still_wanted=lambda: os.getppid() == parent,
         )
         run.warnings.extend(warnings)
         return run.run()

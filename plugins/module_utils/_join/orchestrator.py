@@ -104,8 +104,12 @@ class JoinRun:
         now: Callable[[], datetime.datetime] = utcnow,
         on_disk_written: Callable[[str], str] | None = None,
         marks: dict[str, dict[str, Any]] | None = None,
+        still_wanted: Callable[[], bool] | None = None,
     ) -> None:
         self.options = options
+        # False once the run that started this loop is gone (ansible-playbook killed: its task worker lives in a
+        # session of its own and would go on approving unattended); the loop then stops.
+        self.still_wanted = still_wanted
         # Called once per host when its disk is written (the agent reports Rebooting, or the host runs its
         # installed system): the boot step's virtual CD is ejected then, not before (ejecting earlier breaks the
         # write). Returns what was done, for the progress line; raises Day2Error when it could not be done.
@@ -153,6 +157,12 @@ class JoinRun:
                 self._show(self._now())
                 if all(host.done for host in self.hosts):
                     break
+                if self.still_wanted is not None and not self.still_wanted():
+                    raise JoinError(
+                        "the run that started this loop is gone (ansible-playbook was stopped): "
+                        "stopping; run the playbook again to go on",
+                        self.result(self._now()),
+                    )
                 self._sleep(self.options.wait_sleep)
         return self._finish(self._now())
 
