@@ -45,6 +45,11 @@ def is_question(method: str, path: str) -> bool:
     return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] in QUESTIONS
 
 
+def is_transient(status: int | None) -> bool:
+    """Whether a failure with this HTTP status (None: no answer at all) may well pass on the next try."""
+    return status is None or status in TRANSIENT_STATUSES
+
+
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
     """Bounded exponential backoff: at most ``attempts`` tries, waits of ``base * factor**n`` capped at ``cap``
@@ -67,7 +72,7 @@ class RetryPolicy:
 
     def transient(self, status: int | None) -> bool:
         """No answer at all (None), 429 or a transient 5xx."""
-        return status is None or status in TRANSIENT_STATUSES
+        return is_transient(status)
 
 
 # What most modules use; unit tests pass their own.

@@ -24,6 +24,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import HAS_NETADDR, NETADDR_IMPORT_ERROR
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.retry import is_transient
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.checks import DEFAULT_CLOCK_SKEW
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr import (
@@ -57,9 +58,6 @@ APPROVED_BY = "openshift_agent.day2.csr_approve"
 # signer updated its status). The spec is immutable, so a fresh read and one more
 # try almost always succeed; give up on this CSR for this round after a few.
 CONFLICT_RETRIES = 3
-# HTTP statuses after which the next poll may well succeed (API server restart,
-# load balancer hiccup): keep waiting instead of failing the run.
-TRANSIENT_STATUSES = (None, 429, 500, 502, 503, 504)
 # Skip reasons that follow from this run's own approval of a host (its Node now exists, it has its
 # certificate): they never replace a reason reported for the same CSR before that approval.
 AFTER_APPROVAL_REASONS = ("node-exists", "node-already-approved")
@@ -204,7 +202,7 @@ class CsrApprover:
                 self.csrs.replace(*self.api.list_csrs())
                 return True
             except ApiAccessError as error:
-                if error.status not in TRANSIENT_STATUSES:
+                if not is_transient(error.status):
                     raise CsrApproveError("cannot list CSRs: %s" % error, self.result())
                 self.api_errors += 1
                 if self._deadline.expired():
@@ -217,7 +215,7 @@ class CsrApprover:
         try:
             self._node_objects = by_name(self.api.list_nodes())
         except ApiAccessError as error:
-            if error.status not in TRANSIENT_STATUSES:
+            if not is_transient(error.status):
                 raise CsrApproveError("cannot list Nodes: %s" % error, self.result())
             self.api_errors += 1  # keep the last known Nodes; the next wake-up reads again
 
@@ -337,7 +335,7 @@ class CsrApprover:
         try:
             return self._approve_with_conflict_retries(str(decision.name), message, now)
         except ApiAccessError as error:
-            if error.status not in TRANSIENT_STATUSES:
+            if not is_transient(error.status):
                 raise CsrApproveError(
                     "cannot approve CSR %s of %s: %s. The identity needs update on "
                     "certificatesigningrequests/approval and approve on the kubelet signers "

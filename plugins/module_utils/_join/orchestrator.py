@@ -32,6 +32,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.objects import condition_true
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.retry import is_transient
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import (
     AgentClient,
     AuthChoice,
@@ -65,7 +66,6 @@ APPROVED_BY = "openshift_agent.day2.join_workers"
 # control plane", "Rebooting", and the service stores its Rebooting as Done - openshift/assisted-service
 # internal/host/host.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd (UpdateInstallProgress, WorkerStages).
 DISK_WRITTEN_STAGES = ("Rebooting", "Done")
-TRANSIENT_STATUSES = (None, 429, 500, 502, 503, 504)
 CONFLICT_RETRIES = 3
 
 
@@ -212,7 +212,7 @@ class JoinRun:
             try:
                 self.api.patch_node(host.name, patch)
             except ApiAccessError as error:
-                if error.status != 409 and error.status not in TRANSIENT_STATUSES:
+                if error.status != 409 and not is_transient(error.status):
                     raise JoinError(
                         "cannot set the labels and taints of Node %s: %s" % (host.name, error), self.result(now)
                     )
@@ -233,7 +233,7 @@ class JoinRun:
             items, _version = self.api.list_csrs()
             nodes = by_name(self.api.list_nodes())
         except ApiAccessError as error:
-            if error.status not in TRANSIENT_STATUSES:
+            if not is_transient(error.status):
                 raise JoinError("cannot read CSRs and Nodes: %s" % error, self.result(now))
             self.api_errors += 1
             return
@@ -339,7 +339,7 @@ class JoinRun:
                     continue
                 if error.status == 404:
                     return
-                if error.status in TRANSIENT_STATUSES:
+                if is_transient(error.status):
                     self.api_errors += 1
                     return  # still pending: the next round decides again
                 raise JoinError(
