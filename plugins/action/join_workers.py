@@ -21,6 +21,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Login
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import agent_url, bracketed
 from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
     HEADERS,
@@ -75,18 +76,6 @@ def argument_spec() -> dict[str, Any]:
     spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(OPTIONS)
     return spec
-
-
-class _Login:
-    """What kubernetes.core's client (and the collection's connection errors) read from a module: the options."""
-
-    server_side_dry_run = False
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.params = params
-
-    def requires(self, name: str, *args: Any, **kwargs: Any) -> None:
-        __import__(name)
 
 
 def join_hosts(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -188,7 +177,7 @@ class ActionModule(ActionBase):
         what it would approve as soon as that is the case."""
         if not params["nodes"]:
             return []
-        client, api_client = connect(_Login(params))
+        client, api_client = connect(Login(params))
         approver = CsrApprover(
             KubeCsrApi(api_client, client.client),
             expected_nodes(params["nodes"]),
@@ -232,7 +221,7 @@ class ActionModule(ActionBase):
     def _join(
         self, params: dict[str, Any], hosts: list[dict[str, Any]], options: JoinOptions, task_vars: dict[str, Any]
     ) -> dict[str, Any]:
-        client, api_client = connect(_Login(params))
+        client, api_client = connect(Login(params))
         api = KubeCsrApi(api_client, client.client)
         warnings = []
         try:

@@ -48,3 +48,16 @@ def fail(module: Any, name: str, error: Day2Error) -> NoReturn:
     """Fail with the error's message (prefixed with the module's name) and its partial result."""
     module.fail_json(msg="%s: %s" % (name, error.message), **_warn_all(module, error.result))
     raise SystemExit(1)  # fail_json exits; this only tells type checkers so
+
+
+class Login:
+    """The login options where there is no module (an action plugin on the controller), in the shape kubernetes.core's
+    client and the collection's connection errors read from one: ``params``, ``requires``."""
+
+    server_side_dry_run = False
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    def requires(self, name: str, *args: Any, **kwargs: Any) -> None:
+        __import__(name)

@@ -22,20 +22,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
     group_target,
     with_query,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Login
 
 TOKEN = "sha256~UNIT-TOKEN-never-printed"
-
-
-class FakeModule:
-    """What kubernetes.core's get_api_client reads from an AnsibleK8SModule."""
-
-    server_side_dry_run = False
-
-    def __init__(self, **params):
-        self.params = params
-
-    def requires(self, *args, **kwargs):
-        pass
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +71,7 @@ def test_a_core_exception_names_the_kubeconfig_the_context_and_the_fix(monkeypat
         "Could not create API client: Invalid kube-config file. Expected object with name nope in /k/kc/contexts list"
     )
     monkeypatch.setattr(core_client, "get_api_client", raising(CoreException(reason)))
-    message = connect_error(FakeModule(kubeconfig="/k/kc", context="nope"))
+    message = connect_error(Login({"kubeconfig": "/k/kc", "context": "nope"}))
     assert message.startswith("cannot load the kubeconfig /k/kc with context nope: Could not create API client")
     assert "Expected object with name nope in /k/kc/contexts list" in message
     assert "oc config get-contexts" in message
@@ -90,7 +79,7 @@ def test_a_core_exception_names_the_kubeconfig_the_context_and_the_fix(monkeypat
 
 def test_a_missing_kubeconfig_names_the_path_and_how_to_give_one(tmp_path):
     missing = str(tmp_path / "no-such-kubeconfig")
-    message = connect_error(FakeModule(kubeconfig=missing))
+    message = connect_error(Login({"kubeconfig": missing}))
     assert message.startswith("cannot load the kubeconfig %s with its current-context: " % missing)
     assert "No configuration found" in message
     assert "installer's auth/kubeconfig" in message and "host with api_key" in message
@@ -98,7 +87,7 @@ def test_a_missing_kubeconfig_names_the_path_and_how_to_give_one(tmp_path):
 
 def test_a_context_the_kubeconfig_lacks_is_named(tmp_path):
     path = kubeconfig(tmp_path)
-    message = connect_error(FakeModule(kubeconfig=path, context="nope"))
+    message = connect_error(Login({"kubeconfig": path, "context": "nope"}))
     assert message.startswith("cannot load the kubeconfig %s with context nope: " % path)
     assert "Expected object with name nope" in message and "oc config get-contexts" in message
 
@@ -106,18 +95,18 @@ def test_a_context_the_kubeconfig_lacks_is_named(tmp_path):
 def test_a_kubeconfig_that_is_not_yaml_is_an_access_error(tmp_path):
     path = tmp_path / "kubeconfig"
     path.write_text("{{{ not yaml")
-    message = connect_error(FakeModule(kubeconfig=str(path)))
+    message = connect_error(Login({"kubeconfig": str(path)}))
     assert message.startswith("cannot load the kubeconfig %s with its current-context: " % path)
 
 
 def test_a_directory_as_kubeconfig_is_named(tmp_path):
-    message = connect_error(FakeModule(kubeconfig=str(tmp_path)))
+    message = connect_error(Login({"kubeconfig": str(tmp_path)}))
     assert message.startswith("cannot read %s (Is a directory), named by the kubeconfig %s" % (tmp_path, tmp_path))
 
 
 def test_a_missing_ca_cert_is_named_with_the_host_never_the_token(tmp_path):
     missing = str(tmp_path / "ca.crt")
-    message = connect_error(FakeModule(host="https://api.unit.test:6443", api_key=TOKEN, ca_cert=missing))
+    message = connect_error(Login({"host": "https://api.unit.test:6443", "api_key": TOKEN, "ca_cert": missing}))
     assert message.startswith(
         "cannot read %s (No such file or directory), named by host https://api.unit.test:6443" % missing
     )
@@ -127,29 +116,29 @@ def test_the_environment_and_the_default_kubeconfig_are_named(monkeypatch):
     monkeypatch.setattr(core_client, "get_api_client", raising(CoreException("Invalid kube-config file.")))
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/env/kc")
     monkeypatch.setenv("K8S_AUTH_CONTEXT", "ctx")
-    assert connect_error(FakeModule()).startswith("cannot load the kubeconfig /env/kc with context ctx: ")
+    assert connect_error(Login({})).startswith("cannot load the kubeconfig /env/kc with context ctx: ")
     monkeypatch.delenv("K8S_AUTH_KUBECONFIG")
     monkeypatch.delenv("K8S_AUTH_CONTEXT")
-    assert connect_error(FakeModule()).startswith("cannot load the default kubeconfig (~/.kube/config) with its")
+    assert connect_error(Login({})).startswith("cannot load the default kubeconfig (~/.kube/config) with its")
     monkeypatch.setenv("KUBECONFIG", "/a/kc")
-    assert connect_error(FakeModule(kubeconfig={"apiVersion": "v1"})).startswith(
+    assert connect_error(Login({"kubeconfig": {"apiVersion": "v1"}})).startswith(
         "cannot load the kubeconfig given as a dict with its current-context"
     )
-    assert connect_error(FakeModule()).startswith("cannot load the default kubeconfig (/a/kc) with its")
+    assert connect_error(Login({})).startswith("cannot load the default kubeconfig (/a/kc) with its")
 
 
 def test_an_unreachable_server_names_where_the_client_went(monkeypatch):
     pool = HTTPSConnectionPool("127.0.0.1", 1)
     refused = MaxRetryError(pool, "/version", NewConnectionError(None, "Connection refused"))
     monkeypatch.setattr(core_client, "get_api_client", raising(refused))
-    message = connect_error(FakeModule(kubeconfig="/k/kc"))
+    message = connect_error(Login({"kubeconfig": "/k/kc"}))
     assert message.startswith("cannot reach the API server https://127.0.0.1:1 to get version: ")
 
 
 def test_a_refused_token_at_discovery_is_a_401(monkeypatch):
     monkeypatch.setattr(core_client, "get_api_client", raising(DynamicApiError(ApiException(401, "Unauthorized"))))
     with pytest.raises(ApiAccessError) as caught:
-        connect(FakeModule(host="https://api.unit.test:6443", api_key=TOKEN))
+        connect(Login({"host": "https://api.unit.test:6443", "api_key": TOKEN}))
     assert caught.value.status == 401
     assert "named by host https://api.unit.test:6443 rejected the credentials (401 Unauthorized)" in str(caught.value)
 
@@ -157,7 +146,7 @@ def test_a_refused_token_at_discovery_is_a_401(monkeypatch):
 def test_other_errors_are_not_disguised(monkeypatch):
     monkeypatch.setattr(core_client, "get_api_client", raising(KeyError("bug")))
     with pytest.raises(KeyError):
-        connect(FakeModule())
+        connect(Login({}))
 
 
 def test_connect_returns_the_client_and_an_api_client(monkeypatch):
@@ -166,7 +155,7 @@ def test_connect_returns_the_client_and_an_api_client(monkeypatch):
 
     k8s = type("K8SClient", (), {"client": Dynamic()})()
     monkeypatch.setattr(core_client, "get_api_client", lambda module=None, **kwargs: k8s)
-    client, api = connect(FakeModule())
+    client, api = connect(Login({}))
     assert client is k8s and isinstance(api, ApiClient)
     assert (api.api_url, api.calls) == ("https://api.unit.test:6443", 0)
 

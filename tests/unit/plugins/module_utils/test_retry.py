@@ -19,6 +19,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
     core_target,
     group_target,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Login
 
 POLICY = retry.RetryPolicy(attempts=4, base=1, factor=2, cap=3, retry_after_cap=5, budget=20)
 
@@ -298,14 +299,6 @@ def test_update_fresh_of_a_gone_object_and_of_a_refusal():
 
 
 # ----- connect -------------------------------------------------------------------------------------
-class FakeModule:
-    server_side_dry_run = False
-
-    def __init__(self, **params):
-        self.params = params
-
-    def requires(self, *args, **kwargs):
-        pass
 
 
 def test_connect_tries_discovery_again_after_a_transient_failure(monkeypatch):
@@ -320,7 +313,7 @@ def test_connect_tries_discovery_again_after_a_transient_failure(monkeypatch):
 
     monkeypatch.setattr(core_client, "get_api_client", get_api_client)
     slept = []
-    client_, api = connect(FakeModule(kubeconfig="/k/kc"), POLICY, slept.append)
+    client_, api = connect(Login({"kubeconfig": "/k/kc"}), POLICY, slept.append)
     assert client_ is k8s and len(slept) == 2 and api.policy is POLICY
 
 
@@ -333,5 +326,5 @@ def test_connect_does_not_try_a_bad_kubeconfig_again(monkeypatch):
 
     monkeypatch.setattr(core_client, "get_api_client", get_api_client)
     with pytest.raises(ApiAccessError):
-        connect(FakeModule(kubeconfig="/k/kc"), POLICY, lambda _s: pytest.fail("no wait"))
+        connect(Login({"kubeconfig": "/k/kc"}), POLICY, lambda _s: pytest.fail("no wait"))
     assert calls == [1]
