@@ -156,3 +156,11 @@ def run_playbook(playbook, *args, env=None, timeout=1200):
     command = [str(VENV_BIN / "ansible-playbook"), str(playbook), *args]
     proc = run_ansible(command, ansible_env(**(env or {})), timeout)
     return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def clean(lab):
+    """The module's ``lab`` fixture with no fault set, before and after the test."""
+    lab.control("DELETE", "/faults")
+    yield lab
+    lab.control("DELETE", "/faults")

@@ -39,7 +39,7 @@ def console_boots_when_iso_is_ready(lab, workdir, hosts, timeout=300):
     return console_boots_when_media_are_ready(lab, workdir, hosts, timeout=timeout)
 
 
-def playbook_args(lab, workdir):
+def playbook_args(lab, workdir, *extra):
     return [
         "-i",
         lab.inventory,
@@ -51,6 +51,7 @@ def playbook_args(lab, workdir):
         "join_agent_wait_sleep=1",
         "-e",
         "join_csr_wait_sleep=2",
+        *extra,
     ]
 
 

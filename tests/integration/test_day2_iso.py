@@ -145,13 +145,6 @@ def lab(lab_factory):
     return lab_factory("--hosts", "3", "--iso-size", str(ISO_SIZE))
 
 
-@pytest.fixture
-def clean(lab):
-    lab.control("DELETE", "/faults")
-    yield lab
-    lab.control("DELETE", "/faults")
-
-
 @pytest.fixture(scope="module")
 def built(lab, tmp_path_factory):
     """One ISO built for the three lab hosts, shared by the tests that only read it."""

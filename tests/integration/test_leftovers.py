@@ -26,13 +26,6 @@ def lab(lab_factory):
     return lab_factory("--hosts", "2", "--iso-size", str(ISO_SIZE))
 
 
-@pytest.fixture
-def clean(lab):
-    lab.control("DELETE", "/faults")
-    yield lab
-    lab.control("DELETE", "/faults")
-
-
 def partial_files(dest):
     return sorted(name for name in os.listdir(dest) if name.endswith(".part"))
 

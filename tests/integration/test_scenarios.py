@@ -9,6 +9,7 @@ import threading
 import time
 
 from conftest import LABCTL, REPO, lab_env, run_playbook
+from test_add_workers import playbook_args
 
 ADD = REPO / "playbooks" / "add_workers.yml"
 REPLACE = REPO / "playbooks" / "replace_worker.yml"
@@ -37,22 +38,6 @@ def console_boots(lab, boots, timeout=300):
     return threads
 
 
-def args(lab, workdir, *extra):
-    return [
-        "-i",
-        lab.inventory,
-        "-e",
-        "day2_workdir=%s" % workdir,
-        "-e",
-        "node_image_wait_sleep=1",
-        "-e",
-        "join_agent_wait_sleep=1",
-        "-e",
-        "join_csr_wait_sleep=2",
-        *extra,
-    ]
-
-
 def objects(lab, kind):
     return [o for o in lab.dump()["objects"] if o["kind"] == kind]
 
@@ -78,7 +63,7 @@ def wait_for_pods(lab, name, count, timeout=20):
 
 def add_workers(lab, workdir, boots):
     threads = console_boots(lab, boots)
-    rc, output = run_playbook(ADD, *args(lab, workdir), env=lab_env(lab))
+    rc, output = run_playbook(ADD, *playbook_args(lab, workdir), env=lab_env(lab))
     for thread in threads:
         thread.join(timeout=5)
     return rc, output
@@ -104,7 +89,9 @@ def test_replace_worker_drains_deletes_rebuilds_and_the_host_joins_again_under_i
     second = tmp_path / "second"
     lab.reset_log()
     threads = console_boots(lab, [(second / "node.x86_64.iso", ["extra-worker-0"])])
-    rc, output = run_playbook(REPLACE, *args(lab, second, "-e", "day2_replace_node=extra-worker-0"), env=lab_env(lab))
+    rc, output = run_playbook(
+        REPLACE, *playbook_args(lab, second, "-e", "day2_replace_node=extra-worker-0"), env=lab_env(lab)
+    )
     for thread in threads:
         thread.join(timeout=5)
     assert rc == 0, output[-6000:]
@@ -155,7 +142,7 @@ def test_mixed_architectures_on_a_multi_payload_build_two_isos_and_both_join(lab
 def test_mixed_architectures_on_a_single_architecture_payload_are_refused_before_any_write(lab_factory, tmp_path):
     lab = lab_factory("--hosts", "2", "--host-arch", "extra-worker-1=aarch64", *FAST)
     lab.reset_log()
-    rc, output = run_playbook(ADD, *args(lab, tmp_path / "work"), env=lab_env(lab))
+    rc, output = run_playbook(ADD, *playbook_args(lab, tmp_path / "work"), env=lab_env(lab))
     assert rc != 0
     assert 'host extra-worker-1: field "cpu_architecture" value "aarch64"' in output
     assert "single-architecture" in output and "oc adm upgrade --to-multi-arch" in output
