@@ -41,4 +41,4 @@ console_pid=$!
 
 ansible-playbook playbooks/add_workers.yml -i "$STATE/inventory.yml" \
     -e "day2_workdir=$STATE/work" \
-    -e node_image_wait_sleep=1 -e join_agent_wait_sleep=2 -e join_csr_wait_sleep=2
+    -e day2_wait_sleep=1

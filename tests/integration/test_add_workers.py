@@ -46,11 +46,7 @@ def playbook_args(lab, workdir, *extra):
         "-e",
         "day2_workdir=%s" % workdir,
         "-e",
-        "node_image_wait_sleep=1",
-        "-e",
-        "join_agent_wait_sleep=1",
-        "-e",
-        "join_csr_wait_sleep=2",
+        "day2_wait_sleep=1",
         *extra,
     ]
 

@@ -23,16 +23,18 @@ PLAY = """\
   gather_facts: false
   module_defaults:
     group/openshift_agent.day2.day2: {{kubeconfig: "{kubeconfig}"}}
-  roles:
-    - role: openshift_agent.day2.join
+  tasks:
+    - name: Join the hosts (the join step of the role)
+      ansible.builtin.include_role:
+        name: openshift_agent.day2.day2
+        tasks_from: join
       vars:
-        join_install_hosts: {install_hosts}
-        join_nodes: {nodes}
-        join_agent_wait_sleep: 1
-        join_settle_seconds: {settle}
-        join_boot_timeout: {boot_timeout}
-        join_timeout: 90
-        join_install_timeout: 120
+        day2_plan: {{install_hosts: {install_hosts}, join_nodes: {nodes}}}
+        day2_wait_sleep: 1
+        day2_settle_seconds: {settle}
+        day2_boot_timeout: {boot_timeout}
+        day2_join_timeout: 90
+        day2_install_timeout: 120
 """
 
 

@@ -108,8 +108,7 @@ class Run:
         for key in ("ANSIBLE_LOCAL_TEMP", "ANSIBLE_KEEP_REMOTE_FILES"):
             env.pop(key, None)
         command = [str(VENV_BIN / "ansible-playbook"), str(PLAYBOOK), "-vvvv", "-i", str(inventory)]
-        command += ["-e", "day2_workdir=%s" % self.workdir, "-e", "node_image_wait_sleep=1"]
-        command += ["-e", "join_agent_wait_sleep=1", "-e", "join_csr_wait_sleep=2", *extra]
+        command += ["-e", "day2_workdir=%s" % self.workdir, "-e", "day2_wait_sleep=1", *extra]
         proc = run_ansible(command, env, timeout=1200)
         self.rc = proc.returncode
         self.output = proc.stdout + proc.stderr

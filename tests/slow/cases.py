@@ -129,7 +129,7 @@ SPOOFS = [
     Row(
         "replay of a pending genuine CSR",
         "completes; the replay (same key) and the genuine CSR are both approved",
-        extra={"join_settle_seconds": 6},
+        extra={"day2_settle_seconds": 6},
         during=((kubelet_filed(), rogue("replay-client")),),
     ),
     Row(

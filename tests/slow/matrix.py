@@ -28,13 +28,13 @@ TRIGGER_TIMEOUT = 120  # waiting for the moment of a fault, a spoof or an interr
 
 # Short waits everywhere: the lab installs in seconds.
 FAST = {
-    "join_settle_seconds": 2,
-    "join_validation_grace": 4,
+    "day2_settle_seconds": 2,
+    "day2_validation_grace": 4,
     "day2_boot_timeout": 60,
-    "join_install_timeout": 150,
-    "join_timeout": 90,
-    "node_image_pod_start_timeout": 30,
-    "node_image_build_timeout": 60,
+    "day2_install_timeout": 150,
+    "day2_join_timeout": 90,
+    "day2_pod_start_timeout": 30,
+    "day2_build_timeout": 60,
 }
 
 
