@@ -9,11 +9,9 @@ PY=.venv/bin/python
 if [ "${1:-}" = "--quick" ]; then
     $PY tests/benchmarks/iso_bench.py --size-mib 64 --runs 5 --copies 2
     $PY tests/benchmarks/iso_stream_bench.py --size-mib 64 --runs 1
-    $PY tests/benchmarks/agent_wait_bench.py --hosts 1 --hosts 5 --install-seconds 10 --wait-sleep 2
-    $PY tests/benchmarks/csr_latency_bench.py --hosts 10 --wait-sleep 5
+    $PY tests/benchmarks/engine_bench.py --hosts 1 --hosts 5 --playbook-hosts 5 --install-seconds 10
 else
     $PY tests/benchmarks/iso_bench.py
     $PY tests/benchmarks/iso_stream_bench.py
-    $PY tests/benchmarks/agent_wait_bench.py
-    $PY tests/benchmarks/csr_latency_bench.py
+    $PY tests/benchmarks/engine_bench.py
 fi

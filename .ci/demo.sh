@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo: start the lab (a simulated cluster and 3 new hosts), print the cluster summary, then run the real
 # playbooks/add_workers.yml against it. A background "person at the console" boots each host from the ISO as
-# soon as the playbook has written it (the boot role's manual method). The lab is stopped at the end, also on failure.
+# soon as the playbook has written it (the boot step's manual method). The lab is stopped at the end, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${DEMO_STATE:-$PWD/.cache/demo}

@@ -8,7 +8,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 ansible-builder introspect --sanitize .collections --write-pip "$work/python.txt" --write-bindep "$work/bindep.txt" >/dev/null
-for dep in kubernetes netaddr jmespath cryptography; do
+for dep in kubernetes netaddr cryptography; do
     grep -q "^$dep.*openshift_agent.day2" "$work/python.txt" || { echo "ee: $dep missing from the EE's Python requirements" >&2; exit 1; }
 done
 grep -q "openshift_agent.day2" "$work/bindep.txt" || { echo "ee: bindep.txt not picked up" >&2; exit 1; }
@@ -29,7 +29,7 @@ dependencies:
 YAML
 ansible-builder create -f "$work/execution-environment.yml" --context "$work/context" --output-filename Containerfile >/dev/null
 test -s "$work/context/Containerfile"
-for dep in kubernetes netaddr jmespath cryptography; do
+for dep in kubernetes netaddr cryptography; do
     grep -q "^$dep" "$work/context/_build/requirements.txt" || { echo "ee: $dep missing from the build context" >&2; exit 1; }
 done
 echo "ee: introspect and create passed ($(wc -l < "$work/python.txt") Python requirements, Containerfile written)"

@@ -1,5 +1,6 @@
-"""The shape of the repository, checked: thin modules, small files, a repository that stands alone, and an
-architecture document that matches the tree. Run by .ci/lint.sh; exits 1 and names every breach.
+"""The shape of the repository, checked: thin modules, cohesive module_utils (few files, none too long), a check
+step that does not load the image step's pod exec or ISO reader, a repository that stands alone, and an architecture
+document that matches the tree. Run by .ci/lint.sh; exits 1 and names every breach.
 """
 
 import ast
@@ -11,7 +12,11 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODULE_CODE_LINES = 80  # per module, outside DOCUMENTATION, EXAMPLES and RETURN
-FILE_LINES = 450  # per module_utils, action plugin and lab file
+FILE_LINES = 800  # per module_utils, action plugin and lab file: one file per concept, none too long
+MODULE_UTILS_FILES = 45  # one file per concept, not a file per function
+# What the check step (workers_check, on the controller) must never load: the image step's pod exec and ISO reader.
+CHECK_STEP = "plugins/action/workers_check.py"
+NOT_IN_CHECK_STEP = ("_image.pod_exec", "_image.iso", "_image.initrd", "_image.node_joiner")
 DOC_STRINGS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 OUTSIDE_FILES = re.compile(r"\b(FACTS|LAB|DESIGN)\.md\b")
 SKIP_DIRS = {".git", ".venv", ".collections", ".cache", "tests/output", ".build"}
@@ -64,6 +69,26 @@ def documentation_problems(path):
     return problems
 
 
+def loaded_modules(path, seen=None):
+    """The collection's module_utils a plugin imports, directly or through others ("_image.iso", ...)."""
+    seen = set() if seen is None else seen
+    prefix = "ansible_collections.openshift_agent.day2.plugins.module_utils."
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        names += (
+            [prefix + node.module[len(prefix) :] + "." + a.name for a in getattr(node, "names", [])] if names else []
+        )
+        for name in names:
+            if not name.startswith(prefix):
+                continue
+            short = name[len(prefix) :]
+            target = ROOT / "plugins" / "module_utils" / (short.replace(".", "/") + ".py")
+            if target.exists() and short not in seen:
+                seen.add(short)
+                loaded_modules(target, seen)
+    return seen
+
+
 def main():
     breaches = []
     for path in files("plugins/modules/*.py"):
@@ -75,6 +100,11 @@ def main():
         count = len(path.read_text().splitlines())
         if count > FILE_LINES:
             breaches.append("%s: %d lines (limit %d)" % (path.relative_to(ROOT), count, FILE_LINES))
+    utils = list(files("plugins/module_utils/**/*.py"))
+    if len(utils) > MODULE_UTILS_FILES:
+        breaches.append("plugins/module_utils has %d files (limit %d)" % (len(utils), MODULE_UTILS_FILES))
+    for name in sorted(loaded_modules(ROOT / CHECK_STEP) & set(NOT_IN_CHECK_STEP)):
+        breaches.append("%s loads %s (through its imports)" % (CHECK_STEP, name))
     for relative, text in tracked_text_files():
         if relative == ".ci/layout.py":
             continue

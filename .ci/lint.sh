@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Usage: .ci/lint.sh
 #
-# The repository's shape (.ci/layout.py: thin modules, small files, no references outside it, docs/architecture.md
-# matching the tree); ruff (lint and format check, configured in pyproject.toml) over every Python file; mypy over
-# the collection's module_utils and action plugin (typed; run through .collections so the ansible_collections imports resolve); ansible-lint
-# (profile production, configured in .ansible-lint) with the collection resolved through .collections (the link
-# .ci/setup.sh makes); `antsibull-changelog lint` for the changelog fragments.
+# The repository's shape (.ci/layout.py: thin modules, cohesive module_utils, no references outside it,
+# docs/architecture.md matching the tree); the code-line figure of plugins/ (.ci/codelines.py, at most 7,000); ruff
+# (lint and format check, configured in pyproject.toml) over every Python file; mypy over the collection's
+# module_utils and action plugins (typed; run through .collections so the ansible_collections imports resolve);
+# ansible-lint (profile production, configured in .ansible-lint) with the collection resolved through .collections
+# (the link .ci/setup.sh makes); `antsibull-changelog lint` for the changelog fragments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -19,6 +20,8 @@ export PATH=$ROOT/.venv/bin:$PATH
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections
 
 run python .ci/layout.py
+run python .ci/codelines.py
+run python .ci/modules_md.py --check
 run python .ci/role_readmes.py --check
 run ruff check .
 run ruff format --check .

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: .ci/units.sh [extra ansible-test units arguments, e.g. tests/unit/plugins/module_utils/test_csr_policy.py]
+# Usage: .ci/units.sh [extra ansible-test units arguments, e.g. tests/unit/plugins/module_utils/test_join_csr.py]
 #
 # `ansible-test units` for the collection, with ansible-core 2.21 from .venv on Python 3.12.
 # --venv: ansible-test builds a virtualenv with its pinned pytest stack plus

@@ -19,10 +19,10 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 
 ARGUMENT_SPEC = {
     "state": {"type": "str", "default": "started", "choices": ["started", "stopped"]},
-    "path": {"type": "path"},
+    "artifacts": {"type": "list", "elements": "dict", "default": []},
     "workdir": {"type": "path", "required": True},
     "address": {"type": "str", "default": ""},
-    "bmc_urls": {"type": "list", "elements": "str", "default": []},
+    "hosts": {"type": "list", "elements": "dict", "default": []},
     "tls_cert": {"type": "path"},
     "tls_key": {"type": "path"},
     "timeout": {"type": "int", "default": 7200},
@@ -48,18 +48,27 @@ class ActionModule(ActionBase):
                 stopped = server.stop(pidfile)
                 result.update(stopped, changed=stopped["stopped"])
                 return result
-            if not args["path"]:
-                raise Day2Error("iso_serve: path (the ISO to serve) is required with state=started")
+            if len(args["artifacts"]) != 1:
+                raise Day2Error(
+                    "iso_serve: the run built %d ISOs (%s), but it serves one: serve them yourself and set "
+                    "day2_iso_url, or boot the hosts by hand (day2_boot_method=manual)"
+                    % (len(args["artifacts"]), ", ".join(str(a.get("architecture")) for a in args["artifacts"]))
+                )
+            path = str(args["artifacts"][0]["path"])
             if args["timeout"] < 60:
                 raise Day2Error("iso_serve: timeout must be at least 60 seconds, got %d" % args["timeout"])
             if self._task.check_mode:
-                result.update(changed=True, url="", display_url="(check mode: %s would be served)" % args["path"])
+                result.update(changed=True, url="", msg=f"Check mode: {path} would be served to the BMCs")
                 return result
             started = server.start(
-                args["path"],
+                path,
                 args["workdir"],
                 args["address"],
-                args["bmc_urls"],
+                [
+                    str(host["bmc"]["bmc_base_url"])
+                    for host in args["hosts"]
+                    if (host.get("bmc") or {}).get("bmc_base_url")
+                ],
                 # This worker's parent is ansible-playbook itself: the server lives no longer than the run.
                 watch_pid=os.getppid(),
                 max_seconds=args["timeout"],
@@ -67,6 +76,11 @@ class ActionModule(ActionBase):
                 key=args["tls_key"] or "",
             )
             result.update(started, changed=True)
+            result["msg"] = (
+                f"Serving {path} to the BMCs at {started['display_url']} (listening on {started['address']}) until "
+                "the disks are written or the run ends. The ISO holds the pull secret: only the BMC network should "
+                "reach this address."
+            )
         except Day2Error as error:
             result.update(error.result, failed=True, msg=error.message)
         return result

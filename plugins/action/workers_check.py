@@ -3,52 +3,50 @@
 """Action plugin of openshift_agent.day2.workers_check (documented in plugins/modules/workers_check.py).
 
 It runs on the controller because it reads the inventory and the play itself: every variable of every host of the
-group, without passing them (secrets included) through module arguments, and the variables of the later roles as
-the play sets them. The checks are module_utils code.
+group, without passing them (secrets included) through module arguments, and the play's settings as the role will
+see them. The checks are module_utils code (``_check``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check import variables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import read_agent_config
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.roles import (
-    RoleValue,
-    check_play_names,
-    check_role_values,
-    chosen_variable,
-    known_play_variables,
-    load_role_specs,
-    settable_options,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import known_host_keys
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
 
 ARGUMENT_SPEC = {
     "group": {"type": "str", "default": "new_workers"},
     "cluster": {"type": "dict", "required": True},
-    "replace_node": {"type": "str", "default": ""},
+    "require_healthy": {"type": "bool", "default": True},
     "boot_method": {"type": "str", "default": "manual"},
-    "iso_url": {"type": "str", "default": ""},
-    "serve_iso": {"type": "bool", "default": False},
-    "roles": {"type": "list", "elements": "str", "default": []},
-    "agent_config": {"type": "str", "default": ""},
-    "cluster_name": {"type": "str", "default": ""},
-    "base_domain": {"type": "str", "default": ""},
+    "serve_iso": {"type": "bool"},
+    **{key: {"type": "str", "default": ""} for key in ("replace_node", "iso_url", "agent_config")},
+    **{key: {"type": "str", "default": ""} for key in ("cluster_name", "base_domain")},
     "openshift_version": {"type": "raw", "default": ""},
     "node_labels": {"type": "raw", "default": {}},
     "node_taints": {"type": "raw", "default": []},
 }
+# The options that describe the play (the cluster meant, the play-wide marks, the agent-config) rather than a check.
+PLAY_OPTIONS = ("cluster_name", "base_domain", "openshift_version", "node_labels", "node_taints", "agent_config")
 # plugins/action/ -> the collection's root (roles/, playbooks/).
 COLLECTION_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLAY = "(play)"
+
+
+def _read(get: Callable[[Any], Any], key: Any) -> Any:
+    """``get(key)``: a variable's value, templated; Day2Error naming the cause when it cannot be templated."""
+    try:
+        return get(key)
+    except AnsibleError as error:
+        raise Day2Error(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
 
 class ActionModule(ActionBase):
@@ -57,94 +55,32 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def _template(self, value: Any) -> Any:
-        try:
-            return self._templar.template(value)
-        except AnsibleError as error:
-            raise Day2Error(str(error))
-
-    def _hosts(self, args: dict[str, Any], task_vars: dict[str, Any], play_variables: set[str]) -> list[Any]:
-        """Every host of the group, its variables sorted."""
-        hostvars = task_vars["hostvars"]
-        shared = set(hostvars[task_vars["inventory_hostname"]])  # what the play's own host sees: all, extra vars
-        known = known_host_keys()
-        hosts = []
-        for name in task_vars["groups"].get(args["group"]) or []:
-            variables = hostvars[name]
-
-            def read(key: str, variables: Any = variables, name: str = name) -> Any:
-                try:
-                    return variables[key]
-                except AnsibleError as error:
-                    raise Day2Error(str(error).splitlines()[0] if str(error) else type(error).__name__)
-
-            hosts.append(sort_variables(name, variables, read, known, shared, play_variables))
-        return hosts
-
-    def _agent_config_path(self, path: str, task_vars: dict[str, Any]) -> str:
-        """A relative path is taken from the current directory, else from the playbook's directory."""
-        path = os.path.expanduser(path)
-        if os.path.isabs(path) or os.path.exists(path):
-            return path
-        beside = os.path.join(task_vars.get("playbook_dir") or "", path)
-        return beside if os.path.exists(beside) else path
-
-    def _role_values(self, specs: dict[str, Any], task_vars: dict[str, Any], problems: Problems) -> list[RoleValue]:
-        """The later roles' options the play sets, templated as the roles will see them."""
-        values = []
-        for role, spec in specs.items():
-            for option in settable_options(spec):
-                variable = chosen_variable(spec, option, task_vars)
-                if variable is None:
-                    continue
-                try:
-                    values.append(RoleValue(role, option, variable, self._template(task_vars[variable])))
-                except Day2Error as error:
-                    problems.add(
-                        PLAY, variable, "(cannot be templated)", error.message, "define every variable it uses"
-                    )
-        return values
-
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        task_vars = task_vars or {}
-        problems = Problems()
+        task_vars, problems = task_vars or {}, Problems()
         try:
-            play_variables = known_play_variables(COLLECTION_DIR)
-            specs = load_role_specs(os.path.join(COLLECTION_DIR, "roles"), args["roles"])
-            check_role_values(self._role_values(specs, task_vars, problems), specs, args["cluster"], problems)
-            check_play_names(task_vars, play_variables, problems)
-            hosts = self._hosts(args, task_vars, play_variables)
-            agent_hosts: list[Any] = []
-            left_alone: list[str] = []
-            if args["agent_config"]:
-                path = self._agent_config_path(args["agent_config"], task_vars)
-                agent_hosts, left_alone = read_agent_config(path, problems)
-            play = {key: args[key] for key in ("cluster_name", "base_domain", "openshift_version")}
-            play.update(node_labels=args["node_labels"], node_taints=args["node_taints"])
-            play["agent_config"] = args["agent_config"]
-            try:
-                outcome = check_workers(
-                    hosts,
-                    args["cluster"],
-                    args["replace_node"],
-                    args["group"],
-                    args["boot_method"],
-                    args["iso_url"],
-                    args["serve_iso"],
-                    groups=list(task_vars["groups"]),
-                    agent_hosts=agent_hosts,
-                    play=play,
-                )
-                if left_alone:
-                    outcome["ignored"]["(agent-config)"] = left_alone
-            except InventoryError as error:
-                problems.items.extend(error.problems)
-            if problems.items:
-                raise InventoryError(problems.items)
+            settings, known = variables.load_settings(COLLECTION_DIR)
+            values = {}
+            for name in (name for name in settings if name in task_vars):
+                try:
+                    values[name] = _read(self._templar.template, task_vars[name])
+                except Day2Error as error:
+                    fix = "define every variable it uses"
+                    problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
+            variables.check_settings(values, settings, args["cluster"], problems)
+            variables.check_play_names(task_vars, known, problems)
+            hostvars = task_vars["hostvars"]
+            shared = set(hostvars[task_vars["inventory_hostname"]])  # what the play's own host sees: all, extra vars
+            hosts = []
+            for name in task_vars["groups"].get(args["group"]) or []:
+                read = functools.partial(_read, hostvars[name].__getitem__)
+                hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, shared))
+            agent_hosts, left_alone = read_agent_config(args["agent_config"], task_vars.get("playbook_dir"), problems)
+            play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
+            outcome = check_workers(hosts, groups=groups, agent_hosts=agent_hosts, play=play, problems=problems, **args)
+            if left_alone:
+                outcome["ignored"]["(agent-config)"] = left_alone
         except Day2Error as error:
-            result.update(error.result, failed=True, msg="workers_check: %s" % error.message)
-            return result
-        result.update(outcome, changed=False)
-        return result
+            return {**result, **error.result, "failed": True, "msg": f"workers_check: {error.message}"}
+        return {**result, **outcome, "changed": False}

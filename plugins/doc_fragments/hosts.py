@@ -1,14 +1,13 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-# The keys of a new-worker host definition: the suboptions of a module's ``hosts`` option. The module documents
-# ``hosts`` itself (description, type, elements, required); the fragment adds its suboptions. The argument spec
-# is plugins/module_utils/_image/hosts.py IMAGE_HOST_OPTIONS; a unit test keeps them equal (the BMC keys of the boot
-# step are documented in docs/user-guide.md, which a unit test keeps equal to BOOT_HOST_OPTIONS).
+# The keys of a host record: the suboptions of a module's ``hosts`` option (the records workers_check returns, or
+# hosts written by hand). The module documents ``hosts`` itself (description, type, elements, required); the fragment
+# adds its suboptions. The argument spec is plugins/module_utils/_image/hosts.py HOST_OPTIONS; a unit test keeps the
+# two equal (the keys a user gives are documented in docs/user-guide.md, which a unit test keeps equal to HOST_KEYS).
 
 
 class ModuleDocFragment:
-    # The keys the image step reads (day2_iso).
     DOCUMENTATION = r"""
 options:
   hosts:
@@ -79,4 +78,54 @@ options:
           - The host's architecture (C(x86_64)/C(amd64), C(aarch64)/C(arm64), C(ppc64le), C(s390x)); default the
             control plane's. One image is built per architecture.
         type: str
+      node_labels:
+        description: "Labels of the new Node, C({key: value}), as the host gives them (see O(hosts[].labels))."
+        type: dict
+      node_taints:
+        description: Taints of the new Node, as the host gives them (see O(hosts[].taints)).
+        type: list
+        elements: raw
+      bmc_address:
+        description: Redfish boot, the host's BMC, e.g. C(redfish-virtualmedia+https://bmc/redfish/v1/Systems/1).
+        type: str
+      bmc_username:
+        description:
+          - Redfish boot, the BMC user. The password is never part of a record; the boot step reads it where it is
+            used.
+        type: str
+      bmc_verify_certs:
+        description: Redfish boot, whether the BMC's TLS certificate is verified.
+        type: bool
+      address:
+        description:
+          - Worked out by M(openshift_agent.day2.workers_check), as are the keys below. Where the install is followed
+            (O(hosts[].ip), else O(hosts[].ipv6), else the first static address of O(hosts[].network_config)).
+        type: str
+      addresses:
+        description: Every static address of the host, O(hosts[].address) first (a serving certificate may name any).
+        type: list
+        elements: str
+      state:
+        description:
+          - C(new); C(half-joined) when an earlier run stopped while the host joined (it is not booted again);
+            C(replace) for the host C(replace_worker.yml) rebuilds.
+        type: str
+        choices: [new, half-joined, replace]
+      labels:
+        description: The labels the Node gets, C(day2_node_labels) with the host's O(hosts[].node_labels) over them.
+        type: dict
+      taints:
+        description:
+          - The taints the Node gets, each C({key, value, effect}) (C(value) left out when empty), C(day2_node_taints)
+            with the host's O(hosts[].node_taints) replacing those of the same key.
+        type: list
+        elements: dict
+      source:
+        description: Where the host is defined, C(inventory) or the path of the day-1 agent-config.yaml.
+        type: str
+      bmc:
+        description:
+          - Redfish boot, the BMC's endpoint as the check worked it out (C(bmc_base_url), C(bmc_system_path)); null
+            otherwise.
+        type: dict
 """

@@ -34,12 +34,23 @@ options:
     description:
       - The parts of the run to check. C(gather) is M(openshift_agent.day2.day1_facts) (and the check step, which
         needs nothing more), C(image) M(openshift_agent.day2.day2_iso), C(install) and C(join)
-        M(openshift_agent.day2.join_workers) (following the installs, approving the CSRs), C(replace) the drain and
-        delete of playbooks/replace_worker.yml.
+        M(openshift_agent.day2.agent_wait) and M(openshift_agent.day2.csr_approve) (following the installs, approving
+        the CSRs), C(replace) the drain and delete of playbooks/replace_worker.yml.
     type: list
     elements: str
     choices: [gather, image, install, join, replace]
     default: [gather, image, install, join]
+  run_tags:
+    description:
+      - The run's tags (C(ansible_run_tags)). When given, O(plan) is C(gather) and those of C(image), C(install) and
+        C(join) that the tags select (C(all) selects every one) and O(skip_tags) does not skip.
+    type: list
+    elements: str
+  skip_tags:
+    description: The run's skipped tags (C(ansible_skip_tags)), with O(run_tags).
+    type: list
+    elements: str
+    default: []
   release:
     description:
       - The cluster's version (C(ansible_facts.day1_cluster.version)), which decides the rules of node-joiner's
@@ -131,13 +142,13 @@ ARGUMENT_SPEC = {
         "default": list(access.DEFAULT_PLAN),
     },
     "release": {"type": "str"},
+    "run_tags": {"type": "list", "elements": "str"},
+    "skip_tags": {"type": "list", "elements": "str", "default": []},
 }
 
 
 def main():
-    argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
-    argument_spec.update(ARGUMENT_SPEC)
-    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = AnsibleK8SModule(argument_spec={**copy.deepcopy(AUTH_ARG_SPEC), **ARGUMENT_SPEC}, supports_check_mode=True)
     try:
         result = access.run(module)
     except Day2Error as error:

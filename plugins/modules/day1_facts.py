@@ -14,6 +14,8 @@ description:
     installed with the agent-based installer, and returns them as facts in C(ansible_facts.day1_cluster).
   - Identity, version, platform, architecture, networks, proxy, mirrors, SSH key, RHCOS boot images, the worker
     Ignition endpoint, the existing nodes and the cluster's health.
+  - The facts are the input of the later steps; M(openshift_agent.day2.day2_iso) takes them as its option
+    O(openshift_agent.day2.day2_iso#module:cluster) and then does not read the cluster again.
   - Decides whether the cluster can take day-2 workers (C(supported)) the way node-joiner decides it, and says why
     not (C(unsupported_reasons)). Objects node-joiner does without are read and used when they exist; when they
     are missing the facts say so in C(warnings) (also shown as module warnings), never as a reason to refuse.
@@ -229,6 +231,21 @@ ansible_facts:
               type: str
             no_proxy:
               description: Comma-separated exclusions or empty.
+              type: str
+        proxy_status:
+          description:
+            - Proxy C(cluster) C(status) alone, what C(oc adm node-image) puts into the node-joiner pod's environment
+              (M(openshift_agent.day2.day2_iso) does the same with these facts).
+          type: dict
+          contains:
+            http_proxy:
+              description: C(status.httpProxy) or empty.
+              type: str
+            https_proxy:
+              description: C(status.httpsProxy) or empty.
+              type: str
+            no_proxy:
+              description: C(status.noProxy) or empty.
               type: str
         cluster_kind:
           description:

@@ -42,40 +42,57 @@ description:
   - Completion is read as C(oc) does it - from 4.18 the C(end_time) of node-joiner's C(report.json), then its
     C(result.exit_code); on 4.17 the C(exit_code) file, failing at once when the pod log shows that node-joiner
     stopped without writing it.
-  - The written ISO is inspected (node-joiner's C(coreos/igninfo.jso) and C(kargs.jso) names as well as C(.json));
-    the module fails if its cluster ID is not the cluster's. O(live_kernel_arguments)
-    are written into the ISO's kernel-argument areas without rebuilding the ISO.
+  - The fetched ISO is read once before it is renamed into place (node-joiner's C(coreos/igninfo.jso) and
+    C(kargs.jso) names as well as C(.json)). The module fails if its cluster ID is not the cluster's; the result
+    tells its hosts and kernel arguments. O(live_kernel_arguments) are written into the ISO's kernel-argument areas
+    without rebuilding the ISO.
   - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 of every file written, the
-    agent token expiry read from the artifact when it was built and the nodes-config it was built from (secrets
-    redacted, for C(--diff)); it holds no secret. A re-run with the same inputs, intact files and a
-    token valid for at least O(min_token_validity) reports C(changed=false) and sends no write request to the cluster.
+    agent token expiry and the nodes-config it was built from (secrets redacted, for C(--diff)); it holds no secret.
+    The expiry is that of the tokens of Secret C(openshift-config/agent-auth-token), read before and after
+    node-joiner runs; when the Secret changed in between (node-joiner wrote new tokens, or another run did at the
+    same time), it is the artifact's own (the ISO's C(add-nodes.env), the PXE initrd's). A re-run with the same
+    inputs, intact files and a token valid for at least O(min_token_validity) reports C(changed=false) and sends no
+    write request to the cluster.
   - The ISO carries the cluster pull secret and the agent auth token; it is written with mode C(0600). Keep it as you
     would keep the pull secret. It stops working when its token expires (48 hours after it was issued).
 notes:
   - The identity needs to create and delete namespaces, service accounts, ClusterRoles, ClusterRoleBindings,
     ConfigMaps and pods, and to create C(pods/exec) and get C(pods/log) in the run's namespace (cluster-admin has all
     of it). Before deciding anything it reads ClusterVersion, Infrastructure, Proxy and Nodes (four GETs, in this
-    order); a build
-    also reads ConfigMap C(openshift-config/installer-images), and a PXE build Secret
-    C(openshift-config/agent-auth-token) when the initrd does not tell the token expiry.
+    order), unless O(cluster) gives their facts; a build also reads ConfigMap C(openshift-config/installer-images)
+    (4.18 and later, as C(oc adm node-image) does) and Secret C(openshift-config/agent-auth-token) before and after
+    node-joiner runs.
   - Failures include the node-joiner report stages and the tail of the pod log.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
   - openshift_agent.day2.hosts
 options:
+  cluster:
+    description:
+      - The day-1 cluster's facts, C(ansible_facts.day1_cluster) as M(openshift_agent.day2.day1_facts) returns them
+        (the C(image) step of the day2 role passes C(day2_cluster)). Its C(cluster_id), C(version), C(release_image),
+        C(architecture), C(platform) and C(proxy_status) are used, and ClusterVersion, Infrastructure, Proxy and the
+        Nodes are not read again.
+      - Unset, day2_iso reads those four objects itself, the way day1_facts reads them.
+      - The Secret C(openshift-config/agent-auth-token), the objects of earlier runs and node-joiner's own run are
+        always read fresh.
+    type: dict
   hosts:
     description:
-      - The new workers. Each item is the host's inventory variables (see the user guide) plus C(name), the host name.
+      - The new workers. Each item is the host's inventory variables (see the user guide) plus C(name), the host name,
+        or a host record as M(openshift_agent.day2.workers_check) returns it (the image step of the day2 role passes
+        those).
       - The keys are listed below; an unknown key is an error that names it, so a typo such as C(mac_adress) does not
-        silently give a DHCP host. The BMC keys of the boot step do not belong here.
+        silently give a DHCP host. A record's BMC keys and the keys the check worked out are accepted;
+        C(bmc_password) is no key (a record never holds it).
     type: list
     elements: dict
     required: true
   dest:
     description:
-      - Directory the artifacts are written to. It must exist, except in check mode (the preflight role would
-        create it).
+      - Directory the artifacts are written to. It must exist, except in check mode (the preflight step of the day2
+        role creates it, which check mode skips).
     type: path
     required: true
   pxe:
@@ -141,9 +158,9 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
-      - Checks the hosts, reads the cluster (the four GETs of the notes), renders C(nodes-config.yaml) and decides
-        for each architecture whether its artifact would be reused or built (RV(would_build)), without writing to
-        the cluster or to disk. A missing O(dest) is no error in check mode.
+      - Checks the hosts, reads the cluster (the four GETs of the notes, unless O(cluster) is given), renders
+        C(nodes-config.yaml) and decides for each architecture whether its artifact would be reused or built
+        (RV(would_build)), without writing to the cluster or to disk. A missing O(dest) is no error in check mode.
       - RV(artifacts) then has an entry for every architecture; one that would be built has its C(path), its
         C(reason) and no C(files).
   diff_mode:
@@ -167,7 +184,21 @@ seealso:
 """
 
 EXAMPLES = r"""
-# The node_image role builds `hosts` from the inventory group new_workers; called directly:
+# After day1_facts (the day2 role does this): the cluster is not read again.
+- name: Read the cluster once
+  openshift_agent.day2.day1_facts:
+
+- name: Build the ISO with those facts
+  openshift_agent.day2.day2_iso:
+    cluster: "{{ ansible_facts.day1_cluster }}"
+    dest: /var/lib/day2
+    hosts:
+      - name: extra-worker-0
+        mac_address: "00:02:46:e3:9e:7c"
+        ip: 192.168.111.90
+        prefix_length: 24
+
+# The image step of the day2 role passes the host records of workers_check; called directly:
 - name: Build with explicit host definitions and a serial console
   openshift_agent.day2.day2_iso:
     dest: /var/lib/day2
@@ -331,8 +362,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
 
 
 def argument_spec():
-    spec = copy.deepcopy(AUTH_ARG_SPEC)
-    spec.update(
+    return dict(
+        copy.deepcopy(AUTH_ARG_SPEC),
+        cluster={"type": "dict"},
         hosts={"type": "list", "elements": "dict", "required": True, "options": copy.deepcopy(IMAGE_HOST_OPTIONS)},
         dest={"type": "path", "required": True},
         pxe={"type": "bool", "default": False},
@@ -348,7 +380,6 @@ def argument_spec():
         wait_sleep={"type": "int", "default": 5},
         keep_on_failure={"type": "bool", "default": False},
     )
-    return spec
 
 
 def main():

@@ -24,11 +24,9 @@ description:
     an initrd, an ISO without C(coreos/igninfo.json) (or C(igninfo.jso)), an undecodable embed area, a config that
     is not an add-nodes one.
 notes:
-  - The C(kubernetes.core) authentication options are accepted, so that C(module_defaults) of the action group
-    apply to this module too, and ignored - the module reads a local file only.
+  - Not in the C(openshift_agent.day2.day2) action group and takes no cluster login options - it reads a local file
+    only.
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - openshift_agent.day2.attributes
   - openshift_agent.day2.attributes.READ_ONLY
 options:
   path:
@@ -165,27 +163,20 @@ message:
   type: str
 """
 
-import copy
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import iso_info
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import iso_info
 
-
-def argument_spec():
-    spec = copy.deepcopy(AUTH_ARG_SPEC)
-    spec.update(
-        path={"type": "path", "required": True},
-        min_validity={"type": "str", "default": "0", "no_log": False},
-    )
-    return spec
+ARGUMENT_SPEC = {
+    "path": {"type": "path", "required": True},
+    "min_validity": {"type": "str", "default": "0", "no_log": False},
+}
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = iso_info(module.params["path"], module.params["min_validity"])
     except Day2Error as error:

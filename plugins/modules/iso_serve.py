@@ -9,7 +9,7 @@ author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
   - "An action plugin: it runs on the controller. With O(state=started) it starts a small HTTP (or HTTPS) server
-    for the file O(path) and returns its URL; with O(state=stopped) it stops the server of O(workdir)."
+    for the ISO of O(artifacts) and returns its URL; with O(state=stopped) it stops the server of O(workdir)."
   - "The URL has a secret path segment, new for every start (24 random bytes, URL-safe base64): only who is told
     the URL (the BMCs, through virtual-media insert) can fetch the ISO. The server answers C(GET) and C(HEAD) of
     that one path, with single byte ranges (C(206 Partial Content)), which BMCs use to read virtual media; every
@@ -19,18 +19,23 @@ description:
     network the BMCs use (O(address)), with HTTPS (O(tls_cert), O(tls_key)) where the BMCs support it."
   - "The server never outlives the run: it runs in its own session and watches ansible-playbook's process; it
     exits within a second of the run ending, whatever ended it (success, failure, Ctrl-C, SIGKILL). It stops
-    too when a later task calls this module with O(state=stopped) (the boot role's C(eject) entry point does,
-    once every disk is written), and after O(timeout) seconds in any case."
+    too when a later task calls this module with O(state=stopped) (the role's join step does, once every host
+    joined), and after O(timeout) seconds in any case."
   - "Check mode starts nothing; with O(state=stopped) it says whether a server is running."
 options:
   state:
-    description: Start a server for O(path), or stop the server of O(workdir).
+    description: Start a server for the ISO of O(artifacts), or stop the server of O(workdir).
     type: str
     choices: [started, stopped]
     default: started
-  path:
-    description: The ISO to serve (required with O(state=started)). The URL ends with its file name.
-    type: path
+  artifacts:
+    description:
+      - What M(openshift_agent.day2.day2_iso) built (its C(artifacts)); with O(state=started) it must be exactly one
+        ISO, which is served (the URL ends with its file name). Several ISOs (hosts of several architectures) are
+        refused, naming them.
+    type: list
+    elements: dict
+    default: []
   workdir:
     description:
       - Directory for the server's pidfile (C(iso-serve.pid)), secret (C(iso-serve.token), mode 0600) and access
@@ -42,13 +47,15 @@ options:
     description:
       - Where the server listens, C(host:port), C([v6]:port), C(host) or C(:port). Port 0 (or none) takes a free
         port. The URL names this host; with no host (or C(0.0.0.0), C(::)) the server listens on every address
-        and the URL names the controller's address that routes to the first BMC of O(bmc_urls).
+        and the URL names the controller's address that routes to the first BMC of O(hosts).
     type: str
     default: ""
-  bmc_urls:
-    description: The BMCs' URLs; they choose the URL's host when O(address) names none.
+  hosts:
+    description:
+      - The hosts booted from it, as M(openshift_agent.day2.workers_check) returns them; their BMCs' C(bmc_base_url)
+        choose the URL's host when O(address) names none.
     type: list
-    elements: str
+    elements: dict
     default: []
   tls_cert:
     description: Certificate (PEM, with its chain) for HTTPS; with O(tls_key). Without both, plain HTTP.
@@ -74,7 +81,7 @@ attributes:
 EXAMPLES = r"""
 - name: Serve the ISO to the BMCs
   openshift_agent.day2.iso_serve:
-    path: /var/tmp/day2/node.x86_64.iso
+    artifacts: [{architecture: x86_64, path: /var/tmp/day2/node.x86_64.iso}]
     workdir: /var/tmp/day2
     address: 192.168.111.1:8080
   register: served
@@ -110,6 +117,11 @@ pidfile:
   type: str
 log:
   description: The server's access log.
+  returned: state=started
+  type: str
+msg:
+  description: Where the ISO is served (the URL without its secret path, the listening address) and that it holds
+    the pull secret.
   returned: state=started
   type: str
 stopped:

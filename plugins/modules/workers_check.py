@@ -9,29 +9,29 @@ author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
   - Reads the variables of every host of inventory group O(group) itself (it runs on the controller, so no host
-    variable, secrets included, passes through module arguments) and checks them, the boot settings and the
-    variables of the later roles (O(roles)) before anything is written to the cluster. All problems are reported at
-    once, each naming the host (or C(play) for a play variable), the field, the value and the fix.
-  - The host keys are the suboptions of M(openshift_agent.day2.day2_iso)'s O(openshift_agent.day2.day2_iso#module:hosts)
-    and the BMC keys of the boot step (C(bmc_address), C(bmc_username), C(bmc_password), C(bmc_verify_certs); see the
-    C(boot) role). They are read from the host, whichever group or file sets them, and checked and
-    converted as a module's argument spec does (C(prefix_length="24") becomes 24; an empty text, which an AWX survey
-    sends for an unanswered question, means unset).
+    variable, secrets included, passes through module arguments) and checks them, the boot settings and the play's
+    settings before anything is written to the cluster. All problems are reported at once, each naming the host (or
+    C(play) for a play variable), the field, the value and the fix. It returns one record per new worker
+    (RV(hosts)), which the later steps take.
+  - The host keys are those of a host record (the suboptions of M(openshift_agent.day2.day2_iso)'s
+    O(openshift_agent.day2.day2_iso#module:hosts)) and C(bmc_password). They are read from the host, whichever group
+    or file sets them, and checked and converted as a module's argument spec does (C(prefix_length="24") becomes 24;
+    an empty text, which an AWX survey sends for an unanswered question, means unset).
   - "Every other variable of a host is sorted. Not counted: Ansible's own (C(ansible_*), C(inventory_hostname)...),
     those every host of the play has alike (group C(all), extra variables) and the login the playbooks read from the
     group (C(kubeconfig), C(context), C(k8s_host), C(k8s_api_key), C(k8s_validate_certs), C(k8s_ca_cert)).
     Refused, naming the host key meant: a name equal to a host key but for case, C(-)/C(_) and camelCase
     (C(rootDeviceHints)), another usual name for it (C(netmask), C(gw)), its beginning (C(mac), C(bmc_user)), a
     misspelling (C(gatway), C(dns_server), C(root_device_hint)) or the key with more words (C(ip_address)). Refused
-    too: a play variable of this collection (C(day2_*), a role option such as C(boot_method)) set on the new workers
-    only, where the roles do not read it. Any other variable is left alone and listed in RV(ignored): other plays'
-    groups may set it on the same hosts. The value of a mistake is shown, unless it is or resembles a secret."
+    too: a setting of this collection (C(day2_*)) set on the new workers only, where the role does not read it. Any
+    other variable is left alone and listed in RV(ignored): other plays' groups may set it on the same hosts. The
+    value of a mistake is shown, unless it is or resembles a secret."
   - Against the cluster (the facts of M(openshift_agent.day2.day1_facts)) every host's settings are checked the way
     the image step renders them (names, MACs, addresses, routes, DNS, root device hints, architecture and platform),
     against each other (names, MACs and addresses once each), and every static address against the machine
     networks, their prefix length, the API and ingress VIPs and the existing Nodes' addresses. A host name that is a
     control-plane Node is refused as such; a Ready worker Node of the host's name and address means the host joined
-    already, so it is left out of every list (RV(joined)), so running the playbook again is safe.
+    already, so it is left out of RV(hosts) (it is in RV(joined)), so running the playbook again is safe.
   - "The prefix rule: an address in a machine network must carry that network's prefix length. Where the cluster
     has VIPs (keepalived moves them among the nodes, this worker included) a different prefix is refused; without
     VIPs (platform none or external) it is accepted when the host has a default gateway of that IP version (a routed
@@ -45,12 +45,15 @@ description:
     C(ilo5-redfish://), C(ilo5-virtualmedia://), each also with C(+http) or C(+https) - or a plain C(https://) or
     C(http://) URL of the BMC. C(ipmi://), C(idrac://) (WS-Man) and the other non-Redfish types, or a bare host, are
     refused. With C(manual) the BMC keys are not used and not checked.
-  - Every option of the roles named in O(roles) that the user set, as itself (C(join_timeout)) or through the
-    C(day2_*) variable its default reads (C(day2_force_rebuild)), is checked against the role's
-    C(meta/argument_specs.yml), and what the spec cannot say (C(day2_pxe) needs OpenShift 4.18,
-    C(day2_min_token_validity) is a duration, a PXE base URL is http(s), no negative numbers). A play variable
-    named like one of the collection's C(day2_*) or role variables but unknown to it (C(day2_boot_methd),
-    C(join_timout)) is refused naming the one meant.
+  - "The play's settings (every C(day2_*) variable, as the role C(openshift_agent.day2.day2) reads it) are checked
+    against the role's C(meta/argument_specs.yml), the one list of settings and their types, and for what the spec
+    cannot say: C(day2_pxe) needs a release whose node-joiner has C(--pxe) (4.18), C(day2_min_token_validity) is a
+    duration, C(day2_boot_artifacts_base_url) is an http(s) URL, no number is negative. (The role's own argument
+    validation refuses a wrong type when the role starts; the check here also covers the later steps' settings when
+    the steps run one by one.) A play variable named like a setting but unknown to the collection
+    (C(day2_boot_methd), C(DAY2_PXE), C(day2BootMethod)) is refused naming the one meant."
+  - Before any of that, a cluster that node-joiner cannot add workers to (the facts' C(supported)) is refused, and so
+    is an unhealthy one (the facts' C(health)) unless O(require_healthy=false).
 notes:
   - It reads the inventory only and writes nothing; check mode behaves like a normal run.
   - It is an action plugin; it always runs on the controller.
@@ -63,6 +66,11 @@ options:
     description: The day-1 facts of the cluster, as M(openshift_agent.day2.day1_facts) returns them in C(day1_cluster).
     type: dict
     required: true
+  require_healthy:
+    description:
+      - Refuse a cluster whose facts report health problems (C(day2_require_healthy)), naming them.
+    type: bool
+    default: true
   replace_node:
     description:
       - The host being replaced (C(replace_worker.yml) sets it). It is checked and returned even though a Node of its
@@ -71,7 +79,7 @@ options:
     default: ""
   boot_method:
     description:
-      - How the hosts will be booted, C(manual) or C(redfish) (the boot role's C(boot_method), C(day2_boot_method)).
+      - How the hosts will be booted, C(manual) or C(redfish) (C(day2_boot_method)).
         Any other value is refused, naming it and the choices.
     type: str
     default: manual
@@ -83,17 +91,9 @@ options:
     default: ""
   serve_iso:
     description:
-      - Whether the boot step serves the ISO itself (the boot role's C(boot_serve_iso), C(day2_serve_iso)); with
-        C(redfish) and no O(iso_url) that is what happens, so no URL is needed then.
+      - Whether the boot step serves the ISO itself (C(day2_serve_iso)); then no O(iso_url) is needed. Unset, it
+        does with O(boot_method=redfish) and no O(iso_url). RV(boot) says what was decided.
     type: bool
-    default: false
-  roles:
-    description:
-      - The later roles of this collection whose variables are checked against their argument specs (the preflight
-        role passes C(node_image), C(boot), C(join)).
-    type: list
-    elements: str
-    default: []
   agent_config:
     description:
       - Path (on the controller) of a day-1 C(agent-config.yaml) whose C(hosts) are new workers too, besides or
@@ -155,68 +155,63 @@ EXAMPLES = r"""
 - name: Read the cluster
   openshift_agent.day2.day1_facts:
 
-- name: Check the hosts of group new_workers, their BMCs and the later roles' variables
+- name: Check the hosts of group new_workers, their BMCs and the play's settings
   openshift_agent.day2.workers_check:
     cluster: "{{ ansible_facts.day1_cluster }}"
     boot_method: redfish
     iso_url: https://files.example.com/node.x86_64.iso
-    roles: [node_image, boot, join]
   register: workers
+
+- name: Say what will be done
+  ansible.builtin.debug:
+    msg: "{{ workers.summary }}"
 
 - name: Build their ISO
   openshift_agent.day2.day2_iso:
-    hosts: "{{ workers.image_hosts }}"
+    hosts: "{{ workers.hosts }}"
     dest: /var/lib/day2
 """
 
 RETURN = r"""
-image_hosts:
+hosts:
   description:
-    The host keys of the image step, per host still to add (the C(hosts) of M(openshift_agent.day2.day2_iso)).
+    - One record per host still to add, the C(hosts) of the later steps (M(openshift_agent.day2.day2_iso) takes them
+      as they are). Its keys are documented there; every key given (never C(bmc_password)) and C(address),
+      C(addresses), C(state) (C(new), C(half-joined), C(replace)), C(labels), C(taints), C(source) and C(bmc).
+    - C(address) is where the install is followed - C(ip), else C(ipv6), else the first static address of
+      C(network_config); C(addresses) starts with it, then the host's other static addresses.
+    - "C(labels) (C({key: value})) and C(taints) (C([{key, value, effect}]), C(value) left out when empty): the play's
+      and the host's merged, to put on its Node as soon as it registers."
+    - C(bmc), with O(boot_method=redfish), the BMC's endpoint C(bmc_base_url) (C(https://host[:port]), the scheme
+      taken from the C(+http)/C(+https) suffix, https without one) and C(bmc_system_path) (C(/redfish/v1/Systems/<id>),
+      or empty when the address names no system); null otherwise, and for a C(half-joined) host (not booted again).
   returned: success
   type: list
   elements: dict
-boot_hosts:
+joined:
   description:
-    - Per host still to add, its BMC settings (C(name), C(bmc_address), C(bmc_username), C(bmc_verify_certs)) and
-      C(bmc_password_set). The password itself is not returned; the boot step reads it from the inventory.
-    - With O(boot_method=redfish) also C(bmc_base_url) (the BMC's C(https://host[:port]) or C(http://host[:port]),
-      the scheme taken from the C(+http)/C(+https) suffix, https without one) and C(bmc_system_path)
-      (C(/redfish/v1/Systems/<id>), or empty when the address names no system).
+    - The records (as in RV(hosts), C(state) C(joined)) of the hosts that are already Ready Nodes with their address;
+      the join step converges their labels and taints.
   returned: success
   type: list
   elements: dict
-install_hosts:
+summary:
   description:
-    - Per host still to add, C(name), C(address) and C(mac_address) (the C(hosts) of
-      M(openshift_agent.day2.agent_wait)). C(address) is where the install is followed - C(ip), else C(ipv6), else the
-      first static address of C(network_config).
-  returned: success
-  type: list
-  elements: dict
-join_nodes:
-  description:
-    - Per host still to add, C(name) and C(addresses) (the C(nodes) of M(openshift_agent.day2.csr_approve)) - the
-      followed address first, then the host's other static addresses.
-    - "When the host has any, C(labels) (C({key: value})) and C(taints) (C([{key, value, effect}]), C(value) left out
-      when empty), the play's and the host's merged, to put on its Node as soon as it registers."
-  returned: success
-  type: list
-  elements: dict
-node_marks:
-  description:
-    - Per host with labels or taints, already joined ones included, C(name), C(labels) and C(taints) (as in
-      RV(join_nodes)); the preflight role puts them on the Nodes of the joined hosts, so a re-run converges them.
-  returned: success
-  type: list
-  elements: dict
-agent_config_hosts:
-  description: The hosts taken from O(agent_config).
+    - The plan, one line each - the cluster, the new workers and the boot method, the agent-config hosts, the labels
+      and taints, the hosts already joined, the variables left alone, the cluster's warnings. The preflight step
+      prints it.
   returned: success
   type: list
   elements: str
-joined:
-  description: Hosts of the group that are already Ready Nodes with their address; they are left out of the lists.
+boot:
+  description:
+    - How the hosts are booted, for the boot step - C(method) (O(boot_method)), C(iso_url) and C(serve_iso) (whether
+      this run serves the ISO to the BMCs).
+  returned: success
+  type: dict
+  sample: {method: redfish, iso_url: "", serve_iso: true}
+agent_config_hosts:
+  description: The hosts taken from O(agent_config).
   returned: success
   type: list
   elements: str

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import requests
 import yaml
@@ -48,9 +49,9 @@ def import_collection(workdir):
     os.makedirs(namespace)
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
-    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as _node_joiner_run
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner
 
-    return _node_joiner_run
+    return node_joiner
 
 
 def start_node_joiner_pod(core, image):
@@ -142,9 +143,9 @@ def main():
         images = json.loads(core.read_namespaced_config_map("installer-images", "openshift-config").data["images.json"])
         namespace = start_node_joiner_pod(core, images["installer"])
 
-        run = run_module_utils.NodeJoinerRun(None, configuration, "bench")
+        run = run_module_utils.NodeJoinerRun(types.SimpleNamespace(configuration=configuration), "bench")
         run.namespace = {"metadata": {"name": namespace}}
-        while run.exec("node-joiner", "node-joiner", ["cat", "/assets/exit_code"]).stdout.strip() != b"0":
+        while run.exec(["cat", "/assets/exit_code"]).stdout.strip() != b"0":
             time.sleep(0.5)  # the first run builds and caches the base ISO with xorriso
         print("lab up and ISO built in %.1f s" % (time.perf_counter() - started))
 

@@ -79,7 +79,9 @@ def test_add_workers_from_nothing_to_ready_and_again(lab_factory, tmp_path):
     lab.reset_log()
     rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir), env=lab_env(lab))
     assert rc == 0, output[-4000:]
-    assert "already a Ready node" in output
+    assert "Already joined: %s" % ", ".join(sorted(hosts)) in output
+    assert "Boot each of these hosts" not in output and " changed=0 " in output, output[-4000:]
+    assert all("%s: joined (" % name in output for name in hosts), output[-4000:]
     assert lab.writes() == []
     assert len(lab.dump()["approvals"]) == 6
 

@@ -3,7 +3,8 @@
 Every row of bad_inputs.yml is one mistake: the inventory snippet (host, group, extra variables) and what the
 refusal must say. Each runs the real playbook, playbooks/add_workers.yml, against one lab per xdist worker (reset
 between cases) and must end with rc != 0, a problem naming the host, the field and the value with the expected
-words, and no write request in the lab's log.
+words (or, for a setting of the wrong type, the role's argument validation naming the setting and the value), and
+no write request in the lab's log.
 """
 
 import json
@@ -99,6 +100,18 @@ def test_a_mistake_is_refused_before_any_write(labs, case, tmp_path):
     assert rc != 0, stdout[-3000:]
     assert lab.writes() == [], "written before the refusal: %s" % lab.writes()
     expect = case["expect"]
+    if "argument" in expect:  # refused by the role's argument validation, before any task
+        errors = [
+            error
+            for result in failures(stdout)
+            if result.get("action") == "ansible.builtin.validate_argument_spec"
+            for error in result.get("argument_errors") or []
+        ]
+        named = ("argument '%s' " % expect["argument"], "value of %s " % expect["argument"])
+        matching = [error for error in errors if error.startswith(named) and expect["says"] in error]
+        assert matching and str(expect["value"]) in matching[0], errors or stdout[-3000:]
+        assert PASSWORD not in stdout + stderr
+        return
     problems = [problem for result in failures(stdout) for problem in result.get("problems") or []]
     matching = [
         problem

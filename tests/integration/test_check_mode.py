@@ -67,9 +67,9 @@ def test_check_on_a_fresh_lab_writes_nothing_and_says_what_would_happen(lab_fact
     iso = str(tmp_path / "home" / "openshift-day2" / "node.x86_64.iso")
     assert image["would_build"] == [{"architecture": "x86_64", "path": iso, "reason": "%s does not exist" % iso}]
     assert messages(results, "Report the image") == ["x86_64: %s (would be built: %s does not exist)" % (iso, iso)]
-    boot = messages(results, "Tell what to boot")
-    assert boot[0].startswith("Check mode: nothing is built or booted") and iso in boot
-    assert "Hosts: extra-worker-0, extra-worker-1" in boot
+    boot = messages(results, "Boot each host (by hand, or through its BMC)")
+    assert boot[0].startswith("Check mode: nothing is built or booted") and "The ISO: %s" % iso in boot
+    assert boot[0].endswith(": extra-worker-0, extra-worker-1"), boot
 
     (join,) = results["Follow every install and join every host (progress is printed as it happens)"]
     assert [(h["name"], h["agent_url"]) for h in join["would_follow"]] == [
@@ -77,7 +77,7 @@ def test_check_on_a_fresh_lab_writes_nothing_and_says_what_would_happen(lab_fact
         for index in range(2)
     ]
     assert join["would_approve"] == [] and join["changed"] is False
-    follow = messages(results, "Say which hosts would be followed, and where, and which CSRs would be approved")
+    follow = messages(results, "Report every new node, or in check mode what a run would do")
     assert follow == [
         "Check mode: extra-worker-%d would be followed at http://127.0.111.2%d:%d/api/assisted-install/v2 (then its "
         "kubelet at 127.0.111.2%d:%d) until its Node is Ready; would approve none yet (no CSR of this host is "
@@ -109,11 +109,76 @@ def test_check_predicts_the_pending_csrs_it_would_approve(lab_factory, tmp_path)
     assert sorted((c["name"], c["node"]) for c in join["would_approve"]) == sorted(
         (name, "extra-worker-%d" % index) for index, name in enumerate(sorted(pending, key=pending.get))
     )
-    report = " ".join(
-        messages(results, "Say which hosts would be followed, and where, and which CSRs would be approved")
-    )
+    report = " ".join(messages(results, "Report every new node, or in check mode what a run would do"))
     for name in pending:
         assert "would approve now, once its kubelet answers: %s" % name in report
+
+
+def approve_as_admin(lab, names):
+    """Approve CSRs the way an admin's kubectl would (the kubernetes client, not the collection)."""
+    from kubernetes import client, config
+
+    certificates = client.CertificatesV1Api(config.new_client_from_config(lab.kubeconfig))
+    for name in names:
+        csr = certificates.read_certificate_signing_request(name)
+        condition = client.V1CertificateSigningRequestCondition(
+            type="Approved", status="True", reason="AdminApproved", message="approved by the test"
+        )
+        csr.status.conditions = [*(csr.status.conditions or []), condition]
+        certificates.replace_certificate_signing_request_approval(name, csr)
+
+
+def pending_csrs(lab, signer):
+    return {
+        o["metadata"]["name"]: o["spec"]["username"]
+        for o in lab.dump()["objects"]
+        if o["kind"] == "CertificateSigningRequest"
+        and o["spec"]["signerName"] == signer
+        and not o.get("status", {}).get("conditions")
+    }
+
+
+def test_the_check_names_exactly_the_csrs_the_run_then_approves(lab_factory, tmp_path):
+    """Same lab state, --check and then the real run: the approvals the check predicts are the ones made. The hosts
+    are half-joined (client certificates issued by an admin, Nodes NotReady, serving CSRs pending), and a rogue CSR
+    for one of them is pending too: neither run may take it."""
+    lab = lab_factory("--hosts", "2", "--agent-port", "0", "--kubelet-port", "0")
+    labctl("reboot-done", "--state", str(lab.state), "extra-worker-0", "extra-worker-1")
+    client_signer, serving_signer = "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"
+    deadline = time.monotonic() + 120
+    while len(pending_csrs(lab, client_signer)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    approve_as_admin(lab, pending_csrs(lab, client_signer))
+    while len(pending_csrs(lab, serving_signer)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    labctl("rogue-csr", "--state", str(lab.state), "serving-foreign-ip")
+    serving = set(pending_csrs(lab, serving_signer))
+    assert len(serving) == 3, serving  # the two kubelets' and the rogue one
+
+    lab.reset_log()
+    before = {a["csr"] for a in lab.dump()["approvals"]}  # the admin's
+    rc, output, results = run_check(lab, tmp_path)
+    assert rc == 0, output[-6000:]
+    assert lab.writes() == [] and {a["csr"] for a in lab.dump()["approvals"]} == before
+    (join,) = results["Follow every install and join every host (progress is printed as it happens)"]
+    predicted = {c["name"] for c in join["would_approve"]}
+    assert len(predicted) == 2 and predicted < serving, (predicted, serving)
+
+    rc, output = run_playbook(
+        PLAYBOOK,
+        "-i",
+        lab.inventory,
+        "--tags",
+        "join",
+        "-e",
+        "day2_wait_sleep=1",
+        "-e",
+        "day2_workdir=%s" % (tmp_path / "work"),
+        env=lab_env(lab),
+    )
+    assert rc == 0, output[-6000:]
+    made = {a["csr"] for a in lab.dump()["approvals"]} - before
+    assert made == predicted, (made, predicted)
 
 
 def test_check_with_redfish_reads_the_bmcs_and_boots_nothing(lab_factory, tmp_path):
@@ -123,9 +188,7 @@ def test_check_with_redfish_reads_the_bmcs_and_boots_nothing(lab_factory, tmp_pa
     rc, output, results = run_check(lab, tmp_path, "-e", "day2_boot_method=redfish", "-e", "day2_iso_url=%s" % iso_url)
     assert rc == 0, output[-6000:]
     assert lab.writes() == []
-    said = messages(results, "Say how Redfish would boot extra-worker-0") + messages(
-        results, "Say how Redfish would boot extra-worker-1"
-    )
+    said = messages(results, "Boot each host (by hand, or through its BMC)")
     systems = lab.info["redfish"]["systems"]
     for name, message in zip(("extra-worker-0", "extra-worker-1"), said):
         bmc = "%s/redfish/v1/Systems/%s" % (lab.info["redfish"]["url"], systems[name])

@@ -1,4 +1,4 @@
-"""The join role (openshift_agent.day2.join_workers) against the lab's hosts, kubelets and rogue CSRs.
+"""The join step (openshift_agent.day2.csr_approve) against the lab's hosts, kubelets and rogue CSRs.
 
 Spoofs (a client CSR for an expected host filed at "Rebooting", a replay of the kubelet's pending CSR, a second
 key after the approval), one host that never boots, and SIGKILL of ansible-playbook during the install wait and
@@ -29,7 +29,7 @@ PLAY = """\
         name: openshift_agent.day2.day2
         tasks_from: join
       vars:
-        day2_plan: {{install_hosts: {install_hosts}, join_nodes: {nodes}}}
+        day2_plan: {{hosts: {hosts}, joined: []}}
         day2_wait_sleep: 1
         day2_settle_seconds: {settle}
         day2_boot_timeout: {boot_timeout}
@@ -61,8 +61,10 @@ def write_play(lab, tmp_path, settle=2, boot_timeout=120):
     path.write_text(
         PLAY.format(
             kubeconfig=lab.kubeconfig,
-            install_hosts=[{"name": h["name"], "address": h["ip"], "mac_address": h["mac_address"]} for h in hosts],
-            nodes=[{"name": h["name"], "addresses": [h["ip"]]} for h in hosts],
+            hosts=[
+                {"name": h["name"], "address": h["ip"], "addresses": [h["ip"]], "mac_address": h["mac_address"]}
+                for h in hosts
+            ],
             settle=settle,
             boot_timeout=boot_timeout,
         )

@@ -1,4 +1,4 @@
-"""Live progress: while the hosts install, join_workers prints every change of a host's status, stage and
+"""Live progress: while the hosts install, csr_approve prints every change of a host's status, stage and
 percentage as it happens, with a timestamp and the host's name, at default verbosity (the default callback, as
 in a terminal or an AWX job), and ends with one summary line per host.
 
@@ -29,7 +29,7 @@ def test_every_stage_of_every_host_is_printed_as_it_happens(lab_factory, tmp_pat
     assert rc == 0, output[-6000:]
     lines = output.splitlines()
     task_end = next(
-        i for i, line in enumerate(lines) if line.startswith("TASK [openshift_agent.day2.join : Report every new node")
+        i for i, line in enumerate(lines) if line.startswith("TASK [openshift_agent.day2.day2 : Report every new node")
     )
     for host in hosts:
         for stage in SHOWN_STAGES:

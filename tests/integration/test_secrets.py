@@ -191,7 +191,7 @@ def test_no_secret_at_vvvv_on_the_manual_path(lab_factory, tmp_path, run):
     console = console_boots_when_media_are_ready(lab, run.workdir, hosts)
     run.run(lab, manual_inventory(lab, tmp_path / "inventory.yml"))
     console.join(timeout=5)
-    assert "Boot each new host" in run.output
+    assert "Boot each of these hosts" in run.output
     assert_no_leak(run, lab, BMC_PASSWORD_MARKER, run.workdir / "node.x86_64.iso.json")
 
 

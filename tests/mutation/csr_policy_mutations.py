@@ -2,13 +2,13 @@
 
 """Mutation check of the CSR approval policy: is every rule needed by some test?
 
-Disables one rule of the policy in plugins/module_utils/_join/ at a time (a check
-of checks.py that always passes, a group rule of policy.py that refuses nothing,
-a flood guard of flood.py that never fires), runs the policy's unit tests against
-that mutant in a fresh interpreter and reports whether the tests noticed
-("killed") or not ("survived").
+Disables one rule of the policy in plugins/module_utils/_join/csr.py at a time (a check of CSR_CHECKS,
+CLIENT_CHECKS or SERVING_CHECKS that always passes; host_csrs without its grouping of a host's client CSRs by
+public key, or approving every valid serving CSR instead of the newest one, or once more after one is approved;
+a flood guard that never fires), runs the unit tests of the policy and of the engine that applies it against that
+mutant in a fresh interpreter and reports whether the tests noticed ("killed") or not ("survived").
 
-    .venv/bin/python tests/mutation/csr_policy_mutations.py
+    PYTHONPATH=.collections .venv/bin/python tests/mutation/csr_policy_mutations.py
 
 Exit status 0 only when the unmutated policy passes and every mutant is killed.
 """
@@ -22,52 +22,93 @@ import sys
 import tempfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JOIN_PACKAGE = "ansible_collections.openshift_agent.day2.plugins.module_utils._join"
+POLICY_MODULE = "ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr"
 TEST_DIR = os.path.join("tests", "unit", "plugins", "module_utils")
-TEST_FILES = [os.path.join(TEST_DIR, name) for name in ("test_csr_checks.py", "test_csr_policy.py")]
-# The rule lists, by the module (of JOIN_PACKAGE) that holds them.
-RULE_LISTS = {
-    "CSR_CHECKS": "checks",
-    "CLIENT_CHECKS": "checks",
-    "SERVING_CHECKS": "checks",
-    "GROUP_RULES": "policy",
-}
-FLOOD_GUARD = "flood_guard"
+TEST_FILES = [os.path.join(TEST_DIR, name) for name in ("test_join_csr.py", "test_join_engine.py")]
+RULE_LISTS = ("CSR_CHECKS", "CLIENT_CHECKS", "SERVING_CHECKS")
 BASELINE = "none"
 # pytest exit status 1 means "some tests failed": the mutant was noticed.
 PYTEST_TESTS_FAILED = 1
 
 
-def join_module(name):
+def policy():
     import importlib
 
-    return importlib.import_module("%s.%s" % (JOIN_PACKAGE, name))
+    return importlib.import_module(POLICY_MODULE)
+
+
+def _valid_serving(module, csrs, ctx, host):
+    """The pending serving CSRs of ``host`` that pass every check (host_csrs' candidates)."""
+    return [
+        csr
+        for csr in csrs
+        if csr.host == host and csr.signer == module.SERVING_SIGNER and module.first_finding(csr, ctx) is None
+    ]
+
+
+def without_key_grouping(module, original):
+    """Every pending client CSR counts as the kubelet's, whatever its key: no rogue, no ambiguous keys."""
+
+    def host_csrs(csrs, ctx, host):
+        found = original(csrs, ctx, host)
+        found.client = sorted(found.pending, key=lambda csr: (csr.created_text or "", csr.name or ""))
+        found.rogue, found.ambiguous, found.key = [], [], None
+        return found
+
+    return host_csrs
+
+
+def every_valid_serving(module, original):
+    """Every valid pending serving CSR is approved, not only the newest."""
+
+    def host_csrs(csrs, ctx, host):
+        found = original(csrs, ctx, host)
+        found.serving = _valid_serving(module, csrs, ctx, host) if found.serving else []
+        return found
+
+    return host_csrs
+
+
+def serving_again(module, original):
+    """The newest serving CSR is approved even after one of this installation is approved."""
+
+    def host_csrs(csrs, ctx, host):
+        found = original(csrs, ctx, host)
+        valid = _valid_serving(module, csrs, ctx, host)
+        found.serving = [max(valid, key=lambda csr: (csr.created_text or "", csr.name or ""))] if valid else []
+        return found
+
+    return host_csrs
+
+
+# Mutants of host_csrs (the CSRs of one host together) and of the flood guard, by name.
+GROUPING = {
+    "host_csrs.client_keys": without_key_grouping,
+    "host_csrs.newest_serving": every_valid_serving,
+    "host_csrs.one_serving": serving_again,
+}
+FLOOD = "flood"
 
 
 def mutant_names():
-    names = []
-    for list_name, module in RULE_LISTS.items():
-        names += ["%s.%s" % (list_name, rule.__name__) for rule in getattr(join_module(module), list_name)]
-    return [*names, FLOOD_GUARD]
+    module = policy()
+    names = ["%s.%s" % (list_name, rule.__name__) for list_name in RULE_LISTS for rule in getattr(module, list_name)]
+    return [*names, *GROUPING, FLOOD]
 
 
 def apply_mutant(mutant):
-    """Disable the named rule inside the already imported policy modules (the lists are changed in place)."""
-    if mutant == FLOOD_GUARD:
-        flood = join_module("flood")
-
-        def never_flood(csrs, expected_names, now, threshold):
-            return flood.FloodVerdict(False, 0, threshold, "disabled")
-
-        flood.flood_guard = never_flood
+    """Disable the named rule inside the imported policy module (the engine and the tests call it through the
+    module object, the rule lists are changed in place)."""
+    module = policy()
+    if mutant == FLOOD:
+        module.flood = lambda csrs, hosts, now: None
+        return
+    if mutant in GROUPING:
+        module.host_csrs = GROUPING[mutant](module, module.host_csrs)
         return
     list_name, rule_name = mutant.split(".")
-    rules = getattr(join_module(RULE_LISTS[list_name]), list_name)
-    index = [rule.__name__ for rule in rules].index(rule_name)
-    if list_name == "GROUP_RULES":
-        rules[index] = lambda group: {}
-    else:
-        rules[index] = lambda csr, ctx: None
+    rules = getattr(module, list_name)
+    rules[[rule.__name__ for rule in rules].index(rule_name)] = lambda csr, ctx: None
 
 
 def run_child(mutant):

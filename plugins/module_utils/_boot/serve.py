@@ -115,7 +115,7 @@ class IsoHandler(BaseHTTPRequestHandler):
             return
         size = os.path.getsize(conf["file"])
         mtime = os.path.getmtime(conf["file"])
-        etag = '"%x-%x"' % (int(mtime), size)
+        etag = f'"{int(mtime):x}-{size:x}"'
         try:
             wanted = parse_range(self.headers.get("Range"), size)
         except ValueError:
@@ -170,7 +170,7 @@ class IsoHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         conf = self.server.conf  # type: ignore[attr-defined]
-        line = "%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), self.client_address[0], format % args)
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.client_address[0]} {format % args}\n"
         with conf["log_lock"]:
             conf["log"].write(line.replace(conf["token"], "(secret)"))
             conf["log"].flush()
@@ -222,7 +222,7 @@ def main(argv: list | None = None) -> int:
     log = open(args.log, "a")  # noqa: SIM115 - open for the whole life of the server, closed at its end
     conf = {
         "file": args.file,
-        "path": "/%s/%s" % (token, args.name),
+        "path": f"/{token}/{args.name}",
         "token": token,
         "log": log,
         "log_lock": threading.Lock(),
@@ -248,14 +248,14 @@ def main(argv: list | None = None) -> int:
             why = "the run (pid %d) is gone" % args.watch_pid
             break
         if time.monotonic() > deadline:
-            why = "served for its maximum of %.0f s" % args.max_seconds
+            why = f"served for its maximum of {args.max_seconds:.0f} s"
             break
     server.shutdown()
     server.server_close()
     for path in (args.pidfile, args.token_file):
         with contextlib.suppress(OSError):
             os.remove(path)
-    log.write("%s exit: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), why))
+    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} exit: {why}\n")
     log.close()
     return 0
 

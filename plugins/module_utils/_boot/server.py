@@ -46,7 +46,7 @@ def parse_address(address: str) -> tuple[str, int]:
     else:
         host, port_text = address, ""
     if port_text and (not port_text.isdigit() or not 0 <= int(port_text) <= 65535):
-        raise ValueError('the port "%s" is not a number from 0 to 65535' % port_text)
+        raise ValueError(f'the port "{port_text}" is not a number from 0 to 65535')
     return host, int(port_text or 0)
 
 
@@ -77,14 +77,14 @@ def url_host(bind: str, bmc_urls: list[str]) -> str:
     source = route_source(bmc_urls)
     if source is None:
         raise ServeError(
-            "iso_serve: no address of this controller routes to the BMCs (%s); set day2_serve_address to the "
-            "controller's address on the BMC network, e.g. 192.168.111.1:8080" % ", ".join(bmc_urls or ["none"])
+            f"iso_serve: no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
+            "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
         )
     return source
 
 
 def _bracket(host: str) -> str:
-    return "[%s]" % host if ":" in host else host
+    return f"[{host}]" if ":" in host else host
 
 
 def read_pidfile(pidfile: str) -> dict[str, Any] | None:
@@ -108,13 +108,13 @@ def start(
     """Start a server for ``iso``; return url (holding the secret path), display_url (without it), pid, pidfile,
     log and address. A server of an earlier run of this work directory is stopped first."""
     if not os.path.isfile(iso):
-        raise ServeError("iso_serve: path %s is not a file; build the ISO first (the node_image role)" % iso)
+        raise ServeError(f"iso_serve: path {iso} is not a file; build the ISO first (the image step)")
     if bool(cert) != bool(key):
         raise ServeError("iso_serve: tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
     try:
         bind, port = parse_address(address)
     except ValueError as error:
-        raise ServeError("iso_serve: address %s: %s; write host:port, e.g. 192.168.111.1:8080" % (address, error))
+        raise ServeError(f"iso_serve: address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
     host = url_host(bind, bmc_urls)
     pidfile = os.path.join(workdir, "iso-serve.pid")
     stop(pidfile)
@@ -151,8 +151,8 @@ def start(
             scheme = "https" if cert else "http"
             base = "%s://%s:%d" % (scheme, _bracket(host), info["port"])
             return {
-                "url": "%s/%s/%s" % (base, token, name),
-                "display_url": "%s/(secret)/%s" % (base, name),
+                "url": f"{base}/{token}/{name}",
+                "display_url": f"{base}/(secret)/{name}",
                 "pid": process.pid,
                 "pidfile": pidfile,
                 "log": log,
@@ -160,12 +160,12 @@ def start(
             }
         if process.poll() is not None:
             raise ServeError(
-                "iso_serve: the server for %s on %s exited (%s): %s; choose a free address and port in "
-                "day2_serve_address" % (iso, address or "(all addresses)", process.returncode, _tail(log))
+                f"iso_serve: the server for {iso} on {address or '(all addresses)'} exited ({process.returncode}): "
+                f"{_tail(log)}; choose a free address and port in day2_serve_address"
             )
         time.sleep(0.05)
     process.kill()
-    raise ServeError("iso_serve: the server on %s did not start within %.0f s; see %s" % (address, START_SECONDS, log))
+    raise ServeError(f"iso_serve: the server on {address} did not start within {START_SECONDS:.0f} s; see {log}")
 
 
 def _tail(log: str) -> str:

@@ -14,34 +14,25 @@ Creating node-joiner's ClusterRole and its binding is subject to the API server'
 to an identity that holds every permission the role grants, or may ``escalate`` and ``bind`` ClusterRoles --
 kubernetes pkg/registry/rbac/clusterrole/policybased/storage.go@f57072c8cd5e803d5bef17af8c27c1b0feefb018 and
 pkg/registry/rbac/escalation_check.go@31b6ba4e9469592a7ca2f56235750767f34ab3fb. The documented role takes the
-second way; an identity that takes the first (every rule of :func:`_image.node_joiner.cluster_role_rules`,
-cluster-wide) passes too.
+second way; an identity that takes the first (every rule of :func:`_image.node_joiner.cluster_role_rules` for the
+cluster's release, ``_common.releases``; every release's when the release is not given, cluster-wide) passes too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s, releases
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    ApiClient,
-    connect,
-    describe_connection,
-    group_target,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.node_joiner import (
-    ICSP_RULE_FIXED_IN,
-    cluster_role_rules,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.node_joiner import cluster_role_rules
 
 # The parts of a run (the option ``plan``) and the module of each, for the messages.
 STEP_MODULES = {
     "gather": "day1_facts",
     "image": "day2_iso",
-    "install": "join_workers",
-    "join": "join_workers",
+    "install": "agent_wait",
+    "join": "csr_approve",
     "replace": "replace_worker.yml",
 }
 DEFAULT_PLAN = ("gather", "image", "install", "join")
@@ -49,8 +40,8 @@ ROLE_NAME = "openshift-agent-day2"
 REPLACE_ROLE_NAME = "openshift-agent-day2-replace"
 RBAC = "rbac.authorization.k8s.io"
 _CONFIG, _MCO, _CERTS = "config.openshift.io", "machineconfiguration.openshift.io", "certificates.k8s.io"
-KUBELET_SIGNERS = ("kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving")
-REVIEW_TARGET = group_target("authorization.k8s.io", "v1", "selfsubjectaccessreviews", verb="create")
+KUBELET_SIGNERS = "kubernetes.io/kube-apiserver-client-kubelet kubernetes.io/kubelet-serving"
+REVIEW_TARGET = k8s.group_target("authorization.k8s.io", "v1", "selfsubjectaccessreviews", verb="create")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,83 +55,109 @@ class Rule:
     why: str
     names: tuple[str, ...] = ()
     namespace: str | None = None  # None: in the ClusterRole; else in the Role of that namespace
-    # True for the rule node-joiner's role can be granted without: holding all of that role instead.
-    or_node_joiner_rules: bool = False
 
     @property
     def role(self) -> str:
         return REPLACE_ROLE_NAME if self.steps == ("replace",) else ROLE_NAME
 
+    @property
+    def or_node_joiner_rules(self) -> bool:
+        """Whether holding every rule of node-joiner's ClusterRole does instead: the escalation rule's way."""
+        return "escalate" in self.verbs
+
     def policy_rule(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"apiGroups": [self.group], "resources": list(self.resources)}
-        if self.names:
-            rule["resourceNames"] = list(self.names)
-        rule["verbs"] = list(self.verbs)
-        return rule
+        rule.update({"resourceNames": list(self.names)} if self.names else {})
+        return dict(rule, verbs=list(self.verbs))
 
     def comment(self) -> str:
-        return "%s: %s" % (", ".join(STEP_MODULES[step] for step in self.steps), self.why)
+        return f"{', '.join(dict.fromkeys(STEP_MODULES[step] for step in self.steps))}: {self.why}"
+
+    @classmethod
+    def of(cls, spec: tuple[str, ...], why: str) -> Rule:
+        """The rule of a :data:`_TABLE` entry."""
+        steps, verbs, group, resources, names, namespace = (*spec, "", "")[:6]
+
+        def split(text: str) -> tuple[str, ...]:
+            return tuple(text.split())
+
+        return cls(group, split(resources), split(verbs), split(steps), why, split(names), namespace or None)
+
+    def reviews(self) -> list[Review]:
+        names: tuple[str | None, ...] = self.names or (None,)
+        return [Review(v, r, self.group, self.namespace, n) for r in self.resources for v in self.verbs for n in names]
 
 
-RULES: tuple[Rule, ...] = (
+# Each rule is two entries: (the parts of the run that need it, its verbs, API group ("" the core one), resources,
+# object names (none: any), the namespace of its Role (none: cluster-wide)), lists space-separated; then why.
+_TABLE: tuple[Any, ...] = (
     # --- ClusterRole openshift-agent-day2 ---
-    Rule(_CONFIG, ("clusterversions",), ("get",), ("gather", "image", "install"),
-         "release, cluster ID, release image (node-joiner and agents differ by release)",
-         names=("version",)),
-    Rule(_CONFIG, ("infrastructures",), ("get",), ("gather", "image"), "platform, API URLs, infrastructure name",
-         names=("cluster",)),
-    Rule(_CONFIG, ("networks",), ("get",), ("gather",), "cluster and service networks, network type",
-         names=("cluster",)),
-    Rule(_CONFIG, ("proxies",), ("get",), ("gather", "image"), "the cluster proxy (node-joiner's pod uses it too)",
-         names=("cluster",)),
-    Rule(_CONFIG, ("ingresses",), ("get",), ("gather",), "the apps domain", names=("cluster",)),
-    Rule(_CONFIG, ("imagedigestmirrorsets",), ("list",), ("gather",), "registry mirrors the new workers inherit"),
-    Rule("operator.openshift.io", ("imagecontentsourcepolicies",), ("list",), ("gather",),
-         "registry mirrors of the older kind"),
-    Rule(_CONFIG, ("clusteroperators",), ("list",), ("gather",), "operator health (preflight refuses a sick cluster)"),
-    Rule(_MCO, ("machineconfigs",), ("get",), ("gather",), "SSH key, FIPS and chrony settings of the workers",
-         names=("99-worker-ssh", "99-worker-fips", "50-workers-chrony-configuration")),
-    Rule(_MCO, ("machineconfigpools",), ("get",), ("gather",), "worker pool health", names=("worker",)),
-    Rule("", ("nodes",), ("list",), ("gather", "image", "join"),
-         "existing nodes (names, addresses, architecture); the new nodes' Ready state"),
-    Rule("", ("nodes",), ("patch",), ("join",), "the new nodes' labels and taints (node_labels, node_taints)"),
-    Rule(_CERTS, ("certificatesigningrequests",), ("get", "list", "watch"), ("join",),
-         "find the new nodes' CSRs and follow the ones still to come"),
-    Rule(_CERTS, ("certificatesigningrequests/approval",), ("update",), ("join",), "approve exactly those CSRs"),
-    Rule(_CERTS, ("signers",), ("approve",), ("join",), "approving needs the signer's approve: the kubelet's two only",
-         names=KUBELET_SIGNERS),
-    Rule("", ("namespaces",), ("create", "delete", "list"), ("image",),
-         "node-joiner's namespace (a generated name, so no resourceNames), deleted at the end; old runs' found"),
-    Rule("", ("serviceaccounts", "configmaps"), ("create",), ("image",),
-         "node-joiner's service account and nodes-config in that namespace"),
-    Rule("", ("pods",), ("create", "get"), ("image",), "the node-joiner pod (and the release pod) and their state"),
-    Rule("", ("pods/exec",), ("create",), ("image",), "read node-joiner's report, copy the ISO out of the pod"),
-    Rule("", ("pods/log",), ("get",), ("image",), "the release pod's image references; node-joiner's log on failure"),
-    Rule(RBAC, ("clusterroles", "clusterrolebindings"), ("create", "delete", "get", "list"), ("image",),
-         "node-joiner's ClusterRole and binding (as oc adm node-image grants), deleted at the end; old runs' found"),
-    Rule(RBAC, ("clusterroles",), ("escalate", "bind"), ("image",),
-         "creating that role and its binding needs escalate and bind, or every permission the role grants",
-         or_node_joiner_rules=True),
+    ("gather image", "get", _CONFIG, "clusterversions", "version"),
+    "release, cluster ID, release image (node-joiner and agents differ by release)",
+    ("gather image", "get", _CONFIG, "infrastructures", "cluster"),
+    "platform, API URLs, infrastructure name",
+    ("gather", "get", _CONFIG, "networks", "cluster"),
+    "cluster and service networks, network type",
+    ("gather image", "get", _CONFIG, "proxies", "cluster"),
+    "the cluster proxy (node-joiner's pod uses it too)",
+    ("gather", "get", _CONFIG, "ingresses", "cluster"),
+    "the apps domain",
+    ("gather", "list", _CONFIG, "imagedigestmirrorsets"),
+    "registry mirrors the new workers inherit",
+    ("gather", "list", "operator.openshift.io", "imagecontentsourcepolicies"),
+    "registry mirrors of the older kind",
+    ("gather", "list", _CONFIG, "clusteroperators"),
+    "operator health (preflight refuses a sick cluster)",
+    ("gather", "get", _MCO, "machineconfigs", "99-worker-ssh 99-worker-fips 50-workers-chrony-configuration"),
+    "SSH key, FIPS and chrony settings of the workers",
+    ("gather", "get", _MCO, "machineconfigpools", "worker"),
+    "worker pool health",
+    ("gather image join", "list", "", "nodes"),
+    "existing nodes (names, addresses, architecture); the new nodes' Ready state",
+    ("join", "get patch", "", "nodes"),
+    "the new nodes' labels and taints (node_labels, node_taints)",
+    ("join", "get list", _CERTS, "certificatesigningrequests"),
+    "find the new nodes' CSRs and follow the ones still to come",
+    ("join", "update", _CERTS, "certificatesigningrequests/approval"),
+    "approve exactly those CSRs",
+    ("join", "approve", _CERTS, "signers", KUBELET_SIGNERS),
+    "approving needs the signer's approve: the kubelet's two only",
+    ("image", "create delete list", "", "namespaces"),
+    "node-joiner's namespace (a generated name, so no resourceNames), deleted at the end; old runs' found",
+    ("image", "create", "", "serviceaccounts configmaps"),
+    "node-joiner's service account and nodes-config in that namespace",
+    ("image", "create get", "", "pods"),
+    "the node-joiner pod (and the release pod) and their state",
+    ("image", "create", "", "pods/exec"),
+    "read node-joiner's report, copy the ISO out of the pod",
+    ("image", "get", "", "pods/log"),
+    "the release pod's image references; node-joiner's log on failure",
+    ("image", "create delete get list", RBAC, "clusterroles clusterrolebindings"),
+    "node-joiner's ClusterRole and binding (as oc adm node-image grants), deleted at the end; old runs' found",
+    ("image", "escalate bind", RBAC, "clusterroles"),
+    "creating that role and its binding needs escalate and bind, or every permission the role grants",
     # --- Roles openshift-agent-day2 ---
-    Rule("", ("secrets",), ("get",), ("gather",), "the pull secret node-joiner needs (never returned)",
-         names=("pull-secret",), namespace="openshift-config"),
-    Rule("", ("secrets",), ("get",), ("image", "install"), "node-joiner's agent tokens: ISO reuse, agent API login",
-         names=("agent-auth-token",), namespace="openshift-config"),
-    Rule("", ("configmaps",), ("get",), ("gather",), "the additional trust bundle", names=("user-ca-bundle",),
-         namespace="openshift-config"),
-    Rule("", ("configmaps",), ("get",), ("image",), "the node-joiner image (4.18 and later)",
-         names=("installer-images",), namespace="openshift-config"),
-    Rule("", ("configmaps",), ("get",), ("gather",), "install-config: name, base domain, machine networks",
-         names=("cluster-config-v1",), namespace="kube-system"),
-    Rule("", ("configmaps",), ("get",), ("gather",), "the RHCOS boot images", names=("coreos-bootimages",),
-         namespace="openshift-machine-config-operator"),
-    Rule("", ("secrets",), ("get",), ("gather",), "the workers' Ignition endpoint",
-         names=("worker-user-data-managed",), namespace="openshift-machine-api"),
+    ("gather", "get", "", "secrets", "pull-secret", "openshift-config"),
+    "the pull secret node-joiner needs (never returned)",
+    ("image install join", "get", "", "secrets", "agent-auth-token", "openshift-config"),
+    "node-joiner's agent tokens: ISO reuse, agent API login",
+    ("gather", "get", "", "configmaps", "user-ca-bundle", "openshift-config"),
+    "the additional trust bundle",
+    ("image", "get", "", "configmaps", "installer-images", "openshift-config"),
+    "the node-joiner image (4.18 and later)",
+    ("gather", "get", "", "configmaps", "cluster-config-v1", "kube-system"),
+    "install-config: name, base domain, machine networks",
+    ("gather", "get", "", "configmaps", "coreos-bootimages", "openshift-machine-config-operator"),
+    "the RHCOS boot images",
+    ("gather", "get", "", "secrets", "worker-user-data-managed", "openshift-machine-api"),
+    "the workers' Ignition endpoint",
     # --- ClusterRole openshift-agent-day2-replace ---
-    Rule("", ("nodes",), ("get", "delete"), ("replace",), "read and delete the replaced node (cordon: patch nodes)"),
-    Rule("", ("pods",), ("list", "delete"), ("replace",),
-         "drain: the node's pods, deleted without eviction (a failed node); get pods is the image step's"),
-)  # fmt: skip
+    ("replace", "delete", "", "nodes"),
+    "delete the replaced node (get and patch nodes: the join step's)",
+    ("replace", "list delete", "", "pods"),
+    "drain: the node's pods, deleted without eviction (a failed node); get pods is the image step's",
+)
+RULES = tuple(Rule.of(spec, why) for spec, why in zip(_TABLE[::2], _TABLE[1::2]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,50 +172,35 @@ class Review:
 
     def spec(self) -> dict[str, Any]:
         resource, _sep, subresource = self.resource.partition("/")
+        optional = {"subresource": subresource, "namespace": self.namespace, "name": self.name}
         attributes = {"verb": self.verb, "group": self.group, "resource": resource}
-        for key, value in (("subresource", subresource), ("namespace", self.namespace), ("name", self.name)):
-            if value:
-                attributes[key] = value
-        return {"resourceAttributes": attributes}
+        return {"resourceAttributes": dict(attributes, **{key: value for key, value in optional.items() if value})}
 
     def describe(self) -> str:
-        what = self.resource if not self.group else "%s.%s" % (self.resource, self.group)
-        named = ' "%s"' % self.name if self.name else ""
-        where = " in namespace %s" % self.namespace if self.namespace else " (cluster-wide)"
-        return "%s %s%s%s" % (self.verb, what, named, where)
-
-
-def reviews_of(rule: Rule) -> list[Review]:
-    names: tuple[str | None, ...] = rule.names or (None,)
-    return [
-        Review(verb, resource, rule.group, rule.namespace, name)
-        for resource in rule.resources
-        for verb in rule.verbs
-        for name in names
-    ]
+        what = f"{self.resource}.{self.group}" if self.group else self.resource
+        where = f" in namespace {self.namespace}" if self.namespace else " (cluster-wide)"
+        return f"{self.verb} {what}" + (f' "{self.name}"' if self.name else "") + where
 
 
 def planned_rules(plan: list[str] | tuple[str, ...]) -> list[Rule]:
     unknown = sorted(set(plan) - set(STEP_MODULES))
     if unknown:
         raise Day2Error(
-            "access_check: option plan has %s, which is not a part of the run; use some of %s"
-            % (", ".join(unknown), ", ".join(STEP_MODULES))
+            f"access_check: option plan has {', '.join(unknown)}, which is not a part of the run; use some of "
+            f"{', '.join(STEP_MODULES)}"
         )
     return [rule for rule in RULES if set(rule.steps) & set(plan)]
 
 
-def node_joiner_reviews(release: str | None) -> list[Review]:
-    """The cluster-wide permissions of node-joiner's ClusterRole for ``release`` (all releases' when unknown)."""
-    match = re.match(r"(\d+)\.(\d+)", release or "")
-    minors = (
-        [(int(match.group(1)), int(match.group(2)))] if match else [(4, ICSP_RULE_FIXED_IN[1] - 1), ICSP_RULE_FIXED_IN]
-    )
-    reviews: list[Review] = []
-    for minor in minors:
-        for rule in cluster_role_rules(minor):
-            for group in rule["apiGroups"]:
-                reviews += [Review(verb, resource, group) for resource in rule["resources"] for verb in rule["verbs"]]
+def node_joiner_reviews(version: str | None) -> list[Review]:
+    """The cluster-wide permissions of node-joiner's ClusterRole on release ``version`` (every release's when it is
+    not given)."""
+    minor = releases.parse_version(version)
+    rows = releases.RELEASES if minor is None else (releases.release(max(minor, releases.MINIMUM)),)
+    rules = [rule for row in rows for rule in cluster_role_rules(row)]
+    reviews = [
+        Review(v, r, g) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    ]
     return list(dict.fromkeys(reviews))
 
 
@@ -206,59 +208,51 @@ class AccessError(Day2Error):
     """The identity lacks permissions the run needs (``result["missing"]`` lists them)."""
 
 
-def _ask(api: ApiClient, review: Review) -> bool:
-    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": review.spec()}
-    answer = api.create(REVIEW_TARGET, body) or {}
-    return bool((answer.get("status") or {}).get("allowed"))
-
-
-def check(api: ApiClient, plan: list[str] | tuple[str, ...], release: str | None, identity: str) -> dict[str, Any]:
+def check(api: k8s.ApiClient, plan: list[str] | tuple[str, ...], release: str | None, identity: str) -> dict[str, Any]:
     """Ask for every permission of the planned parts of the run; raise AccessError listing the missing ones."""
     asked: dict[Review, bool] = {}
 
     def allowed(review: Review) -> bool:
         if review not in asked:
-            asked[review] = _ask(api, review)
+            body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": review.spec()}
+            asked[review] = bool(((api.create(REVIEW_TARGET, body) or {}).get("status") or {}).get("allowed"))
         return asked[review]
 
-    missing: list[dict[str, Any]] = []
+    lacking: list[tuple[Review, Rule]] = []
     for rule in planned_rules(plan):
-        lacking = [review for review in reviews_of(rule) if not allowed(review)]
-        if lacking and rule.or_node_joiner_rules and all(allowed(r) for r in node_joiner_reviews(release)):
-            lacking = []
-        missing += [_entry(review, rule) for review in lacking]
+        denied = [review for review in rule.reviews() if not allowed(review)]
+        if not (denied and rule.or_node_joiner_rules and all(allowed(r) for r in node_joiner_reviews(release))):
+            lacking += [(review, rule) for review in denied]
+    missing = [
+        dict(
+            dataclasses.asdict(review),
+            needed_by=[STEP_MODULES[step] for step in rule.steps],
+            why=rule.why,
+            role=f"{ROLE_NAME} (Role in {rule.namespace})" if rule.namespace else rule.role,
+        )
+        for review, rule in lacking
+    ]
     result: dict[str, Any] = {"changed": False, "plan": list(plan), "reviews": len(asked), "missing": missing}
     if missing:
-        raise AccessError(_message(missing, identity), result)
+        lines = "".join(f"- {review.describe()}: {rule.comment()}\n" for review, rule in lacking)
+        raise AccessError(
+            f"the identity of {identity} lacks {len(lacking)} permission(s) this run needs; nothing was written to the "
+            f"cluster.\n{lines}Bind the roles of docs/rbac.md to it (they grant exactly what the run needs), or grant "
+            "what is listed.",
+            result,
+        )
     return result
 
 
-def _entry(review: Review, rule: Rule) -> dict[str, Any]:
-    return {
-        "verb": review.verb,
-        "resource": review.resource,
-        "group": review.group,
-        "namespace": review.namespace,
-        "name": review.name,
-        "needed_by": [STEP_MODULES[step] for step in rule.steps],
-        "why": rule.why,
-        "role": rule.role if rule.namespace is None else "%s (Role in %s)" % (ROLE_NAME, rule.namespace),
-    }
-
-
-def _message(missing: list[dict[str, Any]], identity: str) -> str:
-    lines = []
-    for entry in missing:
-        review = Review(entry["verb"], entry["resource"], entry["group"], entry["namespace"], entry["name"])
-        lines.append("- %s: %s: %s" % (review.describe(), ", ".join(entry["needed_by"]), entry["why"]))
-    return (
-        "the identity of %s lacks %d permission(s) this run needs; nothing was written to the cluster.\n%s\n"
-        "Bind the roles of docs/rbac.md to it (they grant exactly what the run needs), or grant what is listed."
-        % (identity, len(missing), "\n".join(lines))
-    )
+def plan_of(params: dict[str, Any]) -> list[str]:
+    """``plan``, or with ``run_tags`` the parts of the run that the playbook's tags select (gather always)."""
+    run, skip = params.get("run_tags"), set(params.get("skip_tags") or [])
+    if run is None:
+        return list(params["plan"])
+    return ["gather"] + [step for step in DEFAULT_PLAN[1:] if ("all" in run or step in run) and step not in skip]
 
 
 def run(module: Any) -> dict[str, Any]:
     """access_check: connect and check the planned parts of the run (``plan``, ``release`` options)."""
-    _client, api = connect(module)
-    return check(api, module.params["plan"], module.params.get("release"), describe_connection(module))
+    api = k8s.connect(module)[1]
+    return check(api, plan_of(module.params), module.params.get("release"), k8s.describe_connection(module))

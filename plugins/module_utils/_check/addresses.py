@@ -17,34 +17,18 @@ from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, parse_network
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_checks import CheckedHost
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, Report
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import OwnedAddress
 
 CONTROL_PLANE_ROLES = ("master", "control-plane")
 VIP_KINDS = (("api_vips", "API VIP"), ("ingress_vips", "ingress VIP"))
 
 
-def machine_networks(cluster: dict[str, Any]) -> list[Any]:
-    """The cluster's machine networks (day1_facts: CIDR texts or install-config entries {cidr: ...})."""
-    networks = []
-    for network in cluster.get("machine_networks") or []:
-        cidr = network.get("cidr") if isinstance(network, dict) else network
-        parsed = parse_network(cidr)
-        if parsed is None:
-            raise Day2Error(
-                "cluster: field machine_networks value %r is not a CIDR such as 192.168.111.0/24; the cluster's "
-                "install-config or Network config says so: fix it there" % (cidr,)
-            )
-        networks.append(parsed)
-    return networks
-
-
 def prefix_field(field: str) -> str:
     """The field that gives the prefix of the address of ``field``."""
-    if field in ("ip", "ipv6"):
-        return "prefix_length" if field == "ip" else "ipv6_prefix_length"
-    return field[: -len(".ip")] + ".prefix-length" if field.endswith(".ip") else field
+    simple = {"ip": "prefix_length", "ipv6": "ipv6_prefix_length"}
+    return simple.get(field) or (field[: -len(".ip")] + ".prefix-length" if field.endswith(".ip") else field)
 
 
 def is_control_plane(node: dict[str, Any]) -> bool:
@@ -52,85 +36,54 @@ def is_control_plane(node: dict[str, Any]) -> bool:
 
 
 class ClusterAddresses:
-    """What the cluster's addresses are: machine networks, VIPs, and the Nodes that hold each address."""
+    """What the cluster's addresses are: machine networks (day1_facts: CIDR texts or install-config entries
+    {cidr: ...}), VIPs, and the Nodes that hold each address."""
 
     def __init__(self, cluster: dict[str, Any], replace_node: str = "") -> None:
-        self.networks = machine_networks(cluster)
-        self.vips: dict[str, tuple[str, str]] = {}  # address -> (field of day1_facts, kind)
-        for key, kind in VIP_KINDS:
-            for vip in cluster.get(key) or []:
-                parsed = parse_ip(vip)
-                if parsed is not None:
-                    self.vips[str(parsed)] = (key, kind)
+        cidrs = [net.get("cidr") if isinstance(net, dict) else net for net in cluster.get("machine_networks") or []]
+        for cidr in (cidr for cidr in cidrs if parse_network(cidr) is None):
+            what = "is not a CIDR such as 192.168.111.0/24; the cluster's install-config or Network config says so"
+            raise Day2Error(f"cluster: field machine_networks value {cidr!r} {what}: fix it there")
+        self.networks = [parse_network(cidr) for cidr in cidrs]
+        vips = [(parse_ip(vip), key, kind) for key, kind in VIP_KINDS for vip in cluster.get(key) or []]
+        self.vips = {str(vip): f"{kind} ({key} of day1_facts)" for vip, key, kind in vips if vip is not None}
         self.owners: dict[str, list[dict[str, Any]]] = {}
-        for node in cluster.get("nodes") or []:
-            if node.get("name") == replace_node:
-                continue  # its Node is deleted before the host joins again
-            for address in node.get("internal_ips") or []:
-                parsed = parse_ip(address)
-                if parsed is not None:
-                    self.owners.setdefault(str(parsed), []).append(node)
+        for node in (node for node in cluster.get("nodes") or [] if node.get("name") != replace_node):
+            # (the replaced Node is deleted before the host joins again)
+            for address in (parse_ip(ip) for ip in node.get("internal_ips") or []):
+                if address is not None:
+                    self.owners.setdefault(str(address), []).append(node)
 
     def check(self, host: CheckedHost, problems: Problems) -> None:
+        report = problems.for_host(host.label)
         for owned in host.addresses:
-            self._machine_network(host, owned, problems)
-            self._vip(host, owned, problems)
-            self._nodes(host, owned, problems)
-
-    def _machine_network(self, host: CheckedHost, owned: OwnedAddress, problems: Problems) -> None:
-        same_version = [net for net in self.networks if net.version == owned.address.version]
-        containing = sorted((net for net in same_version if owned.address in net), key=lambda net: net.prefixlen)
-        if not containing:
-            shown = ", ".join(str(net.cidr) for net in same_version) or "none of IPv%d" % owned.address.version
-            problems.add(
-                host.label,
-                owned.field,
-                str(owned.address),
-                "is outside the cluster's machine networks (%s)" % shown,
-                "use an address in a machine network: the node must reach the API server and the other nodes there",
+            self._machine_network(host, owned, report)
+            shown = str(owned.address)
+            if shown in self.vips:
+                fix = "give the host an address of its own: the VIP moves between the cluster's nodes"
+                report(owned.field, shown, f"is the cluster's {self.vips[shown]}", fix)
+            owners = [node for node in self.owners.get(shown, []) if node.get("name") != host.hostname]
+            names = ", ".join(
+                f"{n.get('name')}{' (a control-plane node)' if is_control_plane(n) else ''}" for n in owners
             )
+            if names:
+                report(owned.field, shown, f"already belongs to Node {names}", "give the host a free address")
+
+    def _machine_network(self, host: CheckedHost, owned: OwnedAddress, report: Report) -> None:
+        address, version = owned.address, owned.address.version
+        same_version = [net for net in self.networks if net.version == version]
+        containing = sorted((net for net in same_version if address in net), key=lambda net: net.prefixlen)
+        if not containing:
+            shown = ", ".join(str(net.cidr) for net in same_version) or f"none of IPv{version}"
+            fix = "use an address in a machine network: the node must reach the API server and the other nodes there"
+            report(owned.field, str(address), f"is outside the cluster's machine networks ({shown})", fix)
             return
         network = containing[-1]
-        if owned.prefix == network.prefixlen:
-            return
-        if not self.vips and owned.address.version in host.routed:
-            return  # a routed part of the machine network, behind its gateway (no VIP has to reach this host)
-        why = (
-            "the cluster's VIPs (keepalived) need every node on the machine network itself"
-            if self.vips
-            else "without a default gateway the rest of the machine network is unreachable"
-        )
-        problems.add(
-            host.label,
-            prefix_field(owned.field),
-            owned.prefix,
-            "does not match the machine network %s that holds %s (prefix %d): %s"
-            % (network.cidr, owned.address, network.prefixlen, why),
-            "set the prefix length to %d" % network.prefixlen,
-        )
-
-    def _vip(self, host: CheckedHost, owned: OwnedAddress, problems: Problems) -> None:
-        vip = self.vips.get(str(owned.address))
-        if vip:
-            problems.add(
-                host.label,
-                owned.field,
-                str(owned.address),
-                "is the cluster's %s (%s of day1_facts)" % (vip[1], vip[0]),
-                "give the host an address of its own: the VIP moves between the cluster's nodes",
-            )
-
-    def _nodes(self, host: CheckedHost, owned: OwnedAddress, problems: Problems) -> None:
-        owners = [node for node in self.owners.get(str(owned.address), []) if node.get("name") != host.hostname]
-        if owners:
-            names = ", ".join(
-                "%s%s" % (node.get("name"), " (a control-plane node)" if is_control_plane(node) else "")
-                for node in owners
-            )
-            problems.add(
-                host.label,
-                owned.field,
-                str(owned.address),
-                "already belongs to Node %s" % names,
-                "give the host a free address",
-            )
+        if owned.prefix == network.prefixlen or (not self.vips and version in host.routed):
+            return  # (without VIPs: a routed part of the machine network, behind its gateway)
+        why = "without a default gateway the rest of the machine network is unreachable"
+        if self.vips:
+            why = "the cluster's VIPs (keepalived) need every node on the machine network itself"
+        what = f"does not match the machine network {network.cidr} that holds {address} (prefix {network.prefixlen})"
+        fix = f"set the prefix length to {network.prefixlen}"
+        report(prefix_field(owned.field), owned.prefix, f"{what}: {why}", fix)

@@ -36,48 +36,37 @@ TAINT_KEYS = ("key", "value", "effect")
 TAINT_TEXT = re.compile(r"^(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>[^:]+)$")
 NAME_RULE = "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 LABEL_FIX = "write the key as [prefix/]name, e.g. node-role.kubernetes.io/infra or example.com/rack"
-VALUE_FIX = "write the value as text of at most 63 %s, or empty" % NAME_RULE
+VALUE_FIX = f"write the value as text of at most 63 {NAME_RULE}, or empty"
+TAINT_FIX = "write {key: ..., value: ..., effect: NoSchedule} or key=value:effect"
 
 
 def key_problem(key: Any) -> str | None:
     """Why ``key`` is no label or taint key (Kubernetes' qualified name), or None."""
     if not isinstance(key, str) or not key:
         return "is not a non-empty text"
-    parts = key.split("/")
-    if len(parts) > 2:
-        return "has more than one '/'"
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            return "has an empty prefix before '/'"
-        if len(prefix) > MAX_PREFIX:
-            return "has a prefix longer than %d characters" % MAX_PREFIX
-        if not DNS1123_SUBDOMAIN.match(prefix):
-            return "has the prefix %s, which is not a lower-case DNS subdomain" % prefix
-    if not name:
-        return "has an empty name part"
-    if len(name) > MAX_NAME:
-        return "has a name part longer than %d characters" % MAX_NAME
-    if not QUALIFIED_NAME.match(name):
-        return "has the name part %s, which is not %s" % (name, NAME_RULE)
-    return None
+    prefix, slash, name = key.rpartition("/")
+    rules = (
+        ("/" in prefix, "has more than one '/'"),
+        (slash and not prefix, "has an empty prefix before '/'"),
+        (len(prefix) > MAX_PREFIX, f"has a prefix longer than {MAX_PREFIX} characters"),
+        (
+            prefix and not DNS1123_SUBDOMAIN.match(prefix),
+            f"has the prefix {prefix}, which is not a lower-case DNS subdomain",
+        ),
+        (not name, "has an empty name part"),
+        (len(name) > MAX_NAME, f"has a name part longer than {MAX_NAME} characters"),
+        (name and not QUALIFIED_NAME.match(name), f"has the name part {name}, which is not {NAME_RULE}"),
+    )
+    return next((why for broken, why in rules if broken), None)
 
 
 def value_problem(value: Any) -> str | None:
-    """Why ``value`` is no label or taint value, or None (after ``label_value``)."""
-    if isinstance(value, bool) or not isinstance(value, str):
-        return "is not a text (YAML made a %s of it)" % type(value).__name__
+    """Why ``value`` is no label or taint value, or None (null, ``key:`` in YAML, is given as the empty value)."""
+    if not isinstance(value, str):
+        return f"is not a text (YAML made a {type(value).__name__} of it)"
     if len(value) > MAX_VALUE:
-        return "is longer than %d characters" % MAX_VALUE
-    if value and not QUALIFIED_NAME.match(value):
-        return "is not %s" % NAME_RULE
-    return None
-
-
-def label_value(value: Any) -> Any:
-    """A label or taint value as given: null (``key:`` in YAML) is the empty value."""
-    return "" if value is None else value
+        return f"is longer than {MAX_VALUE} characters"
+    return f"is not {NAME_RULE}" if value and not QUALIFIED_NAME.match(value) else None
 
 
 def check_labels(labels: Any, report: Report, field: str = "node_labels") -> dict[str, str]:
@@ -89,17 +78,15 @@ def check_labels(labels: Any, report: Report, field: str = "node_labels") -> dic
         return {}
     checked: dict[str, str] = {}
     for key in sorted(labels, key=str):
-        value = label_value(labels[key])
-        why = key_problem(key)
-        if why:
-            report("%s.%s" % (field, key), key, "is no label key: it %s" % why, LABEL_FIX)
-            continue
-        why = value_problem(value)
-        if why:
-            fix = 'quote it: %s: "%s"' % (key, str(value).lower() if isinstance(value, bool) else value)
-            report("%s.%s" % (field, key), value, "is no label value: it %s" % why, fix if "YAML" in why else VALUE_FIX)
-            continue
-        checked[key] = value
+        value, where = "" if labels[key] is None else labels[key], f"{field}.{key}"
+        key_why, value_why = key_problem(key), value_problem(value)
+        if key_why:
+            report(where, key, f"is no label key: it {key_why}", LABEL_FIX)
+        elif value_why:
+            quote = f'quote it: {key}: "{str(value).lower() if isinstance(value, bool) else value}"'
+            report(where, value, f"is no label value: it {value_why}", quote if "YAML" in value_why else VALUE_FIX)
+        else:
+            checked[key] = value
     return checked
 
 
@@ -107,55 +94,37 @@ def _taint(item: Any) -> dict[str, Any] | None:
     """A taint as a mapping, from a mapping or from ``key[=value]:effect``; None when it is neither."""
     if isinstance(item, dict):
         return dict(item)
-    if isinstance(item, str):
-        match = TAINT_TEXT.match(item.strip())
-        if match:
-            taint = {"key": match.group("key"), "effect": match.group("effect")}
-            if match.group("value") is not None:
-                taint["value"] = match.group("value")
-            return taint
-    return None
+    match = TAINT_TEXT.match(item.strip()) if isinstance(item, str) else None
+    return {key: value for key, value in match.groupdict().items() if value is not None} if match else None
 
 
 def check_taints(taints: Any, report: Report, field: str = "node_taints") -> list[dict[str, str]]:
     """The taints, checked and written as Node ``spec.taints`` items (``value`` left out when empty)."""
     if taints is None or taints == "":
         return []
-    if not isinstance(taints, list):
-        taints = [taints]
     checked: list[dict[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for index, item in enumerate(taints):
-        where = "%s[%d]" % (field, index)
-        taint = _taint(item)
-        if taint is None:
-            report(
-                where, item, "is not a taint", "write {key: ..., value: ..., effect: NoSchedule} or key=value:effect"
-            )
+    for index, item in enumerate(taints if isinstance(taints, list) else [taints]):
+        where, taint = f"{field}[{index}]", _taint(item)
+        unknown = sorted(str(key) for key in taint or {} if key not in TAINT_KEYS)
+        if taint is None or unknown:
+            what = f"has the keys {', '.join(unknown)}, which a taint has not" if unknown else "is not a taint"
+            report(where, item, what, "keep key, value, effect" if unknown else TAINT_FIX)
             continue
-        unknown = sorted(str(key) for key in taint if key not in TAINT_KEYS)
-        if unknown:
-            report(
-                where, item, "has the keys %s, which a taint has not" % ", ".join(unknown), "keep key, value, effect"
-            )
-            continue
-        key, value, effect = taint.get("key"), label_value(taint.get("value")), taint.get("effect")
-        why = key_problem(key)
-        if why:
-            report(where + ".key", key, "is no taint key: it %s" % why, LABEL_FIX)
-        value_why = value_problem(value)
+        key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
+        value = "" if value is None else value
+        key_why, value_why, effect_ok = key_problem(key), value_problem(value), effect in TAINT_EFFECTS
+        if key_why:
+            report(where + ".key", key, f"is no taint key: it {key_why}", LABEL_FIX)
         if value_why:
-            report(where + ".value", value, "is no taint value: it %s" % value_why, VALUE_FIX)
-        if effect not in TAINT_EFFECTS:
-            report(where + ".effect", effect, "is not a taint effect", "use one of: %s" % ", ".join(TAINT_EFFECTS))
-        if why or value_why or effect not in TAINT_EFFECTS:
+            report(where + ".value", value, f"is no taint value: it {value_why}", VALUE_FIX)
+        if not effect_ok:
+            report(where + ".effect", effect, "is not a taint effect", f"use one of: {', '.join(TAINT_EFFECTS)}")
+        if key_why or value_why or not effect_ok:
             continue
-        pair = (str(key), str(effect))  # (texts: checked above)
-        if pair in seen:
-            report(where, item, "repeats the taint %s:%s" % pair, "give each key once per effect")
-            continue
-        seen.add(pair)
-        checked.append(dict({"key": pair[0], "effect": pair[1]}, **({"value": str(value)} if value else {})))
+        if any(other["key"] == key and other["effect"] == effect for other in checked):
+            report(where, item, f"repeats the taint {key}:{effect}", "give each key once per effect")
+        else:
+            checked.append(dict({"key": str(key), "effect": str(effect)}, **({"value": value} if value else {})))
     return checked
 
 

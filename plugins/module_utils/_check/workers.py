@@ -1,188 +1,148 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The check step: every new worker's settings against themselves and the cluster, before anything is written.
+"""The check step: the cluster, the cluster meant, and every new worker against itself, the others and the
+cluster, before anything is written; the output is the host records every later step takes.
 
-Input: each host's variables, sorted (``_check.variables``), the boot settings and the day-1 facts of
-``day1_facts``. Output: what every later step takes (the image hosts, the boot hosts, the hosts to follow, the
-nodes to approve), the hosts that already joined, and the variables left alone. Every problem of every host is
-reported at once, each naming the host, the field, the value and the fix; nothing is returned when there is one.
+Input: each host's variables, sorted (``_check.variables``; inventory and agent-config hosts alike), the boot
+settings and the day-1 facts of ``day1_facts``. Every problem of every host is reported at once, each naming the
+host, the field, the value and the fix; nothing is returned when there is one.
+
+A host's record (``_image.hosts.HOST_OPTIONS``) is its checked keys (never the BMC password) and what is worked out
+here: ``address`` (where its install is followed: ``ip``, else ``ipv6``, else the first static address of
+``network_config``), ``addresses`` (that one first, then its other static addresses: a serving certificate may
+name any), ``state`` (``new``; ``half-joined`` when an earlier run stopped while the host joined, so it is not
+booted again; ``replace`` for the host replace_worker.yml rebuilds), ``labels``/``taints`` (the play's with the
+host's over them), ``source`` and ``bmc`` (the Redfish endpoint, for a Redfish boot).
+
+The cluster meant: ``day2_cluster_name``, ``day2_base_domain`` and ``day2_openshift_version``, when set, against the
+cluster the login reaches: a wrong kubeconfig would add the workers to another cluster. The name and base domain
+are the facts' (``api.<name>.<base domain>``, as node-joiner derives them); ``x.y`` matches every ``x.y.z``.
+
+A worker of another architecture than the control plane's (x86_64 and aarch64 may be mixed; s390x and ppc64le
+never, which ``_image.hosts`` reports) needs a multi-architecture release payload: a single-architecture one holds
+the images of one architecture only, so node-joiner finds no base ISO for the other one and, were the host booted
+anyway, none of the cluster's images would run on it. ClusterVersion says which payload runs in
+``status.desired.architecture``: ``Multi`` for a multi-architecture payload, empty otherwise (openshift/api
+config/v1/types_cluster_version.go@7395174fe74168e53ed58dfda8c170fbedd6d61d, ``ClusterVersionArchitecture``).
+node-joiner itself has no such check and fails late, after its namespace and pod exist (openshift/installer
+pkg/asset/agent/image/baseiso.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8); refusing here keeps the cluster
+untouched.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import check_bmc, check_boot_settings
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check import labels
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addresses import (
     ClusterAddresses,
     is_control_plane,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import in_file_words
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.arch import check_payload_architectures
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.boot import check_bmc, check_boot_settings
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.identity import check_identity
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.labels import (
-    check_labels,
-    check_taints,
-    merged_marks,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.host_checks import CheckedHost
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    BOOT_HOST_OPTIONS,
-    IMAGE_HOST_OPTIONS,
-    JOIN_HOST_OPTIONS,
-    loopback_allowed,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import PLAY, HostVariables
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts
 
-HOST_OPTIONS: dict[str, dict[str, Any]] = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS, **JOIN_HOST_OPTIONS)
-PLAY_VARIABLE_FIX = (
-    "the roles read it from the play, not from the new workers: set it for group all, in the play or with -e"
-)
+VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+Json = dict[str, Any]
+MULTI = "Multi"
+MIXABLE = ("x86_64", "aarch64")  # the architectures that may join a cluster of the other one (Multi payload)
 
 
-def _unset(value: Any) -> bool:
-    """AWX surveys send "" for an unanswered optional question: it means unset, like an absent variable."""
-    return value is None or value == ""
+def refuse_cluster(cluster: dict[str, Any], require_healthy: bool) -> None:
+    """A cluster node-joiner cannot add workers to, or (unless allowed) an unhealthy one: refused first."""
+    name, health = cluster.get("name"), cluster.get("health") or {}
+    if not cluster.get("supported", True):
+        reasons = "; ".join(cluster.get("unsupported_reasons") or [])
+        raise Day2Error(f"Cluster {name} cannot take day-2 workers: {reasons}")
+    if require_healthy and not health.get("healthy", True):
+        why, fix = "; ".join(health.get("problems") or []), "set day2_require_healthy=false to go on anyway"
+        raise Day2Error(f"Cluster {name} is not healthy: {why}. Fix it first, or {fix}.")
+
+
+def check_identity(cluster: dict[str, Any], play: dict[str, Any], problems: Problems) -> None:
+    """Each of day2_cluster_name, day2_base_domain, day2_openshift_version that is set must be the cluster's."""
+    where = "the cluster the login reaches" + (f" ({cluster['api_url']})" if cluster.get("api_url") else "")
+    fix = "point the login (kubeconfig, context, k8s_host) at the cluster you meant, or correct day2_"
+    for key, fact, what in (("cluster_name", "name", "name"), ("base_domain", "base_domain", "base domain")):
+        wanted, actual = str(play.get(key) or "").strip(), cluster.get(fact)
+        if wanted and wanted.rstrip(".").lower() != str(actual or "").lower():
+            shown = f'"{actual}"' if actual else "unknown"
+            problems.add(PLAY, "day2_" + key, play[key], f"is not {where}: its {what} is {shown}", fix + key)
+    version, running = play.get("openshift_version"), str(cluster.get("version") or "")
+    text = str(version).strip()
+    if isinstance(version, float):
+        what = "is a number, not a version (YAML reads an unquoted 4.20 as 4.2)"
+        fix = 'quote it: day2_openshift_version: "4.20"'
+    elif version is None or not text:
+        return
+    elif not VERSION.match(text):
+        what, fix = "is not a version x.y or x.y.z", 'write it as "4.21" or "4.21.3"'
+    elif not re.match(re.escape(text) + "(?![0-9])", running):  # (x.y matches every x.y.z)
+        what = f"is not the version of {where}: it runs {running or 'an unknown version'}"
+        fix += "openshift_version"
+    else:
+        return
+    problems.add(PLAY, "day2_openshift_version", version, what, fix)
+
+
+def check_payload(checked: list[definition.CheckedHost], cluster: dict[str, Any], problems: Problems) -> None:
+    """A host whose architecture is not the control plane's, on a single-architecture payload. Facts without
+    ``release_architecture`` (an older day1_facts) are not guessed."""
+    control_plane = definition.normalize_architecture(cluster.get("rpm_architecture") or cluster.get("architecture"))
+    if control_plane not in MIXABLE or cluster.get("release_architecture", MULTI) == MULTI:
+        return
+    release = cluster.get("release_image") or "(unknown)"
+    for host in (host for host in checked if host.architecture in MIXABLE and host.architecture != control_plane):
+        what = (
+            f"is not the control plane's architecture ({control_plane}), and the cluster's release payload {release} "
+            f"is single-architecture (ClusterVersion status.desired.architecture is not {MULTI}): it holds no "
+            f"{host.architecture} images, so node-joiner has no {host.architecture} ISO to build and the node could "
+            "not run the cluster's pods"
+        )
+        fix = f"use {control_plane} hardware for this worker, or first move the cluster to the multi-architecture "
+        fix += "payload (oc adm upgrade --to-multi-arch) and run again"
+        problems.add(host.label, "cpu_architecture", host.architecture, what, fix)
 
 
 def _settings(host: HostVariables, problems: Problems) -> dict[str, Any] | None:
-    """The host's settings checked and converted as the modules' argument specs do (``"24"`` becomes 24)."""
-    given = {key: value for key, value in host.settings.items() if not _unset(value)}
-    validated = ArgumentSpecValidator(HOST_OPTIONS).validate(dict(given, name=host.name))
-    messages = validated.error_messages  # (the errors object is true even when it holds none)
-    for message in messages:
+    """The host's keys checked and converted as the modules' argument specs do (``"24"`` becomes 24); its
+    variables' problems (``_check.variables``) reported."""
+    problems.items.extend(host.problems)
+    settings = {key: value for key, value in host.settings.items() if value is not None and value != ""}
+    validated = ArgumentSpecValidator(definition.INPUT_OPTIONS).validate(dict(settings, name=host.name))
+    for message in validated.error_messages:  # (the errors object is true even when it holds none)
         # ansible-core's messages name the key in quotes; which one is found from the settings given.
-        key = next((k for k in sorted(given, key=len, reverse=True) if "'%s'" % k in message), "(host)")
-        shown = "(not shown)" if HOST_OPTIONS.get(key, {}).get("no_log") else given.get(key)
-        problems.add(
-            host.name,
-            key,
-            shown,
-            "cannot be used: %s" % message,
-            "give it in the documented type (see the host keys of the user guide)",
-        )
-    return None if messages else validated.validated_parameters
+        key = next((k for k in sorted(settings, key=len, reverse=True) if f"'{k}'" in message), "(host)")
+        shown = "(not shown)" if definition.INPUT_OPTIONS.get(key, {}).get("no_log") else settings.get(key)
+        fix = "give it in the documented type (see the host keys of the user guide)"
+        problems.add(host.name, key, shown, f"cannot be used: {message}", fix)
+    checked = validated.validated_parameters
+    return None if validated.error_messages else {key: value for key, value in checked.items() if value is not None}
 
 
-def _report_names(host: HostVariables, problems: Problems) -> None:
-    for name, why in host.unreadable:
-        problems.add(
-            host.name,
-            name,
-            "(cannot be templated)",
-            "cannot be templated: %s" % why,
-            "define the variables it uses (or write a literal value)",
-        )
-    for name, known, value in host.typos:
-        problems.add(
-            host.name, name, value, "is not a host variable of this collection", 'did you mean "%s"? Rename it' % known
-        )
-    for name, value in host.misplaced:
-        problems.add(host.name, name, value, "is a play variable of this collection", PLAY_VARIABLE_FIX)
-
-
-def _image_host(name: str, settings: dict[str, Any]) -> dict[str, Any]:  # (the join keys are not the image's)
-    return {key: value for key, value in settings.items() if key in IMAGE_HOST_OPTIONS and value is not None}
-
-
-def _addresses(settings: dict[str, Any], checked: CheckedHost | None) -> list[str]:
-    """The host's addresses, the followed one first: ip (ipv6), else network_config's first static address; then
-    its other static addresses (a node's serving certificate may name any of them)."""
-    found = [settings[key] for key in ("ip", "ipv6") if settings.get(key)]
-    for owned in checked.addresses if checked else []:
-        if str(owned.address) not in found:
-            found.append(str(owned.address))
-    return found
-
-
-def _first_mac(settings: dict[str, Any]) -> str | None:
-    if settings.get("mac_address"):
-        return settings["mac_address"]
-    interfaces = settings.get("interfaces") or []
-    return (interfaces[0] or {}).get("mac_address") if interfaces else None
-
-
-def _joined(name: str, addresses: list[str], node: dict[str, Any] | None) -> bool:
-    """A Ready worker Node of that name that has the host's address: the host joined already (a re-run)."""
-    if not node or not node.get("ready") or is_control_plane(node):
-        return False
-    return bool(set(addresses) & set(node.get("internal_ips") or []))
-
-
-def _half_joined(name: str, addresses: list[str], node: dict[str, Any] | None) -> bool:
-    """A worker Node of that name, with the host's address (or none yet), not Ready and never Ready since it
-    registered (``joining`` when the facts tell): an earlier run stopped while the host joined; the join step
-    takes it from there."""
-    if not node or node.get("ready") or is_control_plane(node) or node.get("joining") is False:
-        return False
+def _state(name: str, addresses: list[str], node: dict[str, Any] | None, replace_node: str) -> str:
+    """``joined``: a Ready worker Node of that name has the host's address (a re-run). ``half-joined``: a worker
+    Node of that name, with the host's address (or none yet), not Ready and never Ready since it registered
+    (``joining`` when the facts tell): an earlier run stopped while the host joined; the join step takes it from
+    there. ``existing``: any other Node of that name, refused."""
+    if name == replace_node or not node:
+        return "replace" if name == replace_node else "new"
     ips = set(node.get("internal_ips") or [])
-    return not ips or bool(set(addresses) & ips)
-
-
-def _check_name(name: str, node: dict[str, Any] | None, problems: Problems) -> None:
-    if node is None:
-        return
-    if is_control_plane(node):
-        problems.add(
-            name,
-            "name",
-            name,
-            "is a control-plane node of the cluster (roles %s)" % ", ".join(node.get("roles") or []),
-            "node-joiner adds workers only: take it out of the new workers' group",
-        )
-    else:
-        problems.add(
-            name,
-            "name",
-            name,
-            "is already a Node of the cluster (not Ready, or with another address)",
-            "to replace a failed worker run playbooks/replace_worker.yml; otherwise rename the host",
-        )
-
-
-def _unfollowed(name: str, settings: dict[str, Any], problems: Problems, source: str = "") -> None:
-    raw = bool(settings.get("network_config"))
-    if source:  # an agent-config host: its file has no ip key
-        problems.add(
-            name,
-            "networkConfig",
-            None,
-            "has no static address, so there is no address to follow the install at",
-            "give the host a static address in networkConfig, or define it in the inventory (with ip) instead",
-        )
-        return
-    problems.add(
-        name,
-        "ip",
-        None,
-        "is not set%s" % (" and network_config has no static address" if raw else ""),
-        "set ip (the address the host gets, also with DHCP): the install is followed at that address",
-    )
-
-
-def _merge_sources(
-    hosts: list[HostVariables], agent_hosts: list[HostVariables], group: str, problems: Problems
-) -> list[HostVariables]:
-    """The inventory's hosts and the agent-config's, a host in both refused."""
-    inventory = {host.name.lower() for host in hosts}
-    merged = list(hosts)
-    for host in agent_hosts:
-        if host.name.lower() in inventory:
-            problems.add(
-                host.name,
-                "hostname",
-                host.name,
-                "is defined twice: in inventory group %s and in %s" % (group, host.source),
-                "keep the host in one of the two",
-            )
-        else:
-            merged.append(host)
-    return merged
+    ours = set(addresses) & ips
+    if is_control_plane(node) or (node.get("ready") and not ours):
+        return "existing"
+    if node.get("ready"):
+        return "joined"
+    return "half-joined" if node.get("joining") is not False and (ours or not ips) else "existing"
 
 
 def check_workers(
@@ -192,121 +152,111 @@ def check_workers(
     group: str = "new_workers",
     boot_method: str = "manual",
     iso_url: str = "",
-    serve_iso: bool = False,
+    serve_iso: bool | None = None,
+    require_healthy: bool = False,
     groups: list[str] | None = None,
     agent_hosts: list[HostVariables] | None = None,
     play: dict[str, Any] | None = None,
+    problems: Problems | None = None,
 ) -> dict[str, Any]:
-    """Check the hosts against themselves and the cluster; return what every later step takes. ``groups``: the
-    inventory's group names (a misspelt group is named). ``agent_hosts``: the hosts of a day-1 agent-config
-    (``_check.agent_config``). ``play``: the play's ``cluster_name``, ``base_domain``, ``openshift_version`` (the
-    cluster meant), ``node_labels`` and ``node_taints`` (every host's, under its own).
+    """Check the cluster and the hosts; return the host records and the plan. ``serve_iso``: whether the boot step
+    serves the ISO (None: with Redfish when there is no ``iso_url``). ``groups``: the inventory's group names (a
+    misspelt group is named). ``agent_hosts``: the hosts of a day-1 agent-config (``_check.agent_config``).
+    ``play``: the play's ``cluster_name``, ``base_domain``, ``openshift_version`` (the cluster meant),
+    ``node_labels`` and ``node_taints`` (every host's, under its own) and ``agent_config`` (its path).
+    ``problems``: those found before (the settings'), reported with these.
 
-    Raises InventoryError (a Day2Error) with every problem found.
+    Raises Day2Error for a cluster that cannot take workers, InventoryError with every problem found.
     """
-    problems = Problems()
-    play = play or {}
-    check_identity(cluster, play.get("cluster_name"), play.get("base_domain"), play.get("openshift_version"), problems)
-    play_labels = check_labels(play.get("node_labels"), problems.for_host("(play)"), "day2_node_labels")
-    play_taints = check_taints(play.get("node_taints"), problems.for_host("(play)"), "day2_node_taints")
-    sources = {host.name: host.source for host in agent_hosts or []}
-    hosts = _merge_sources(hosts, agent_hosts or [], group, problems)
-    if not hosts and play.get("agent_config"):
-        problems.add(
-            "(inventory)",
-            "group",
-            group,
-            "has no hosts, and %s names no new worker" % play["agent_config"],
-            "list the new workers in the agent-config's hosts or in the group",
-        )
-        raise InventoryError(problems.items)
+    refuse_cluster(cluster, require_healthy)
+    problems, play = problems or Problems(), play or {}
+    check_identity(cluster, play, problems)
+    play_labels = labels.check_labels(play.get("node_labels"), problems.for_host(PLAY), "day2_node_labels")
+    play_taints = labels.check_taints(play.get("node_taints"), problems.for_host(PLAY), "day2_node_taints")
+    inventory = {host.name.lower() for host in hosts}
+    for host in (host for host in agent_hosts or [] if host.name.lower() in inventory):
+        what = f"is defined twice: in inventory group {group} and in {host.source}"
+        problems.add(host.name, "hostname", host.name, what, "keep the host in one of the two")
+    hosts = hosts + [host for host in agent_hosts or [] if host.name.lower() not in inventory]
     if not hosts:
         close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
-        problems.add(
-            "(inventory)",
-            "group",
-            group,
-            "has no hosts" if group in (groups or [group]) else "is not a group of the inventory",
-            ('did you mean "%s"? Set day2_hosts_group to it, or ' % close[0] if close else "")
-            + "put the new workers in the group (see playbooks/inventory.example.yml)",
-        )
-        raise InventoryError(problems.items)
+        what = "has no hosts" if group in (groups or [group]) else "is not a group of the inventory"
+        fix = "put the new workers in the group (see playbooks/inventory.example.yml)"
+        fix = f'did you mean "{close[0]}"? Set day2_hosts_group to it, or {fix}' if close else fix
+        if play.get("agent_config"):
+            what = f"has no hosts, and {play['agent_config']} names no new worker"
+            fix = "list the new workers in the agent-config's hosts or in the group"
+        problems.add("(inventory)", "group", group, what, fix)
+        problems.raise_any()
+    if serve_iso is None:  # day2_serve_iso unset: this run serves the ISO when it boots through Redfish with no URL
+        serve_iso = boot_method == "redfish" and not iso_url
     redfish = check_boot_settings(boot_method, iso_url, problems, serve_iso)
+    ordered = sorted(hosts, key=lambda host: host.name)
+    settings_of = {host.name: settings for host in ordered if (settings := _settings(host, problems)) is not None}
+    architecture = cluster.get("rpm_architecture") or cluster.get("architecture") or "x86_64"
+    loopback, platform = definition.loopback_allowed(), cluster.get("platform")
+    checked = check_hosts(list(settings_of.values()), architecture, loopback, platform, problems)
+    check_payload(checked, cluster, problems)
+    checked_of = {host.hostname: host for host in checked}
     cluster_addresses = ClusterAddresses(cluster, replace_node)
     nodes = {node.get("name"): node for node in cluster.get("nodes") or []}
-    settings_of: dict[str, dict[str, Any]] = {}
-    marks: dict[str, dict[str, Any]] = {}
-    for host in hosts:
-        _report_names(host, problems)
-        settings = _settings(host, problems)
-        if settings is not None:
-            settings_of[host.name] = settings
-            labels, taints = merged_marks(
-                settings.get("node_labels"),
-                settings.get("node_taints"),
-                play_labels,
-                play_taints,
-                problems.for_host(host.name),
-            )
-            marks[host.name] = dict({"labels": labels} if labels else {}, **({"taints": taints} if taints else {}))
-    checked, image_problems = check_hosts(
-        [_image_host(name, settings) for name, settings in sorted(settings_of.items())],
-        cluster.get("rpm_architecture") or cluster.get("architecture") or "x86_64",
-        allow_loopback=loopback_allowed(),
-        platform=cluster.get("platform"),
-    )
-    problems.items.extend(image_problems)
-    check_payload_architectures(checked, cluster, problems)  # another architecture needs a multi payload
-    checked_of = {host.hostname: host for host in checked}
-    addresses = {name: _addresses(settings, checked_of.get(name)) for name, settings in settings_of.items()}
-    joined = sorted(
-        name for name in settings_of if name != replace_node and _joined(name, addresses[name], nodes.get(name))
-    )
-    boot_hosts = []
-    halfway: list[str] = []
-    for name, settings in sorted(settings_of.items()):
-        if not addresses[name]:
-            _unfollowed(name, settings, problems, sources.get(name, ""))
-        if name in joined:
-            continue
-        half_joined = name != replace_node and _half_joined(name, addresses[name], nodes.get(name))
-        if half_joined:
-            halfway.append(name)
-        elif name != replace_node:
-            _check_name(name, nodes.get(name), problems)
-        if name in checked_of:
+    sources = {host.name: host.source for host in hosts if host.source}
+    records = []
+    for name, settings in settings_of.items():
+        report = problems.for_host(name)
+        own = settings.get("node_labels"), settings.get("node_taints")
+        marks = labels.merged_marks(*own, play_labels, play_taints, report)
+        addresses = [settings[key] for key in ("ip", "ipv6") if settings.get(key)]
+        statics = [str(owned.address) for owned in checked_of[name].addresses] if name in checked_of else []
+        addresses += [address for address in statics if address not in addresses]
+        state = _state(name, addresses, nodes.get(name), replace_node)
+        record = dict({key: value for key, value in settings.items() if key != "bmc_password"}, bmc=None, state=state)
+        record.update(address=(addresses or [None])[0], addresses=addresses, labels=marks[0], taints=marks[1])
+        records.append(dict(record, source=sources.get(name, "inventory")))
+        if not addresses and name in sources:  # an agent-config host: its file has no ip key
+            fix = "give the host a static address in networkConfig, or define it in the inventory (with ip) instead"
+            report("networkConfig", None, "has no static address, so there is no address to follow the install at", fix)
+        elif not addresses:
+            raw = " and network_config has no static address" if "network_config" in settings else ""
+            fix = "set ip (the address the host gets, also with DHCP): the install is followed at that address"
+            report("ip", None, "is not set" + raw, fix)
+        if state == "existing" and is_control_plane(nodes[name]):
+            what = f"is a control-plane node of the cluster (roles {', '.join(nodes[name].get('roles') or [])})"
+            report("name", name, what, "node-joiner adds workers only: take it out of the new workers' group")
+        elif state == "existing":
+            fix = "to replace a failed worker run playbooks/replace_worker.yml; otherwise rename the host"
+            report("name", name, "is already a Node of the cluster (not Ready, or with another address)", fix)
+        if name in checked_of and state != "joined":
             cluster_addresses.check(checked_of[name], problems)
-        if half_joined:
-            continue  # installed already: not booted again (that would reinstall it), followed and joined
-        endpoint = check_bmc(name, settings, problems) if redfish else {}
-        boot_hosts.append(
-            dict(
-                {
-                    "name": name,
-                    "bmc_address": settings.get("bmc_address"),
-                    "bmc_username": settings.get("bmc_username"),
-                    "bmc_password_set": bool(settings.get("bmc_password")),
-                    "bmc_verify_certs": settings.get("bmc_verify_certs"),
-                },
-                **endpoint,
-            )
-        )
+        if redfish and state not in ("joined", "half-joined"):  # (half-joined: installed, not booted again)
+            records[-1]["bmc"] = check_bmc(name, settings, problems) or None
     if problems.items:
-        raise InventoryError(
-            [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
-        )
-    pending = {name: settings for name, settings in settings_of.items() if name not in joined}
-    return {
-        "image_hosts": [_image_host(name, settings) for name, settings in sorted(pending.items())],
-        "boot_hosts": boot_hosts,
-        "install_hosts": [
-            {"name": name, "address": addresses[name][0], "mac_address": _first_mac(settings)}
-            for name, settings in sorted(pending.items())
-        ],
-        "join_nodes": [dict({"name": name, "addresses": addresses[name]}, **marks[name]) for name in sorted(pending)],
-        "node_marks": [dict({"name": name}, **marks[name]) for name in sorted(settings_of) if marks[name]],
-        "agent_config_hosts": sorted(name for name in sources if name in settings_of),
-        "joined": joined,
-        "half_joined": halfway,
-        "ignored": {host.name: host.foreign for host in hosts if host.foreign},
-    }
+        problems.items = [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
+        problems.raise_any()
+    plan = _plan(records, {host.name: host.foreign for host in hosts if host.foreign}, cluster, boot_method, play)
+    plan["boot"] = {"method": boot_method, "iso_url": iso_url, "serve_iso": bool(redfish and serve_iso)}
+    return plan
+
+
+def _plan(records: list[Json], ignored: Json, cluster: Json, boot_method: str, play: Json) -> Json:
+    """workers_check's result: the records of the hosts to add (``hosts``) and of those that joined already
+    (``joined``), the variables left alone, and the plan's summary (the lines the preflight step prints)."""
+    hosts = [record for record in records if record["state"] != "joined"]
+    joined = [record for record in records if record["state"] == "joined"]
+    marked = [(record["name"], {key: record[key] for key in ("labels", "taints") if record[key]}) for record in records]
+    marks = [dict(name=name, **found) for name, found in marked if found]
+    from_file = [record["name"] for record in records if record["source"] != "inventory"]
+    new = ", ".join(r["name"] + ("" if r["state"] == "new" else f" ({r['state']})") for r in hosts)
+    facts = [cluster.get(key) for key in ("name", "base_domain", "version", "platform", "architecture")]
+    apps = f", apps {cluster['ingress_domain']}" if cluster.get("ingress_domain") else ""
+    summary = [
+        "Cluster %s.%s %s (%s, %s)%s" % (*facts, apps),
+        f"New workers: {new} (boot: {boot_method})",
+        f"Of them from the day-1 agent-config {play.get('agent_config') or '(none given)'}: "
+        f"{', '.join(from_file) or 'none'}",
+        f"Labels and taints: {json.dumps(marks) if marks else 'none'}",
+        f"Already joined: {', '.join(record['name'] for record in joined) or 'none'}",
+        f"Variables left alone (not host keys of this collection): {json.dumps(ignored) if ignored else 'none'}",
+        f"Cluster warnings: {'; '.join(cluster.get('warnings') or []) or 'none'}",
+    ]
+    return {"hosts": hosts, "joined": joined, "ignored": ignored, "agent_config_hosts": from_file, "summary": summary}

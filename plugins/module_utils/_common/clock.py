@@ -17,11 +17,11 @@ def parse_duration(value: Any) -> int:
     """Seconds in ``value``: an int, or text like ``90``, ``90s``, ``15m``, ``24h``, ``1d12h``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError("a duration cannot be negative: %r" % (value,))
+            raise ValueError(f"a duration cannot be negative: {value!r}")
         return int(value)
     match = _DURATION.match(str(value or ""))
     if not match or not any(match.groups()):
-        raise ValueError("%r is not a duration; use seconds or a form like 90s, 15m, 24h, 1d12h" % (value,))
+        raise ValueError(f"{value!r} is not a duration; use seconds or a form like 90s, 15m, 24h, 1d12h")
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
     return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
@@ -37,21 +37,19 @@ def parse_rfc3339(text: str | None) -> datetime.datetime | None:
         return None
     match = re.match(r"^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d:?\d\d)?$", text.strip())
     if not match:
-        raise ValueError("%r is not an RFC 3339 timestamp" % (text,))
+        raise ValueError(f"{text!r} is not an RFC 3339 timestamp")
     day, clock, fraction, offset = match.groups()
     micro = (fraction or "0")[:6].ljust(6, "0")
     zone = "+0000" if not offset or offset in "Zz" else offset.replace(":", "")
-    return datetime.datetime.strptime("%sT%s.%s%s" % (day, clock, micro, zone), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return datetime.datetime.strptime(f"{day}T{clock}.{micro}{zone}", "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
 def as_utc(value: Any) -> datetime.datetime | None:
     """An aware UTC datetime from a datetime (naive means UTC) or an RFC 3339 text; None for None or ""."""
-    moment = value if isinstance(value, datetime.datetime) else parse_rfc3339(None if value is None else "%s" % value)
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.astimezone(datetime.timezone.utc)
+    moment = value if isinstance(value, datetime.datetime) else parse_rfc3339(None if value is None else str(value))
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc) if moment is not None else None
 
 
 def format_rfc3339(moment: datetime.datetime) -> str:
@@ -63,15 +61,9 @@ class Deadline:
     """A monotonic deadline; ``sleep`` never sleeps past it."""
 
     def __init__(
-        self,
-        seconds: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleeper: Callable[[float], Any] = time.sleep,
+        self, seconds: float, clock: Callable[[], float] = time.monotonic, sleeper: Callable[[float], Any] = time.sleep
     ) -> None:
-        self._clock = clock
-        self._sleep = sleeper
-        self.started = clock()
-        self.seconds = seconds
+        self._clock, self._sleep, self.started = clock, sleeper, clock()
         self.expires = self.started + seconds
 
     def remaining(self) -> float:

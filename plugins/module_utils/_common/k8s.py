@@ -1,71 +1,161 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Raw-path access to the Kubernetes API through kubernetes.core's client: known paths, no discovery, one HTTP
-request per call. Every failure, from the kubeconfig to an HTTP error, becomes :class:`ApiAccessError`, naming what
-was used (kubeconfig, context, host, resource, verb) and what to do about it."""
+"""The Kubernetes API through kubernetes.core's client: known paths, no discovery, one HTTP request per try, under
+the one retry policy of the collection; and the fields of the objects it returns, read without KeyErrors.
+
+Every failure, from the kubeconfig to an HTTP error, becomes :class:`ApiAccessError`, naming what was used
+(kubeconfig, context, host, resource, verb) and what to do about it.
+
+What is transient: no answer at all (a refused or reset connection, a timeout: ``status`` None), 429 Too Many
+Requests and the 5xx answers an API server gives while it is restarted, loses its etcd leader or sheds load
+(500, 502, 503, 504). A 429 of max-in-flight or API Priority and Fairness is sent before the request is handled,
+with ``Retry-After: 1`` -- kubernetes/kubernetes
+staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go@e4b6dc5a70de2c18b80897d104473342bc5452e5
+(``tooManyRequests``) -- so any request may be sent again after a 429; reads (GET, LIST, WATCH) and DELETEs may be
+sent again after any transient failure; a create only where a second try cannot make a second object
+(:meth:`ApiClient.create`), an update only on a fresh read (:meth:`ApiClient.update_fresh`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import random
 import time
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple, TypeVar
 from urllib.parse import quote
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common import retry as _retry
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
+T = TypeVar("T")
 # What a request or a connection raises when the API cannot be reached or answers with an error status.
 API_ERRORS: tuple[type[BaseException], ...] = (OSError,)
 # What loading the client's configuration raises: kubernetes.core wraps the kubernetes client's ConfigException
 # in CoreException (kubernetes.core 6.6.0 plugins/module_utils/k8s/client.py, get_api_client); a kubeconfig that
 # is not YAML surfaces as the YAML parser's error.
 _CONFIG_ERRORS: tuple[type[BaseException], ...] = ()
-
-try:
-    from kubernetes.dynamic.exceptions import DynamicApiError
-except ImportError:  # pragma: no cover - AnsibleK8SModule reports the missing library
-    pass
-else:
-    API_ERRORS += (DynamicApiError,)
-
-try:
-    from urllib3.exceptions import HTTPError as Urllib3HTTPError
-except ImportError:  # pragma: no cover
-    pass
-else:
-    API_ERRORS += (Urllib3HTTPError,)
-
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-except ImportError:  # pragma: no cover - the collection depends on kubernetes.core
-    pass
-else:
-    _CONFIG_ERRORS += (CoreException,)
-
-try:
+    from kubernetes.dynamic.exceptions import DynamicApiError
+    from urllib3.exceptions import HTTPError as Urllib3HTTPError
     from yaml import YAMLError
-except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyYAML
+except ImportError:  # pragma: no cover - AnsibleK8SModule reports the missing libraries
     pass
 else:
-    _CONFIG_ERRORS += (YAMLError,)
+    API_ERRORS += (DynamicApiError, Urllib3HTTPError)
+    _CONFIG_ERRORS += (CoreException, YAMLError)
+
+# --- the retry policy ------------------------------------------------------------------------------------------
+
+# Answers worth another try; 501 Not Implemented and 505 are not transient.
+TRANSIENT_STATUSES = frozenset((429, 500, 502, 503, 504))
+# Reviews (selfsubjectaccessreviews, selfsubjectrulesreviews, subjectaccessreviews, localsubjectaccessreviews,
+# tokenreviews) are questions: kube-apiserver answers the POST and stores nothing, so asking again after a lost
+# answer or a 5xx changes nothing, like a read (the access check asks them before any write).
+QUESTIONS = frozenset(
+    f"{kind}reviews"
+    for kind in ("selfsubjectaccess", "selfsubjectrules", "subjectaccess", "localsubjectaccess", "token")
+)
+
+
+def is_question(method: str, path: str) -> bool:
+    """Whether the request at ``path`` asks a review (a POST that writes nothing, safe to repeat)."""
+    return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] in QUESTIONS
+
+
+def is_transient(status: int | None) -> bool:
+    """Whether a failure with this HTTP status (None: no answer at all) may well pass on the next try."""
+    return status is None or status in TRANSIENT_STATUSES
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff: at most ``attempts`` tries, waits of ``base * factor**n`` capped at ``cap``
+    (with jitter: between half and all of it), a ``Retry-After`` honoured up to ``retry_after_cap``, and never
+    more than ``budget`` seconds of waiting in all."""
+
+    attempts: int = 6
+    base: float = 0.5
+    factor: float = 2.0
+    cap: float = 8.0
+    retry_after_cap: float = 30.0
+    budget: float = 60.0
+
+    def backoff(self, retry: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
+        """The wait before retry number ``retry`` (1 for the first retry)."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.retry_after_cap)
+        full = min(self.cap, self.base * self.factor ** (retry - 1))
+        return full / 2 + rand() * full / 2
+
+
+DEFAULT_POLICY = RetryPolicy()  # what the modules use; unit tests pass their own
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The ``Retry-After`` of an answer's headers in seconds (a number; an HTTP date is not used by API servers
+    and is ignored), None when there is none or it cannot be read."""
+    try:
+        seconds = float(str(headers.get("Retry-After") or headers.get("retry-after")).strip())
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
+
+
+class Attempt(NamedTuple):
+    """What one failed try tells the policy: its status (None: no answer) and its Retry-After."""
+
+    status: int | None
+    retry_after: float | None = None
+
+
+def call(
+    function: Callable[[], T],
+    policy: RetryPolicy,
+    classify: Callable[[BaseException], Attempt | None],
+    retryable: Callable[[Attempt], bool] | None = None,
+    sleep: Callable[[float], Any] = time.sleep,
+    rand: Callable[[], float] = random.random,
+    on_retry: Callable[[int, Attempt, float], Any] | None = None,
+) -> T:
+    """``function()`` under ``policy``.
+
+    ``classify(error)`` returns the Attempt of an error the policy may look at, None for an error that is passed
+    on at once. ``retryable(attempt)`` (default: ``is_transient(attempt.status)``) decides whether the error
+    is tried again. The last error is raised when the tries or the waiting budget are used up. ``on_retry(retry,
+    attempt, wait)`` is told before each wait.
+    """
+    decide = retryable or (lambda attempt: is_transient(attempt.status))
+    waited, retry = 0.0, 0
+    while True:
+        try:
+            return function()
+        except Exception as error:  # pylint: disable=broad-except
+            attempt = classify(error)
+            if attempt is None or not decide(attempt):
+                raise
+            retry += 1
+            wait = policy.backoff(retry, attempt.retry_after, rand)
+            if retry >= policy.attempts or waited + wait > policy.budget:
+                raise
+            if on_retry:
+                on_retry(retry, attempt, wait)
+            sleep(wait)
+            waited += wait
+
+
+# --- requests --------------------------------------------------------------------------------------------------
 
 
 class ApiAccessError(Day2Error):
     """The API cannot be used: ``status`` is the HTTP status, None when nothing answered (or no client exists)."""
 
     def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        target: Target | None = None,
-        retry_after: float | None = None,
+        self, message: str, status: int | None = None, target: Target | None = None, retry_after: float | None = None
     ) -> None:
         super().__init__(message)
-        self.status = status
-        self.target = target
-        self.retry_after = retry_after
+        self.status, self.target, self.retry_after = status, target, retry_after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,122 +170,83 @@ class Target:
     namespace: str | None = None
 
     def describe(self) -> str:
-        what = self.resource if not self.group else "%s.%s" % (self.resource, self.group)
-        where = " in namespace %s" % self.namespace if self.namespace else ""
-        named = " %s" % self.name if self.name else ""
-        return "%s %s%s%s" % (self.verb, what, named, where)
-
-    def rbac_hint(self) -> str:
-        scope = "a Role in namespace %s" % self.namespace if self.namespace else "a ClusterRole"
-        return "grant verb %r on resource %r (apiGroup %r) through %s bound to this identity" % (
-            self.verb,
-            self.resource,
-            self.group,
-            scope,
-        )
-
-
-def _status_message(body: Any) -> Any:
-    try:
-        return json.loads(body).get("message") or body
-    except (ValueError, TypeError, AttributeError):
-        return body
+        what = f"{self.resource}.{self.group}" if self.group else self.resource
+        named = f" {self.name}" if self.name else ""
+        return f"{self.verb} {what}{named}" + (f" in namespace {self.namespace}" if self.namespace else "")
 
 
 def describe_api_error(error: BaseException, target: Target, api_url: str) -> ApiAccessError:
     """The ApiAccessError for an exception of the kubernetes client (or the network) while doing ``target``."""
-    status = getattr(error, "status", None)
+    status, reason, doing = getattr(error, "status", None), getattr(error, "reason", None), target.describe()
     if status is None:
-        reason = getattr(error, "reason", None) or str(error)
         return ApiAccessError(
-            "cannot reach the API server %s to %s: %s. Check the kubeconfig/host, "
-            "the network path and the proxy settings." % (api_url, target.describe(), reason),
+            f"cannot reach the API server {api_url} to {doing}: {reason or error}. Check the kubeconfig/host, the "
+            "network path and the proxy settings.",
             target=target,
         )
-    server_message = _status_message(getattr(error, "body", "")) or getattr(error, "reason", "")
-    retry_after = _retry.retry_after_seconds(getattr(error, "headers", None))
-    if status == 401:
-        message = (
-            "the API server %s rejected the credentials (401 Unauthorized) while trying to %s: "
-            "the token or client certificate is invalid or expired. Log in again or fix the "
-            "kubeconfig/api_key." % (api_url, target.describe())
-        )
-    elif status == 403:
-        message = "permission denied (403 Forbidden) to %s: %s; %s." % (
-            target.describe(),
-            server_message,
-            target.rbac_hint(),
-        )
-    elif status == 404:
-        message = "%s: not found (404)" % target.describe()
-    else:
-        message = "the API server answered %s %s to %s: %s" % (
-            status,
-            getattr(error, "reason", ""),
-            target.describe(),
-            server_message,
-        )
-    return ApiAccessError(message, status=status, target=target, retry_after=retry_after)
+    body = getattr(error, "body", "")
+    try:
+        server_message = json.loads(body).get("message") or body
+    except (ValueError, TypeError, AttributeError):
+        server_message = body
+    server_message = server_message or reason or ""
+    scope = f"a Role in namespace {target.namespace}" if target.namespace else "a ClusterRole"
+    messages = {
+        401: f"the API server {api_url} rejected the credentials (401 Unauthorized) while trying to {doing}: the token "
+        "or client certificate is invalid or expired. Log in again or fix the kubeconfig/api_key.",
+        403: f"permission denied (403 Forbidden) to {doing}: {server_message}; grant verb {target.verb!r} on resource "
+        f"{target.resource!r} (apiGroup {target.group!r}) through {scope} bound to this identity.",
+        404: f"{doing}: not found (404)",
+    }
+    message = messages.get(status) or f"the API server answered {status} {reason or ''} to {doing}: {server_message}"
+    return ApiAccessError(message, status, target, retry_after_seconds(getattr(error, "headers", None)))
 
 
-def _attempt(error: BaseException) -> _retry.Attempt | None:
+def _attempt(error: BaseException) -> Attempt | None:
     """What the retry policy sees of an ApiAccessError (anything else is not retried)."""
-    if isinstance(error, ApiAccessError):
-        return _retry.Attempt(error.status, error.retry_after)
-    return None
-
-
-def _not_handled(attempt: _retry.Attempt) -> bool:
-    """A write is repeated only after an answer that says it was not handled (429)."""
-    return attempt.status in _retry.NOT_HANDLED_STATUSES
+    return Attempt(error.status, error.retry_after) if isinstance(error, ApiAccessError) else None
 
 
 class ApiClient:
     """Reads and writes objects by path, one HTTP request per try; ``calls`` counts the tries, ``retries`` the
-    tries that repeated one after a transient failure (retry.py): reads and deletes after any, writes after a 429
-    only; :meth:`create` and :meth:`update_fresh` make the other writes safe to repeat."""
+    tries that repeated one after a transient failure: reads and deletes after any, writes after a 429 only;
+    :meth:`create` and :meth:`update_fresh` make the other writes safe to repeat."""
 
     # Repeated after any transient failure: reads (get, list, watch), delete (404 when done: delete() takes it).
     IDEMPOTENT = ("GET", "HEAD", "DELETE")
 
     def __init__(
-        self,
-        dynamic_client: Any,
-        policy: _retry.RetryPolicy = _retry.DEFAULT_POLICY,
-        sleep: Callable[[float], Any] = time.sleep,
+        self, dynamic_client: Any, policy: RetryPolicy = DEFAULT_POLICY, sleep: Callable[[float], Any] = time.sleep
     ) -> None:
         self._client, self.policy, self._sleep = dynamic_client, policy, sleep
-        self.api_url: str = getattr(getattr(dynamic_client, "configuration", None), "host", "?")
+        # The kubernetes client's configuration (host, credentials, TLS), for the exec WebSocket.
+        self.configuration: Any = getattr(dynamic_client, "configuration", None)
+        self.api_url: str = getattr(self.configuration, "host", "?")
         self.calls = self.retries = 0
 
     def _once(self, method: str, target: Target, body: Any, raw: bool, params: dict[str, Any]) -> Any:
         self.calls += 1
         try:
-            response = self._client.request(method, target.path, body=body, serialize=False, **params)
+            data = self._client.request(method, target.path, body=body, serialize=False, **params).data
         except API_ERRORS as error:
             raise describe_api_error(error, target, self.api_url)
-        data = response.data
         if isinstance(data, bytes):
             data = data.decode("utf-8", "replace")
-        if raw:
-            return data
-        return json.loads(data) if data else None
+        return data if raw else (json.loads(data) if data else None)
 
-    def _counted(self, _retry_number: int, _attempt: _retry.Attempt, _wait: float) -> None:
-        self.retries += 1
+    def _call(self, function: Callable[[], T], retryable: Callable[[Attempt], bool] | None = None) -> T:
+        def counted(_retry: int, _attempt: Attempt, _wait: float) -> None:
+            self.retries += 1
+
+        return call(function, self.policy, _attempt, retryable, self._sleep, on_retry=counted)
 
     def request(self, method: str, target: Target, body: Any = None, raw: bool = False, **params: Any) -> Any:
         """One API request, repeated under the policy; a JSON answer is decoded, ``raw`` returns the text.
         Failures are ApiAccessError (the last one when the tries are used up)."""
         method = method.upper()
-        return _retry.call(
-            lambda: self._once(method, target, body, raw, params),
-            self.policy,
-            _attempt,
-            None if method in self.IDEMPOTENT or _retry.is_question(method, target.path) else _not_handled,
-            sleep=self._sleep,
-            on_retry=self._counted,
-        )
+        # A 429 says the request was not handled at all (sent before the handler): safe for every verb.
+        only_429 = None if method in self.IDEMPOTENT or is_question(method, target.path) else lambda a: a.status == 429
+        return self._call(lambda: self._once(method, target, body, raw, params), only_429)
 
     def get(self, target: Target, **params: Any) -> Any:
         """The object (or list) at ``target``, None when it does not exist."""
@@ -210,102 +261,75 @@ class ApiClient:
         """Create ``body`` at ``target``; after a failure that leaves it in doubt (no answer, a 5xx), look for it
         first (by name; a generateName object by its labels, so it is never created twice; none without labels)
         and create it again only when it is not there; a 409 then is ours when it carries our labels."""
-        try:
-            return self.request("POST", target, body=body)
-        except ApiAccessError as error:
-            if not self.policy.transient(error.status):
-                raise
-            doubt = error
-        meta = body.get("metadata") or {}
-        if not meta.get("name") and not meta.get("labels"):
-            raise doubt
-        for retry in range(1, self.policy.attempts):
-            self.retries += 1
-            self._sleep(self.policy.backoff(retry, doubt.retry_after))
-            found = self._readable(target, meta)
+        meta: dict[str, Any] = body.get("metadata") or {}
+        tries: list[int] = []
+
+        def attempt() -> Any:
+            found = self._made(target, meta) if tries else None
             if found is not None:
                 return found
+            tries.append(1)
             try:
                 return self.request("POST", target, body=body)
             except ApiAccessError as error:
-                if error.status == 409 and meta.get("name"):
-                    found = self._readable(target, meta, forbidden=body)
-                    if found is not None:
-                        return found
-                if not self.policy.transient(error.status):
+                in_doubt = len(tries) > 1 and error.status == 409 and meta.get("name")
+                found = self._made(target, meta, body) if in_doubt else None
+                if found is None:
                     raise
-                doubt = error
-        raise doubt
+                return found
 
-    def _readable(self, target: Target, meta: dict[str, Any], forbidden: Any = None) -> Any:
-        """_find_created; ``forbidden`` when the identity may create but not read it (docs/rbac.md: no get on
-        node-joiner's service account and config map, where a 409 can only be the lost try)."""
+        findable = bool(meta.get("name") or meta.get("labels"))
+        return self._call(attempt, lambda failed: findable and is_transient(failed.status))
+
+    def _made(self, target: Target, meta: dict[str, Any], forbidden: Any = None) -> Any:
+        """The object a create of ``meta`` (name or generateName, labels) made, None when there is none;
+        ``forbidden`` when the identity may create but not read it (docs/rbac.md: no get on node-joiner's service
+        account and config map, where a 409 can only be the lost try)."""
+        wanted, name = meta.get("labels") or {}, meta.get("name")
         try:
-            return self._find_created(target, meta)
+            if not name:
+                selector = quote(",".join(f"{key}={value}" for key, value in sorted(wanted.items())), safe="")
+                listed = self.get(with_query(dataclasses.replace(target, verb="list"), labelSelector=selector))
+                prefix = meta.get("generateName") or ""
+                items = dig(listed, "items", default=[])
+                return next((i for i in items if dig(i, "metadata", "name", default="").startswith(prefix)), None)
+            found = self.get(dataclasses.replace(target, path=f"{target.path}/{name}", verb="get"))
         except ApiAccessError as error:
             if error.status != 403:
                 raise
-        return forbidden
-
-    def _find_created(self, target: Target, meta: dict[str, Any]) -> Any:
-        """The object a create of ``meta`` (name or generateName, labels) made, None when there is none."""
-        wanted = meta.get("labels") or {}
-        if meta.get("name"):
-            found = self.get(dataclasses.replace(target, path="%s/%s" % (target.path, meta["name"]), verb="get"))
-            if found is None:
-                return None
-            labels = (found.get("metadata") or {}).get("labels") or {}
-            if any(labels.get(key) != value for key, value in wanted.items()):
-                raise ApiAccessError(
-                    "%s %s already exists and is not the one this run created (its labels differ from %s): "
-                    "delete it or let the run use another name" % (target.resource, meta["name"], wanted),
-                    status=409,
-                    target=target,
-                )
-            return found
-        listed = self.get(with_query(dataclasses.replace(target, verb="list"), labelSelector=label_selector(wanted)))
-        prefix = meta.get("generateName") or ""
-        items = [
-            item
-            for item in (listed or {}).get("items") or []
-            if ((item.get("metadata") or {}).get("name") or "").startswith(prefix)
-        ]
-        return items[0] if items else None
+            return forbidden
+        labels = dig(found, "metadata", "labels", default={})
+        if found is not None and any(labels.get(key) != value for key, value in wanted.items()):
+            raise ApiAccessError(
+                f"{target.resource} {name} already exists and is not the one this run created (its labels differ "
+                f"from {wanted}): delete it or let the run use another name",
+                status=409,
+                target=target,
+            )
+        return found
 
     def update_fresh(
-        self,
-        get_target: Target,
-        put_target: Target,
-        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+        self, target: Target, change: Callable[[dict[str, Any]], tuple[str, Target, Any] | None], **params: Any
     ) -> dict[str, Any] | None:
-        """Change an object safely: GET it, ``change(fresh)`` returns the body to PUT (None: nothing to do, for
-        example an approval already made), PUT it; after a conflict (409: someone changed it) or a transient
-        failure, GET it again and ask ``change`` again. Returns the object as the API server last answered it,
-        None when it does not exist. Other failures are ApiAccessError."""
-        for retry in range(self.policy.attempts):
-            fresh = self.get(get_target)
-            if fresh is None:
-                return None
-            body = change(fresh)
-            if body is None:
-                return fresh
-            try:
-                return self.request("PUT", put_target, body=body)
-            except ApiAccessError as error:
-                if error.status != 409 and not self.policy.transient(error.status):
-                    raise
-                if retry + 1 >= self.policy.attempts:
-                    raise
-                self.retries += 1
-                self._sleep(self.policy.backoff(retry + 1, error.retry_after))
-        return None  # pragma: no cover - the loop returns or raises
+        """Change an object safely: GET ``target``; ``change(fresh)`` returns the write to send, ``(method, target,
+        body)`` -- a PUT of the fresh object changed (an approval), a merge-patch that carries the fresh
+        ``metadata.resourceVersion`` -- or None when nothing is left to do. After a conflict (409: someone changed it
+        since the GET) or a transient failure, GET it again and ask ``change`` again. Returns the object as the API
+        server last answered it, None when it does not exist; other failures are ApiAccessError. ``params`` go with
+        the write (``content_type``)."""
+
+        def attempt() -> dict[str, Any] | None:
+            fresh = self.get(target)
+            write = None if fresh is None else change(fresh)
+            return fresh if write is None else self.request(write[0], write[1], body=write[2], **params)
+
+        return self._call(attempt, lambda failed: failed.status == 409 or is_transient(failed.status))
 
     def delete(self, target: Target, missing_ok: bool = True) -> bool:
         """Delete in the background (dependents are garbage-collected); True when something was deleted."""
+        background = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
         try:
-            self.request(
-                "DELETE", target, body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
-            )
+            self.request("DELETE", target, body=background)
             return True
         except ApiAccessError as error:
             if error.status == 404 and missing_ok:
@@ -313,86 +337,57 @@ class ApiClient:
             raise
 
 
-def label_selector(labels: dict[str, str]) -> str:
-    """``key=value,...`` of ``labels``, quoted for a query string."""
-    return quote(",".join("%s=%s" % (key, value) for key, value in sorted(labels.items())), safe="")
-
-
-def _path(prefix: list[str], resource: str, name: str | None = None, namespace: str | None = None) -> str:
-    parts = list(prefix)
-    if namespace:
-        parts += ["namespaces", namespace]
-    parts.append(resource)
-    if name:
-        parts.append(name)
-    return "/".join(parts)
-
-
 def with_query(target: Target, **query: Any) -> Target:
     """The same target with query parameters (those not None) added to its path."""
-    pairs = "&".join("%s=%s" % (key, value) for key, value in sorted(query.items()) if value is not None)
+    pairs = "&".join(f"{key}={value}" for key, value in sorted(query.items()) if value is not None)
     return dataclasses.replace(target, path=target.path + ("?" + pairs if pairs else ""))
 
 
-def core_target(
-    resource: str, name: str | None = None, namespace: str | None = None, verb: str | None = None
-) -> Target:
-    """A resource of the core API group (``/api/v1``); the verb is ``get`` for a named object, else ``list``."""
-    path = _path(["/api/v1"], resource, name, namespace)
-    return Target(path, verb or ("get" if name else "list"), resource, "", name, namespace)
-
-
 def group_target(
-    group: str,
-    version: str,
-    resource: str,
-    name: str | None = None,
-    namespace: str | None = None,
-    verb: str | None = None,
+    group: str, version: str, resource: str, name: str | None = None, namespace: str | None = None, verb: str = ""
 ) -> Target:
-    """A resource of an API group (``/apis/<group>/<version>``); the verb as for :func:`core_target`."""
-    path = _path(["/apis", group, version], resource, name, namespace)
-    return Target(path, verb or ("get" if name else "list"), resource, group, name, namespace)
+    """A resource of an API group (``/apis/<group>/<version>``, the core group ``/api/v1`` when ``group`` is "");
+    the verb is ``get`` for a named object, else ``list``."""
+    parts = ["/apis", group, version] if group else ["/api", "v1"]
+    parts += ["namespaces", namespace] if namespace else []
+    parts += [resource, name] if name else [resource]
+    return Target("/".join(parts), verb or ("get" if name else "list"), resource, group, name, namespace)
 
 
-def _auth_value(module: Any, name: str) -> Any:
-    """An authentication option as kubernetes.core reads it: the module's parameter, else ``K8S_AUTH_<NAME>``."""
-    value = module.params.get(name)
-    return value if value is not None else os.environ.get("K8S_AUTH_%s" % name.upper())
+def core_target(resource: str, name: str | None = None, namespace: str | None = None, verb: str = "") -> Target:
+    """A resource of the core API group (``/api/v1``); the verb as for :func:`group_target`."""
+    return group_target("", "v1", resource, name, namespace, verb)
+
+
+# --- the connection --------------------------------------------------------------------------------------------
 
 
 def describe_connection(module: Any) -> str:
-    """What the client is made from, as kubernetes.core chooses it: the host with credentials, else a kubeconfig."""
-    host = _auth_value(module, "host")
-    credentials = (
-        _auth_value(module, "api_key")
-        or (_auth_value(module, "username") and _auth_value(module, "password"))
-        or (_auth_value(module, "client_cert") and _auth_value(module, "client_key"))
-    )
-    if host and credentials:
-        return "host %s" % host
-    kubeconfig = _auth_value(module, "kubeconfig")
+    """What the client is made from, as kubernetes.core chooses it: the host with credentials, else a kubeconfig.
+    An option is the module's parameter, else ``K8S_AUTH_<NAME>``, as kubernetes.core reads it."""
+
+    def auth(name: str) -> Any:
+        value = module.params.get(name)
+        return value if value is not None else os.environ.get(f"K8S_AUTH_{name.upper()}")
+
+    host, kubeconfig, context = auth("host"), auth("kubeconfig"), auth("context")
+    if host and (
+        auth("api_key") or (auth("username") and auth("password")) or (auth("client_cert") and auth("client_key"))
+    ):
+        return f"host {host}"
     if isinstance(kubeconfig, dict):
         used = "the kubeconfig given as a dict"
     elif kubeconfig:
-        used = "the kubeconfig %s" % kubeconfig
+        used = f"the kubeconfig {kubeconfig}"
     else:
-        used = "the default kubeconfig (%s)" % (os.environ.get("KUBECONFIG") or "~/.kube/config")
-    context = _auth_value(module, "context")
-    used += " with context %s" % context if context else " with its current-context"
-    return used + (" and host %s" % host if host else "")
+        used = f"the default kubeconfig ({os.environ.get('KUBECONFIG') or '~/.kube/config'})"
+    used += f" with context {context}" if context else " with its current-context"
+    return used + (f" and host {host}" if host else "")
 
 
-def _config_fix(reason: str) -> str:
-    if "context" in reason:
-        return (
-            "Set context to a context the kubeconfig defines (oc config get-contexts lists them), or leave it "
-            "unset and give the kubeconfig a current-context (oc config use-context)."
-        )
-    return (
-        "Point kubeconfig (or K8S_AUTH_KUBECONFIG) at a readable kubeconfig of the cluster, such as the "
-        "installer's auth/kubeconfig or the one oc login writes, or pass host with api_key."
-    )
+def _final(error: BaseException | None) -> bool:
+    """A kubeconfig or a file to fix: trying again changes nothing."""
+    return isinstance(error, _CONFIG_ERRORS) or (isinstance(error, OSError) and bool(error.filename))
 
 
 def connection_error(error: BaseException, module: Any) -> ApiAccessError:
@@ -400,25 +395,35 @@ def connection_error(error: BaseException, module: Any) -> ApiAccessError:
     used = describe_connection(module)
     if isinstance(error, _CONFIG_ERRORS):
         reason = " ".join(str(error).split())
-        return ApiAccessError("cannot load %s: %s. %s" % (used, reason, _config_fix(reason)))
+        if "context" in reason:
+            fix = (
+                "Set context to a context the kubeconfig defines (oc config get-contexts lists them), or leave it "
+                "unset and give the kubeconfig a current-context (oc config use-context)."
+            )
+        else:
+            fix = (
+                "Point kubeconfig (or K8S_AUTH_KUBECONFIG) at a readable kubeconfig of the cluster, such as the "
+                "installer's auth/kubeconfig or the one oc login writes, or pass host with api_key."
+            )
+        return ApiAccessError(f"cannot load {used}: {reason}. {fix}")
     if isinstance(error, OSError) and error.filename:
         return ApiAccessError(
-            "cannot read %s (%s), named by %s or its ca_cert, client_cert or client_key. Check that the path "
-            "exists and is readable by the user that runs the module." % (error.filename, error.strerror, used)
+            f"cannot read {error.filename} ({error.strerror}), named by {used} or its ca_cert, client_cert or "
+            "client_key. Check that the path exists and is readable by the user that runs the module."
         )
     pool = getattr(error, "pool", None)
-    where = "%s://%s:%s" % (getattr(pool, "scheme", "https"), pool.host, pool.port) if pool else "named by " + used
+    where = f"{getattr(pool, 'scheme', 'https')}://{pool.host}:{pool.port}" if pool else "named by " + used
     return describe_api_error(error, Target("/version", "get", "version"), where)
 
 
 def connect(
-    module: Any, policy: _retry.RetryPolicy = _retry.DEFAULT_POLICY, sleep: Callable[[float], Any] = time.sleep
+    module: Any, policy: RetryPolicy = DEFAULT_POLICY, sleep: Callable[[float], Any] = time.sleep
 ) -> tuple[Any, ApiClient]:
     """(kubernetes.core K8SClient, ApiClient) for a module; every problem getting there becomes ApiAccessError.
 
     Creating the client loads the kubeconfig (a missing file, a bad context: kubernetes.core's CoreException)
     and already talks to the server (version and discovery), so an unreachable API or bad credentials surface
-    here first.
+    here first; discovery is reads only, so a transient failure there is tried again like any read.
     """
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
@@ -426,22 +431,35 @@ def connect(
         try:
             return get_api_client(module=module)
         except _CONFIG_ERRORS + API_ERRORS as error:
-            described = connection_error(error, module)
-            if isinstance(error, _CONFIG_ERRORS) or (isinstance(error, OSError) and error.filename):
-                raise _Final(described)  # a kubeconfig or a file to fix: trying again changes nothing
-            raise described
+            raise connection_error(error, module) from error
 
-    # Discovery is reads only: a transient failure there is tried again like any read.
-    try:
-        client = _retry.call(attempt, policy, _attempt, sleep=sleep)
-    except _Final as final:
-        raise final.error from None
+    client = call(attempt, policy, lambda error: None if _final(error.__cause__) else _attempt(error), sleep=sleep)
     return client, ApiClient(client.client, policy, sleep)
 
 
-class _Final(Exception):
-    """Carries an ApiAccessError that is not tried again out of connect's retry loop."""
+# --- the objects -----------------------------------------------------------------------------------------------
 
-    def __init__(self, error: ApiAccessError) -> None:
-        super().__init__(error.message)
-        self.error = error
+
+def dig(obj: Any, *path: str | int, default: Any = None) -> Any:
+    """The value at ``path`` (dict keys, list indexes) in ``obj``; ``default`` where it is missing or null."""
+    for key in path:
+        if isinstance(obj, dict):
+            obj = obj.get(key)
+        elif isinstance(obj, list) and isinstance(key, int) and -len(obj) <= key < len(obj):
+            obj = obj[key]
+        else:
+            return default
+        if obj is None:
+            return default
+    return obj
+
+
+def condition(obj: Any, kind: str) -> dict[str, Any]:
+    """The ``status.conditions`` entry of type ``kind``, {} when there is none."""
+    conditions = dig(obj, "status", "conditions", default=[])
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == kind), {})
+
+
+def condition_true(obj: Any, kind: str) -> bool:
+    """Whether the condition ``kind`` has status True."""
+    return condition(obj, kind).get("status") == "True"

@@ -16,8 +16,6 @@ except ImportError:
 else:
     NETADDR_IMPORT_ERROR = None
 
-HAS_NETADDR = netaddr is not None
-
 _MAC_PATTERN = re.compile(r"^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(?:\1[0-9a-fA-F]{2}){4}$")
 
 

@@ -8,13 +8,28 @@ Every check reports all it finds, so one run lists every mistake; the check and 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
 MAX_SHOWN_VALUE = 120
+# Words of a name whose value may be a secret (a password, a token, nmstate's 802.1X, MACsec and IPsec keys), looked
+# for in the name in lower case without "-" and "_"; sshKey is a public key whatever its name says.
+SECRET_WORDS = re.compile(r"pas[sw]|secret|token|credential|apikey|psk|mkacak")
+# report(field, value, what is wrong, how to fix it): one problem of one host.
 Report = Callable[[str, Any, str, str], None]
+
+
+def secret_name(name: Any) -> bool:
+    """Whether the value of a key or variable of this name is never shown."""
+    return isinstance(name, str) and name != "sshKey" and bool(SECRET_WORDS.search(re.sub("[-_]", "", name.lower())))
+
+
+def given(value: Any) -> bool:
+    """AWX surveys send "" for an unanswered optional question: it means unset, like an absent variable."""
+    return value is not None and value != "" and value != [] and value != {}
 
 
 class InventoryError(Day2Error):
@@ -22,8 +37,8 @@ class InventoryError(Day2Error):
 
     def __init__(self, problems: list[dict[str, Any]]) -> None:
         self.problems = list(problems)
-        lines = ["%d problem(s) in the new-worker inventory:" % len(self.problems)]
-        lines.extend("- " + problem["message"] for problem in self.problems)
+        lines = [f"{len(self.problems)} problem(s) in the new-worker inventory:"]
+        lines += ["- " + problem["message"] for problem in self.problems]
         super().__init__("\n".join(lines), {"problems": self.problems})
 
 
@@ -36,21 +51,16 @@ class Problems:
     def add(self, host: Any, field: str, value: Any, what: str, fix: str) -> None:
         """One problem; ``host`` is the host's name, or a scope in parentheses: ``(play)`` for a play variable,
         ``(inventory)``, ``(cluster)``, ``(parameters)``."""
-        scope = str(host)[1:-1] if str(host).startswith("(") and str(host).endswith(")") else "host %s" % host
-        self.items.append(
-            {
-                "host": host,
-                "field": field,
-                "value": value,
-                "message": '%s: field "%s" value %s %s; %s' % (scope, field, show(value), what, fix),
-            }
-        )
+        scope = str(host)[1:-1] if str(host).startswith("(") and str(host).endswith(")") else f"host {host}"
+        message = f'{scope}: field "{field}" value {show(value)} {what}; {fix}'
+        self.items.append({"host": host, "field": field, "value": value, "message": message})
 
     def for_host(self, host: str) -> Report:
-        def report(field: str, value: Any, what: str, fix: str) -> None:
-            self.add(host, field, value, what, fix)
+        return lambda field, value, what, fix: self.add(host, field, value, what, fix)
 
-        return report
+    def raise_any(self) -> None:
+        if self.items:
+            raise InventoryError(self.items)
 
 
 def show(value: Any) -> str:
@@ -59,6 +69,4 @@ def show(value: Any) -> str:
         text = json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    if len(text) > MAX_SHOWN_VALUE:
-        text = text[:MAX_SHOWN_VALUE] + "..."
-    return text
+    return text[:MAX_SHOWN_VALUE] + "..." if len(text) > MAX_SHOWN_VALUE else text

@@ -20,7 +20,7 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule reports a missing PyYAML
     yaml = None  # type: ignore[assignment]
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.objects import dig
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import dig
 
 # Where each kind of mirror set lists its entries.
 _MIRROR_FIELDS = (
@@ -35,21 +35,15 @@ def install_config(configmap: Any, warnings: list[str]) -> dict[str, Any]:
     if configmap is None:
         return {}
     text = dig(configmap, "data", "install-config")
-    problem = None
-    data = None
-    if not text:
-        problem = "has no key 'install-config'"
-    else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            problem = "key 'install-config' is not valid YAML (%s)" % " ".join(str(error).split())
-    if problem is None and not isinstance(data, dict):
-        problem = "key 'install-config' is not a YAML mapping"
-    if problem or not isinstance(data, dict):
+    try:
+        data = yaml.safe_load(text) if text else None
+        problem = "has no key 'install-config'" if not text else "key 'install-config' is not a YAML mapping"
+    except yaml.YAMLError as error:
+        data, problem = None, f"key 'install-config' is not valid YAML ({' '.join(str(error).split())})"
+    if not isinstance(data, dict):
         warnings.append(
-            "ConfigMap kube-system/cluster-config-v1 %s; its values are not used. Restore it from the "
-            "installation directory's install-config.yaml." % problem
+            f"ConfigMap kube-system/cluster-config-v1 {problem}; its values are not used. Restore it from the "
+            "installation directory's install-config.yaml."
         )
         return {}
     return data
@@ -68,6 +62,9 @@ def networks(network: Any, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+PROXY_FIELDS = (("http_proxy", "httpProxy"), ("https_proxy", "httpsProxy"), ("no_proxy", "noProxy"))
+
+
 def proxy(proxy_config: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The cluster-wide proxy: Proxy ``status``, else its ``spec``, else install-config."""
     sources = (
@@ -76,11 +73,16 @@ def proxy(proxy_config: Any, config: dict[str, Any]) -> dict[str, Any]:
         config.get("proxy") or {},
     )
     result: dict[str, Any] = {
-        key: next((source.get(field) for source in sources if source.get(field)), "")
-        for key, field in (("http_proxy", "httpProxy"), ("https_proxy", "httpsProxy"), ("no_proxy", "noProxy"))
+        key: next((source[field] for source in sources if source.get(field)), "") for key, field in PROXY_FIELDS
     }
     result["enabled"] = bool(result["http_proxy"] or result["https_proxy"])
     return result
+
+
+def proxy_status(proxy_config: Any) -> dict[str, str]:
+    """The Proxy ``status`` alone: what oc puts into the node-joiner pod's environment -- openshift/oc
+    pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``configurePodProxySetting``)."""
+    return {key: dig(proxy_config, "status", field, default="") for key, field in PROXY_FIELDS}
 
 
 def _mirror(entry: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -91,11 +93,11 @@ def mirrors(idms: Any, icsp: Any, config: dict[str, Any], idms_readable: bool) -
     """Mirrors from the ImageDigestMirrorSets and ImageContentSourcePolicies; install-config when those are
     forbidden, as node-joiner does."""
     if not idms_readable:
-        return [_mirror(entry, "install-config/%s" % key) for key in _IC_MIRROR_KEYS for entry in config.get(key) or []]
+        return [_mirror(entry, f"install-config/{key}") for key in _IC_MIRROR_KEYS for entry in config.get(key) or []]
     found: list[dict[str, Any]] = []
     for (kind, field), objects in zip(_MIRROR_FIELDS, (idms, icsp)):
         for item in dig(objects, "items", default=[]):
-            origin = "%s/%s" % (kind, dig(item, "metadata", "name"))
+            origin = f"{kind}/{dig(item, 'metadata', 'name')}"
             found.extend(_mirror(entry, origin) for entry in dig(item, "spec", field, default=[]))
     return found
 
@@ -121,21 +123,15 @@ def chrony_configured(mc_chrony: Any) -> bool:
     )
 
 
-def pull_secret_registries(secret: Any) -> list[str]:
-    """Registries covered by the pull secret; the credentials are never returned."""
-    encoded = dig(secret, "data", ".dockerconfigjson")
-    if not encoded:
-        return []
-    try:
-        auths = json.loads(base64.b64decode(encoded)).get("auths") or {}
-    except (ValueError, TypeError, AttributeError):
-        return []
-    return sorted(auths)
-
-
 def pull_secret(secret: Any) -> dict[str, Any]:
-    """Whether the pull secret has a ``.dockerconfigjson``, and the registries it covers."""
-    return {"present": bool(dig(secret, "data", ".dockerconfigjson")), "registries": pull_secret_registries(secret)}
+    """Whether the pull secret has a ``.dockerconfigjson``, and the registries it covers; the credentials are never
+    returned."""
+    encoded = dig(secret, "data", ".dockerconfigjson")
+    try:
+        auths = (json.loads(base64.b64decode(encoded)).get("auths") or {}) if encoded else {}
+    except (ValueError, TypeError, AttributeError):
+        auths = {}
+    return {"present": bool(encoded), "registries": sorted(auths)}
 
 
 def _artifact(data: Any, *path: str) -> dict[str, Any]:
@@ -151,10 +147,10 @@ def boot_images(configmap: Any, warnings: list[str]) -> dict[str, Any]:
         stream = json.loads(text)
     except ValueError:
         stream = None
-    if not isinstance(stream, dict):
+    if not isinstance(stream, dict):  # a damaged object is a warning, never an error
         warnings.append(
-            "ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON "
-            "object, boot_images is empty; the machine-config operator maintains it: check its health."
+            "ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON object, "
+            "boot_images is empty; the machine-config operator maintains it: check its health."
         )
         return {}
     images = {}
@@ -172,22 +168,21 @@ def boot_images(configmap: Any, warnings: list[str]) -> dict[str, Any]:
 def worker_ignition(secret: Any, warnings: list[str]) -> dict[str, Any]:
     """The machine-config server URL and CA of the worker pointer config (Secret worker-user-data-managed)."""
     encoded = dig(secret, "data", "userData")
-    if not encoded:
-        return {"url": None, "has_ca": False}
     try:
-        pointer = json.loads(base64.b64decode(encoded))
+        pointer = json.loads(base64.b64decode(encoded)) if encoded else None
     except (ValueError, TypeError):
         warnings.append(
-            "Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition "
-            "JSON document, worker_ignition is unknown; the machine-config operator maintains it: "
-            "check its health."
+            "Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition JSON document, "
+            "worker_ignition is unknown; the machine-config operator maintains it: check its health."
         )
+        pointer = None
+    if pointer is None:
         return {"url": None, "has_ca": False}
     url = dig(pointer, "ignition", "config", "merge", 0, "source")
     if url is None:
         warnings.append(
-            "the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) "
-            "has no merge source URL"
+            "the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) has no merge "
+            "source URL"
         )
     return {
         "url": url,

@@ -1,7 +1,8 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Whether node-joiner can add workers to a cluster, judged the way node-joiner judges it.
+"""Whether node-joiner can add workers to a cluster, judged the way node-joiner judges it, and what kind of cluster
+it is (``standard``, ``appliance`` or ``registry-less``).
 
 Pure functions over the facts :mod:`_facts.cluster` built. Upstream sources (``repo path@commit``):
 
@@ -18,6 +19,26 @@ Pure functions over the facts :mod:`_facts.cluster` built. Upstream sources (``r
   openshift/installer pkg/asset/agent/common.go@2596730513b90f0f1264fae8ef73729780cc99dc
   (``SupportedInstallerPlatforms``) and pkg/asset/agent/installconfig.go@006d45739349721f1371d3013792d9b8407e9842
   (``ValidateSupportedPlatforms``). The refusal texts below are node-joiner's own wording.
+
+The cluster kind comes from the mirrors day1_facts already read (ImageDigestMirrorSets and
+ImageContentSourcePolicies), with no request of its own:
+
+* Appliance: every node installed from the appliance disk image runs a registry on port 22625 named
+  ``registry.appliance.openshift.com``, and that name points at 127.0.0.1 in the node's /etc/hosts --
+  openshift/appliance data/scripts/bin/setup-local-registry.sh.template@16a46b8a10ad178c9194484d5362474ddb54924c.
+  The cluster's mirror sets send the release repositories there. Older appliance builds named it
+  ``registry.appliance.com`` (ports 5000/5001) --
+  openshift/appliance pkg/asset/registry/registriesconf.go@468aae7ac73995be7ba36ef3103c3f7c55c4857f.
+* Registry-less (OVE): the control-plane nodes serve the release payload; an ImageDigestMirrorSet through the
+  ``api-int`` name makes the cluster pull from them, and a host added later must reach that port from outside the
+  cluster (api-int load balancer and firewalls) -- openshift/enhancements
+  enhancements/agent-installer/simplified-registry-less-cluster-operations.md@019ed2a8ce2dc4ddf8ef1f473adbeb2a15823b1b;
+  the port is 22625 (``api-int.<cluster>.<domain>:22625/<repository>`` mirrors, same appliance registries test).
+  Its InternalReleaseImage (openshift/api
+  machineconfiguration/v1/types_internalreleaseimage.go@5b7e429c2a57f0dd7c742e2bf5c6eff57db08abb) is not read:
+  the mirrors say the same, without a feature-gated API or one more request.
+* The configuration-only image for hosts cloned from the appliance disk image: node-joiner ``--config-iso``
+  (``releases.Release.config_iso``).
 """
 
 from __future__ import annotations
@@ -25,30 +46,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import MASTER_LABEL
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import releases
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
 
-MIN_VERSION = (4, 17)
-# Infrastructure spec.platformSpec.type -> the installer's platform name, for the platforms node-joiner accepts.
-AGENT_PLATFORMS = {"BareMetal": "baremetal", "VSphere": "vsphere", "None": "none", "External": "external"}
+# Infrastructure spec.platformSpec.type of the platforms node-joiner accepts; the installer's name of each is the
+# type in lower case.
+AGENT_PLATFORMS = ("BareMetal", "VSphere", "None", "External")
 # Platforms node-joiner converts but then refuses for adding nodes.
-REFUSED_PLATFORMS = {
-    "AWS": "aws",
-    "Azure": "azure",
-    "GCP": "gcp",
-    "OpenStack": "openstack",
-    "oVirt": "ovirt",
-    "IBMCloud": "ibmcloud",
-    "PowerVS": "powervs",
-    "Nutanix": "nutanix",
-}
+REFUSED_PLATFORMS = ("AWS", "Azure", "GCP", "OpenStack", "oVirt", "IBMCloud", "PowerVS", "Nutanix")
 NONE_ONLY_ARCHITECTURES = ("ppc64le", "s390x")
 API_HOST = re.compile(r"^api\.([^.]+)\.(.+)$")
-
-
-def parse_version(text: str | None) -> tuple[int, int] | None:
-    """``(major, minor)`` of a version text such as ``4.18.3`` or ``v4.17.0-rc.1``, None when it is not one."""
-    match = re.match(r"^v?(\d+)\.(\d+)", text or "")
-    return (int(match.group(1)), int(match.group(2))) if match else None
+STANDARD, APPLIANCE, REGISTRY_LESS = "standard", "appliance", "registry-less"
+INTERNAL_REGISTRY_PORT = "22625"
+APPLIANCE_REGISTRY_HOSTS = ("registry.appliance.openshift.com", "registry.appliance.com")
 
 
 def split_api_host(api_host: str | None) -> tuple[str | None, str | None]:
@@ -64,22 +75,20 @@ def platform_reasons(platform: str | None, architecture: str | None) -> list[str
             "Infrastructure cluster has no spec.platformSpec.type: node-joiner reads the platform from it "
             '(unable to convert platform type "")'
         ]
-    name = AGENT_PLATFORMS.get(platform)
-    if name is None:
-        if platform not in REFUSED_PLATFORMS:
-            return [
-                "platform %s (Infrastructure cluster spec.platformSpec.type): node-joiner cannot add nodes "
-                "to it (unable to convert platform type %s)" % (platform, platform)
-            ]
+    name = platform.lower()
+    if platform in REFUSED_PLATFORMS:
+        supported = ", ".join(f'"{value.lower()}"' for value in AGENT_PLATFORMS)
         return [
-            'platform %s cannot take nodes from node-joiner: platform: Unsupported value: "%s": supported '
-            "values: %s"
-            % (platform, REFUSED_PLATFORMS[platform], ", ".join('"%s"' % value for value in AGENT_PLATFORMS.values()))
+            f'platform {platform} cannot take nodes from node-joiner: platform: Unsupported value: "{name}": '
+            f"supported values: {supported}"
+        ]
+    if platform not in AGENT_PLATFORMS:
+        return [
+            f"platform {platform} (Infrastructure cluster spec.platformSpec.type): node-joiner cannot add nodes to it "
+            f"(unable to convert platform type {platform})"
         ]
     if architecture in NONE_ONLY_ARCHITECTURES and name != "none":
-        return [
-            'platform: Invalid value: "%s": CPU architecture "%s" only supports platform "none".' % (name, architecture)
-        ]
+        return [f'platform: Invalid value: "{name}": CPU architecture "{architecture}" only supports platform "none".']
     return []
 
 
@@ -88,33 +97,91 @@ def support_reasons(
 ) -> list[str]:
     """Why node-joiner could not add workers to this cluster; ``needed`` maps object keys to descriptions."""
     reasons: list[str] = []
-    version = parse_version(facts["version"])
-    if version is None:
+    if releases.parse_version(facts["version"]) is None:
         reasons.append(
-            "cluster version unknown (ClusterVersion status.desired.version and status.history[0]."
-            "version are empty); node-joiner reads the version from status.history[0]"
+            "cluster version unknown (ClusterVersion status.desired.version and status.history[0].version are empty); "
+            "node-joiner reads the version from status.history[0]"
         )
-    elif version < MIN_VERSION:
-        reasons.append(
-            "cluster version %s is older than %d.%d, the first release whose node-joiner can add nodes"
-            % (facts["version"], MIN_VERSION[0], MIN_VERSION[1])
-        )
+    else:
+        try:
+            releases.release(facts["version"])
+        except InputError as error:
+            reasons.append(error.message)
     if not facts["api_url"]:
         reasons.append("Infrastructure cluster has no status.apiServerURL: node-joiner reads the API host from it")
     elif facts["api_dns_name"] and split_api_host(facts["api_dns_name"])[0] is None:
         reasons.append(
-            "the API host %s (Infrastructure status.apiServerURL) is not api.<cluster name>.<domain>: "
-            "node-joiner derives the cluster name from it" % facts["api_dns_name"]
+            f"the API host {facts['api_dns_name']} (Infrastructure status.apiServerURL) is not "
+            "api.<cluster name>.<domain>: node-joiner derives the cluster name from it"
         )
     reasons.extend(platform_reasons(facts["platform"], facts["architecture"]))
     if facts["architecture"] is None:
         reasons.append(
-            "unable to determine target cluster architecture: no Node labelled %s reports "
-            "status.nodeInfo.architecture (node-joiner takes it from the first one)" % MASTER_LABEL
+            f"unable to determine target cluster architecture: no Node labelled {MASTER_LABEL} reports "
+            "status.nodeInfo.architecture (node-joiner takes it from the first one)"
         )
     for key, what in sorted(needed.items()):
         if key in unreadable:
-            reasons.append("cannot read %s: %s" % (what, unreadable[key]))
+            reasons.append(f"cannot read {what}: {unreadable[key]}")
         elif not objects.get(key):
-            reasons.append("%s does not exist; node-joiner cannot work without it" % what)
+            reasons.append(f"{what} does not exist; node-joiner cannot work without it")
     return reasons
+
+
+def _host_port(location: Any) -> tuple[str, str]:
+    """``(host, port)`` of a mirror location such as ``registry.example.com:5000/ocp/release`` (port '' if none)."""
+    head = str(location or "").split("/", 1)[0].strip().lower()
+    host, _colon, port = head.partition(":") if head.count(":") == 1 else (head, "", "")
+    return host, port
+
+
+def cluster_kind(
+    mirrors: list[dict[str, Any]],
+    api_int_url: str | None = None,
+    name: str | None = None,
+    base_domain: str | None = None,
+) -> dict[str, Any]:
+    """``{"kind", "internal_registries"}`` from the ``mirrors`` facts (``[{"source", "mirrors", "origin"}]``).
+
+    A mirror on ``api-int...:22625`` makes the cluster registry-less (such a cluster may list the appliance
+    registry too); else a mirror on the appliance registry makes it an appliance; else it is standard.
+    """
+    found: dict[str, list[str]] = {REGISTRY_LESS: [], APPLIANCE: []}
+    for entry in mirrors or []:
+        for host, port in map(_host_port, entry.get("mirrors") or []):
+            if host.startswith("api-int.") and port == INTERNAL_REGISTRY_PORT:
+                found[REGISTRY_LESS].append(f"{host}:{port}")
+            elif host in APPLIANCE_REGISTRY_HOSTS:
+                found[APPLIANCE].append(f"{host}:{port}" if port else host)
+    listed = found[REGISTRY_LESS]
+    if listed:  # the cluster's own api-int endpoint comes first when the mirrors lack it
+        if api_int_url:
+            api_int = _host_port(api_int_url.split("://", 1)[-1])[0]
+        else:
+            api_int = f"api-int.{name}.{base_domain}" if name and base_domain else ""
+        if api_int and f"{api_int}:{INTERNAL_REGISTRY_PORT}" not in listed:
+            listed.insert(0, f"{api_int}:{INTERNAL_REGISTRY_PORT}")
+    kind = REGISTRY_LESS if listed else APPLIANCE if found[APPLIANCE] else STANDARD
+    return {"kind": kind, "internal_registries": list(dict.fromkeys(found.get(kind, [])))}
+
+
+def kind_warnings(kind: dict[str, Any]) -> list[str]:
+    """What a new host needs on a cluster of this kind, with the fix (none for a standard cluster)."""
+    endpoints = ", ".join(kind.get("internal_registries") or [])
+    if kind.get("kind") == APPLIANCE:
+        major, minor = releases.since("config_iso")
+        return [
+            f"cluster kind appliance: its release images are mirrored to {endpoints}, a registry that runs on every "
+            "node installed from the appliance disk image (the name points at 127.0.0.1 there). A host booted from "
+            "a plain node ISO has no such registry and stops at image pull. Fix: clone the new hosts from the "
+            "appliance disk image and attach a configuration-only image built with day2_iso output: config-iso "
+            f"(day2_image_output: config-iso; OpenShift {major}.{minor} or later)"
+        ]
+    if kind.get("kind") == REGISTRY_LESS:
+        return [
+            f"cluster kind registry-less: its release images are served by the control-plane nodes at {endpoints}; "
+            "new hosts pull from there while they install and join. Fix: make TCP port "
+            f"{INTERNAL_REGISTRY_PORT} of api-int reachable from the new hosts (add it to the api-int load balancer "
+            "when that is external, and open it in the firewalls between them)"
+        ]
+    return []

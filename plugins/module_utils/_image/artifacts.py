@@ -1,54 +1,51 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The artifacts of one architecture: where they go, whether they are reused, how they are fetched and checked.
+"""The artifacts of one architecture: where they go, whether they are reused, how they are fetched and checked,
+and the sidecar record the reuse decision reads.
 
-An ISO is ``<dest>/node.<arch>.iso``; PXE files go into ``<dest>/boot-artifacts/<arch>/``. Each has a sidecar
-(sidecar.py) that the reuse decision reads, and the module's result describes what the artifact really holds, read
-back from it.
+An ISO is ``<dest>/node.<arch>.iso`` (``<dest>/agentconfig.noarch.iso`` for a config ISO); PXE files go into
+``<dest>/boot-artifacts/<arch>/``. A JSON sidecar next to each (``node.<arch>.iso.json``,
+``boot-artifacts/<arch>.json``) records the digest of every input, each file written with its sha256 and size, the
+agent token expiry when it was built and the nodes-config it was built from, secrets redacted (``nodes_config``,
+the "before" of the next run's --diff). It holds no secret. A re-run with the same inputs, files that still have
+their sha256 and a token valid long enough reuses the artifact.
+
+The token expiry comes from Secret openshift-config/agent-auth-token, read before and after node-joiner runs: when
+the Secret did not change, node-joiner used its tokens, and their ``exp`` claims are the truth (on 4.17 the ISO's
+add-nodes.env may overstate it). When it changed -- node-joiner wrote new tokens, or another run refreshed them at
+the same time -- only the artifact knows which tokens it carries, so its own claim is read (the Secret's new expiry
+when the artifact has none to read: the config ISO).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import hashlib
+import json
 import os
+import tempfile
 from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, core_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, initrd, iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import summarize_add_nodes_ignition
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.info import read_pxe_initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import (
-    append_kernel_arguments,
-    inspect_iso,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso9660 import IsoImage
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import (
-    file_sha256,
-    inputs_digest,
-    read_sidecar,
-    reuse_decision,
-    sidecar_path,
-    write_sidecar,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import (
-    SECRET_NAME,
-    SECRET_NAMESPACE,
-    secret_expiry,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
 PXE_DIR = "boot-artifacts"
-# node-joiner --config-iso (4.18+) writes this, whatever the architecture: volume agent_configimage, one file
-# config.gz -- openshift/installer pkg/asset/agent/configimage/configiso.go@386d4aafb939cb7e5e22f77feef48386c731d2e1.
-CONFIG_ISO = "agentconfig.noarch.iso"
-CONFIG_ISO_LABEL = "agent_configimage"
+CONFIG_ISO, CONFIG_ISO_LABEL = nj.CONFIG_ISO, "agent_configimage"  # its name and volume (node_joiner.py)
 CONFIG_ISO_OUTPUT = "config-iso"
 # The parameters that go into the inputs digest besides the nodes-config and the cluster's identity.
 DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments", "node_joiner_image")
+DIGESTED_FACTS = ("release_image", "cluster_id")
+SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
+SIDECAR_SUFFIX = ".json"
+# 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
+SIDECAR_VERSION = 2
 
 
 @dataclasses.dataclass
@@ -66,153 +63,124 @@ class Plan:
     reason: str
 
 
+@dataclasses.dataclass
 class Artifacts:
-    """The artifacts of one day2_iso run; ``params`` are the module's, ``cluster`` what build.read_cluster read."""
+    """The artifacts of one day2_iso run; ``params`` are the module's, ``cluster`` the cluster's facts."""
 
-    def __init__(
-        self,
-        params: dict[str, Any],
-        api: ApiClient,
-        cluster: dict[str, Any],
-        now: datetime.datetime,
-        min_validity: float,
-    ) -> None:
-        self.params = params
-        self.pxe = bool(params["pxe"])
-        self.config_iso = params.get("output") == CONFIG_ISO_OUTPUT
-        self.api = api
-        self.cluster = cluster
-        self.now = now
-        self.min_validity = min_validity
+    params: dict[str, Any]
+    api: ApiClient
+    cluster: dict[str, Any]
+    now: datetime.datetime
+    min_validity: float
+
+    def __post_init__(self) -> None:
+        self.pxe, self.config_iso = bool(self.params["pxe"]), self.params.get("output") == CONFIG_ISO_OUTPUT
+        self.node_iso = not self.pxe and not self.config_iso
 
     def path(self, arch: str) -> str:
         if self.pxe:
             return os.path.join(self.params["dest"], PXE_DIR, arch)
-        if self.config_iso:
-            return os.path.join(self.params["dest"], CONFIG_ISO)
-        return os.path.join(self.params["dest"], nj.iso_name(arch))
+        return os.path.join(self.params["dest"], CONFIG_ISO if self.config_iso else nj.iso_name(arch))
 
     def plan(self, arch: str, nodes_config: str, shown: str | None = None) -> Plan:
         """Reuse or build ``arch`` from ``nodes_config``; ``shown`` is its redacted form (default: the same)."""
-        shown = nodes_config if shown is None else shown
         inputs = {key: self.params[key] for key in DIGESTED_PARAMETERS}
+        inputs.update({key: self.cluster[key] for key in DIGESTED_FACTS}, nodes_config=nodes_config)
         if self.config_iso:  # only then, so that the digests of node ISOs built before stay the same
             inputs["output"] = CONFIG_ISO_OUTPUT
-        inputs.update(
-            nodes_config=nodes_config,
-            release_image=self.cluster["release_image"],
-            cluster_id=self.cluster["cluster_id"],
-        )
         digest = inputs_digest(inputs)
         if self.params["force"]:
-            return Plan(arch, nodes_config, shown, digest, False, "force is set")
-        reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity)
-        return Plan(arch, nodes_config, shown, digest, reuse, reason)
+            reuse, reason = False, "force is set"
+        else:
+            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity)
+        return Plan(arch, nodes_config, nodes_config if shown is None else shown, digest, reuse, reason)
 
     def reused(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact kept as it is."""
-        return self._result(plan, read_sidecar(self.path(plan.architecture)) or {}, [])
+        path = self.path(plan.architecture)
+        return self._result(plan, read_sidecar(path) or {}, [], iso_facts(path) if self.node_iso else {})
 
     def planned(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact that would be built (check mode): where it would go and why, no files."""
-        result = self._result(plan, {}, [], read_back=False)
-        result.update(dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments")), hosts=[])
-        return result
+        facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments"))
+        return self._result(plan, {}, [], dict(facts, hosts=[]) if self.node_iso else {})
 
     def diff(self, plan: Plan) -> dict[str, str]:
         """The --diff of ``plan``: the nodes-config recorded for the existing artifact (or none), and the new one."""
         path = self.path(plan.architecture)
         before = (read_sidecar(path) or {}).get("nodes_config")
+        if isinstance(before, str):
+            header = f"{sidecar_path(path)} (nodes-config of {path})"
+        else:
+            before, header = "", f"{path} (no nodes-config recorded)"
         return {
-            "before_header": (
-                "%s (nodes-config of %s)" % (sidecar_path(path), path)
-                if isinstance(before, str)
-                else "%s (no nodes-config recorded)" % path
-            ),
-            "after_header": "nodes-config.yaml for %s" % plan.architecture,
-            "before": before if isinstance(before, str) else "",
+            "before_header": header,
+            "before": before,
+            "after_header": f"nodes-config.yaml for {plan.architecture}",
             "after": plan.shown,
         }
 
-    def build(self, plan: Plan, run: NodeJoinerRun, image: str) -> dict[str, Any]:
+    def build(self, plan: Plan, run: nj.NodeJoinerRun, image: str) -> dict[str, Any]:
         """Run node-joiner for ``plan``, fetch what it wrote, record it in the sidecar; return the result entry.
 
         Its ``reason`` is the plan's: why the artifact could not be reused.
         """
-        if self.config_iso:
-            stages = run.build(image, plan.nodes_config, self.pxe, config_iso=True)
-        else:
-            stages = run.build(image, plan.nodes_config, self.pxe)
+        before = self.api.get(SECRET)
+        stages = run.build(image, plan.nodes_config, self.pxe, self.config_iso)
         path = self.path(plan.architecture)
+        seen: dict[str, Any] = {}  # what the node ISO says of itself
         if self.pxe:
-            files, token_expiry = self._fetch_pxe(run, path)
+            os.makedirs(path, 0o700, exist_ok=True)
+            names = run.list_dir(nj.ASSETS + "/" + PXE_DIR)
+            files = [self._fetch(run, f"{PXE_DIR}/{name}", os.path.join(path, name)) for name in names]
         elif self.config_iso:
-            files, token_expiry = self._fetch_config_iso(run, path)
+            files = [self._fetch(run, CONFIG_ISO, path, check_config_iso)]
         else:
-            files, token_expiry = self._fetch_iso(run, path)
+            files = [self._fetch(run, os.path.basename(path), path, lambda temp: seen.update(self._finish_iso(temp)))]
+            if self.params["live_kernel_arguments"]:  # written into the copy: the file differs from the pod's
+                files[0].update(sha256=file_sha256(path), size=os.path.getsize(path))
+        after, expiry = self.api.get(SECRET), None
+        if before is None or after is None or before.get("data") != after.get("data"):
+            expiry = seen.get("token_expiry") if self.node_iso else initrd_token_expiry([f["path"] for f in files])
+        if expiry is None:
+            moment = token.secret_expiry(after)
+            expiry = format_rfc3339(moment) if moment else None
         record = {
             "inputs_digest": plan.digest,
             "files": files,
-            "token_expiry": token_expiry,
+            "token_expiry": expiry,
             "built_at": format_rfc3339(self.now),
             "nodes_config": plan.shown,  # for the next run's --diff; secrets redacted
         }
         write_sidecar(path, record)
-        return self._result(plan, record, stages)
+        return self._result(plan, record, stages, seen)
 
-    # --- ISO -------------------------------------------------------------------------------------
+    @staticmethod
+    def _fetch(run: nj.NodeJoinerRun, name: str, path: str, finish: Any = None) -> dict[str, Any]:
+        size, sha = run.fetch(f"{nj.ASSETS}/{name}", path, finish=finish)
+        return {"path": path, "sha256": sha, "size": size}
 
-    def _fetch_iso(self, run: NodeJoinerRun, path: str) -> tuple[list[dict[str, Any]], str | None]:
-        size, sha = run.fetch("%s/%s" % (nj.ASSETS, os.path.basename(path)), path, finish=self._finish_iso)
+    def _finish_iso(self, temp_path: str) -> dict[str, Any]:
+        """Add the live kernel arguments to the fetched ISO, then read what it says, before it is renamed into place.
+
+        The ISO is the only source of the cluster it was built for, its hosts and its kernel arguments: one read of
+        two small areas (igninfo and the embedded Ignition) that refuses an ISO of another cluster (a node_joiner_image
+        of another release, or facts of another cluster) and gives the result its details.
+        """
         if self.params["live_kernel_arguments"]:
-            size, sha = os.path.getsize(path), file_sha256(path)  # the kernel arguments were written into it
-        return [{"path": path, "sha256": sha, "size": size}], iso_facts(path)["token_expiry"]
-
-    def _finish_iso(self, temp_path: str) -> None:
-        """Check what the fetched ISO says and add the live kernel arguments, before it is renamed into place."""
-        found = iso_facts(temp_path)["cluster_id"]
-        if found != self.cluster["cluster_id"]:
+            iso.append_kernel_arguments(temp_path, self.params["live_kernel_arguments"])
+        facts = iso_facts(temp_path)
+        if facts["cluster_id"] != self.cluster["cluster_id"]:
             raise Day2Error(
-                "the ISO node-joiner built names cluster %r, not this cluster %r: refusing it. Check "
-                "node_joiner_image." % (found, self.cluster["cluster_id"])
+                f"the ISO node-joiner built names cluster {facts['cluster_id']!r}, not this cluster "
+                f"{self.cluster['cluster_id']!r}: refusing it. Check node_joiner_image and the cluster facts given."
             )
-        if self.params["live_kernel_arguments"]:
-            append_kernel_arguments(temp_path, self.params["live_kernel_arguments"])
+        return facts
 
-    # --- config ISO ------------------------------------------------------------------------------
-
-    def _fetch_config_iso(self, run: NodeJoinerRun, path: str) -> tuple[list[dict[str, Any]], str | None]:
-        size, sha = run.fetch("%s/%s" % (nj.ASSETS, CONFIG_ISO), path, finish=check_config_iso)
-        return [{"path": path, "sha256": sha, "size": size}], self._secret_token_expiry()
-
-    def _secret_token_expiry(self) -> str | None:
-        """The expiry of the tokens node-joiner used: those of the Secret it read."""
-        expiry = secret_expiry(self.api.get(core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)))
-        return format_rfc3339(expiry) if expiry else None
-
-    # --- PXE -------------------------------------------------------------------------------------
-
-    def _fetch_pxe(self, run: NodeJoinerRun, directory: str) -> tuple[list[dict[str, Any]], str | None]:
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        files: list[dict[str, Any]] = []
-        for name in run.list_dir(nj.ASSETS + "/" + PXE_DIR):
-            path = os.path.join(directory, name)
-            size, sha = run.fetch("%s/%s/%s" % (nj.ASSETS, PXE_DIR, name), path)
-            files.append({"path": path, "sha256": sha, "size": size})
-        token_expiry = initrd_token_expiry([entry["path"] for entry in files])
-        if token_expiry is None:
-            # The tokens node-joiner put into the PXE files are those of the Secret it used.
-            token_expiry = self._secret_token_expiry()
-        return files, token_expiry
-
-    # --- the result ------------------------------------------------------------------------------
-
-    def _result(
-        self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], read_back: bool = True
-    ) -> dict[str, Any]:
+    def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
         path = self.path(plan.architecture)
-        result = {
+        return {
+            **{key: value for key, value in facts.items() if key != "token_expiry"},
             "architecture": plan.architecture,
             "path": path,
             "files": [
@@ -225,47 +193,123 @@ class Artifacts:
             "token_expiry": record.get("token_expiry"),
             "stages": stages,
         }
-        if read_back and not self.pxe and not self.config_iso:
-            result.update(iso_facts(path))
-        return result
 
 
 def iso_facts(path: str) -> dict[str, Any]:
     """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry, kernel arguments."""
-    info = inspect_iso(path)
+    info = iso.inspect_iso(path)
     summary = info["summary"] or {}
-    return {
-        "token_expiry": summary.get("token_expiry"),
-        "cluster_id": summary.get("cluster_id"),
-        "cluster_name": summary.get("cluster_name"),
-        "api_dns_name": summary.get("api_dns_name"),
-        "hosts": [
-            {"hostname": host.get("hostname"), "mac_addresses": host.get("mac_addresses")}
-            for host in summary.get("hosts") or []
-        ],
-        "kernel_arguments": info.get("kargs"),
-    }
+    hosts = [{key: h.get(key) for key in ("hostname", "mac_addresses")} for h in summary.get("hosts") or []]
+    facts = {key: summary.get(key) for key in ("token_expiry", "cluster_id", "cluster_name", "api_dns_name")}
+    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"))
 
 
 def check_config_iso(path: str) -> None:
     """Refuse a fetched config ISO that is not one: volume agent_configimage holding config.gz."""
     with open(path, "rb") as handle:
-        image = IsoImage(handle, path)
+        image = iso.IsoImage(handle, path)
         if (image.volume_id or "").lower() != CONFIG_ISO_LABEL or not image.exists("config.gz"):
             raise Day2Error(
-                "%s is not a node-joiner config ISO (volume %r, config.gz %s; expected volume %s with config.gz): "
-                "refusing it. Check node_joiner_image."
-                % (path, image.volume_id, "present" if image.exists("config.gz") else "missing", CONFIG_ISO_LABEL)
+                f"{path} is not a node-joiner config ISO (volume {image.volume_id!r}, config.gz "
+                f"{'present' if image.exists('config.gz') else 'missing'}; expected volume {CONFIG_ISO_LABEL} with "
+                "config.gz): refusing it. Check node_joiner_image."
             )
 
 
 def initrd_token_expiry(paths: list[str]) -> str | None:
     """The token expiry the PXE initrd among ``paths`` carries (read from the file itself), or None."""
-    for path in paths:
-        if path.endswith("-initrd.img"):
-            try:
-                ignition, _kinds = read_pxe_initrd(path)
-                return summarize_add_nodes_ignition(ignition)["token_expiry"]
-            except (IsoError, OSError):
-                return None
+    for path in (path for path in paths if path.endswith("-initrd.img")):
+        try:
+            return ignition.summarize_add_nodes_ignition(initrd.read_pxe_initrd(path)[0])["token_expiry"]
+        except (IsoError, OSError):
+            return None
     return None
+
+
+# --- the sidecar and the reuse decision ----------------------------------------------------------------------------
+
+
+def inputs_digest(inputs: dict[str, Any]) -> str:
+    """sha256 of a canonical JSON rendering of the inputs dict."""
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def file_sha256(path: str, chunk: int = 4 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sidecar_path(artifact_path: str) -> str:
+    return artifact_path.rstrip(os.sep) + SIDECAR_SUFFIX
+
+
+def read_sidecar(artifact_path: str) -> dict[str, Any] | None:
+    """The sidecar record of ``artifact_path``; None when it is missing, unreadable or of another version."""
+    try:
+        with open(sidecar_path(artifact_path)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == SIDECAR_VERSION else None
+
+
+def write_sidecar(artifact_path: str, record: dict[str, Any]) -> str:
+    """Write the sidecar atomically (temp file in the same directory, then rename); return its path."""
+    path = sidecar_path(artifact_path)
+    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(dict(record, version=SIDECAR_VERSION), handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # renamed away when it succeeded
+    return path
+
+
+def reuse_decision(
+    artifact_path: str, digest: str, now: datetime.datetime, min_validity_seconds: float
+) -> tuple[bool, str]:
+    """Return (reusable, reason) for the artifact at ``artifact_path`` (an ISO, or a directory of PXE files).
+
+    Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, and the
+    agent token it recorded is valid for at least ``min_validity_seconds`` after ``now``.
+    """
+    record, sidecar = read_sidecar(artifact_path), sidecar_path(artifact_path)
+    if record is None:
+        if not os.path.exists(artifact_path):
+            return False, f"{artifact_path} does not exist"
+        return False, f"{artifact_path} has no readable sidecar {sidecar}"
+    if record.get("inputs_digest") != digest:
+        return False, f"the inputs changed since {artifact_path} was built"
+    files = [entry for entry in record.get("files") or [] if isinstance(entry, dict)]
+    if not files:
+        return False, f"the sidecar {sidecar} records no files"
+    for entry in files:
+        path = entry.get("path")
+        if not isinstance(path, str) or not os.path.isfile(path):
+            return False, f"{path} does not exist"
+        if entry.get("sha256") != file_sha256(path):
+            return False, f"{path} was modified or damaged since it was built (sha256 differs)"
+    try:
+        expiry = parse_rfc3339(record.get("token_expiry"))
+    except ValueError:
+        expiry = None
+    if expiry is None:
+        return False, f"the agent token expiry of {artifact_path} is unknown"
+    left = (expiry - now).total_seconds()
+    if left < min_validity_seconds:
+        return False, (
+            f"the agent token in {artifact_path} expires at {expiry.isoformat()}, {_human(left)} from now, less than "
+            f"min_token_validity ({_human(min_validity_seconds)})"
+        )
+    return True, f"inputs unchanged, {artifact_path} intact, token valid until {expiry.isoformat()}"
+
+
+def _human(seconds: float) -> str:
+    whole = abs(int(seconds))
+    return f"{'-' if seconds <= -1 else ''}{whole // 3600}h{whole % 3600 // 60:02d}m"

@@ -1,12 +1,11 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The day2_iso module's work: check the parameters and hosts, read the cluster, plan (reuse or build) each
-architecture's artifact, run node-joiner in the cluster, fetch and check what it wrote.
+"""The day2_iso module's work: check the parameters and hosts, take the cluster's facts (given, or read as
+day1_facts reads them), plan (reuse or build) each architecture's artifact, run node-joiner in the cluster, fetch
+and check what it wrote.
 
-What differs by release, as ``oc adm node-image create`` of that release does it (sources in node_joiner.py and
-run.py): the ClusterRole rules, the completion signal (report.json from 4.18, exit_code before) and ``--pxe``
-(4.18+ only: node-joiner 4.17 knows --kubeconfig, --dir and --log-level --
-openshift/installer cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c).
+What differs by release (the ClusterRole rules, the completion signal, ``--pxe`` and ``--config-iso``, where the
+node-joiner image is looked up) is read from the release table, ``_common.releases``.
 """
 
 from __future__ import annotations
@@ -14,193 +13,120 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import releases
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.interrupt import Terminated, signals_raise
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    ApiAccessError,
-    ApiClient,
-    connect,
-    core_target,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import hide
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import read_objects
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
-    MASTER_LABEL,
-    master_architecture,
-    node_summary,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import MIN_VERSION, parse_version
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, ApiClient, connect
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, hide, signals_raise
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import (
-    CONFIG_ISO,
-    CONFIG_ISO_OUTPUT,
-    PXE_DIR,
-    Artifacts,
-    Plan,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    loopback_allowed,
-    normalize_architecture,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
-    InventoryError,
-    build_nodes_configs,
-    missing_libraries,
-    render_nodes_config,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.redact import redacted, secret_values
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import NodeJoinerRun, RunError
 
-# node-joiner's --pxe came with 4.18 (installer PR #9097); oc 4.17 has no --pxe either.
-PXE_SINCE = (4, 18)
-# --config-iso came with 4.18 too (installer PR #9214): openshift/installer
-# pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2. The 4.17 one writes a config ISO only as a
-# side effect of every node-ISO run (addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80), with no flag to ask.
-CONFIG_ISO_SINCE = (4, 18)
-# The objects read before anything is decided (_facts.cluster.READS, read in that order: four GETs of
-# ClusterVersion version, Infrastructure cluster, Proxy cluster and the Node list).
-CLUSTER_READS = ("clusterversion", "infrastructure", "proxy", "nodes")
 # amd64 and arm64 workers may join each other's clusters (with a multi-architecture release payload).
 MIXABLE_ARCHITECTURES = ("x86_64", "aarch64")
+# The facts (ansible_facts.day1_cluster) day2_iso decides with: the option ``cluster``, else image_facts().
+CLUSTER_KEYS = ("cluster_id", "version", "release_image", "architecture", "platform", "proxy_status")
+# Options that need a release whose node-joiner has the flag: (option, releases field, flag, what to do instead).
+FLAGS = (
+    ("pxe: true", "pxe", "--pxe", "Set pxe: false and boot the hosts from the ISO"),
+    ("output: config-iso", "config_iso", "--config-iso", "Set output: node-iso"),
+)
 
 
 def run(module: Any) -> dict[str, Any]:
     """Do what day2_iso's parameters ask; return the module's result. Raises Day2Error with the partial result.
 
-    SIGTERM or SIGHUP stop it cleanly: what the run created is deleted (interrupt.py), then it fails."""
+    SIGTERM or SIGHUP stop it cleanly: what the run created is deleted (module.signals_raise), then it fails."""
     with signals_raise():
         try:
             return _run(module)
         except Terminated as stop:
             raise Day2Error(
-                "day2_iso was stopped by %s before it built anything; nothing of it is left. Run it again." % stop.name
+                f"day2_iso was stopped by {stop.name} before it built anything; nothing of it is left. Run it again."
             ) from None
 
 
 def _run(module: Any) -> dict[str, Any]:
-    params = module.params
-    started = time.monotonic()
+    params, started = module.params, time.monotonic()
     min_validity = check_parameters(params, module.check_mode)
-    client, api = connect(module)
-    cluster = read_cluster(api)
-    check_pxe_supported(params["pxe"], cluster)
-    check_config_iso_supported(params, cluster)
+    api = connect(module)[1]
+    cluster, row = cluster_facts(params.get("cluster"), api)
+    check_release(params, cluster, row)
     configs = nodes_configs(params, cluster)
-    if params.get("output") == CONFIG_ISO_OUTPUT and len(configs) > 1:
-        raise InputError(
-            "output: config-iso writes one %s for all hosts, but the hosts have several architectures (%s): "
-            "run day2_iso once per architecture. Nothing was created." % (CONFIG_ISO, ", ".join(sorted(configs)))
-        )
     # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
-    hide(module, *secret_values(configs))
-    artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
-    result: dict[str, Any] = {"changed": False, "artifacts": [], "nodes_configs": {}}
-    result.update(earlier_runs(params, api, module.check_mode, module.warn))
+    hide(module, *nodes_config.secret_values(configs))
+    artifacts = art.Artifacts(params, api, cluster, utcnow(), min_validity)
+    result: dict[str, Any] = {"artifacts": [], "nodes_configs": {}}
+    result.update(earlier_runs(module, api))
     plans = []
     for arch, config in sorted(configs.items()):
-        result["nodes_configs"][arch] = render_nodes_config(redacted(config))
-        plans.append(artifacts.plan(arch, render_nodes_config(config), result["nodes_configs"][arch]))
-    result["changed"] = not all(plan.reuse for plan in plans)
-    if module._diff and result["changed"]:
+        result["nodes_configs"][arch] = nodes_config.render_nodes_config(nodes_config.redacted(config))
+        plans.append(artifacts.plan(arch, nodes_config.render_nodes_config(config), result["nodes_configs"][arch]))
+    changed = not all(plan.reuse for plan in plans)
+    if module._diff and changed:
         result["diff"] = [artifacts.diff(plan) for plan in plans if not plan.reuse]
+    for plan in plans:
+        if plan.reuse or module.check_mode:
+            result["artifacts"].append(artifacts.reused(plan) if plan.reuse else artifacts.planned(plan))
+        else:
+            result["artifacts"].append(_build(row, artifacts, plan, result))
     if module.check_mode:
-        result["would_build"] = [
-            {"architecture": p.architecture, "path": artifacts.path(p.architecture), "reason": p.reason}
-            for p in plans
-            if not p.reuse
-        ]
-        result["artifacts"] = [artifacts.reused(plan) if plan.reuse else artifacts.planned(plan) for plan in plans]
-    else:
-        for plan in plans:
-            if plan.reuse:
-                result["artifacts"].append(artifacts.reused(plan))
-            else:
-                result["artifacts"].append(_build(params, client, api, cluster, artifacts, plan, result))
-    result["duration"] = round(time.monotonic() - started, 3)
-    return result
+        keys = ("architecture", "path", "reason")
+        result["would_build"] = [{key: a[key] for key in keys} for a in result["artifacts"] if not a["reused"]]
+    return dict(result, changed=changed, duration=round(time.monotonic() - started, 3))
 
 
-def _build(
-    params: dict[str, Any],
-    client: Any,
-    api: ApiClient,
-    cluster: dict[str, Any],
-    artifacts: Artifacts,
-    plan: Plan,
-    result: dict[str, Any],
-) -> dict[str, Any]:
-    """Build one artifact in a node-joiner run of its own; a failure says what was cleaned up."""
-    run = NodeJoinerRun(
-        api,
-        client.client.configuration,
-        uuid.uuid4().hex[:12],
-        proxy=cluster["proxy"],
-        wait_sleep=params["wait_sleep"],
-        pod_start_timeout=params["pod_start_timeout"],
-        build_timeout=params["build_timeout"],
-        keep_on_failure=params["keep_on_failure"],
-        cluster_minor=cluster["version_tuple"],
-        owner=leftovers.owner_tag(),
-    )
+def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, result: dict[str, Any]) -> dict[str, Any]:
+    """Build one artifact in a node-joiner run of its own; a failure says what was cleaned up. ``result`` is the
+    module's so far, the partial result of a failure."""
+    params, api, cluster = artifacts.params, artifacts.api, artifacts.cluster
+    options = {key: params[key] for key in ("wait_sleep", "pod_start_timeout", "build_timeout", "keep_on_failure")}
+    run = nj.NodeJoinerRun(api, uuid.uuid4().hex[:12], row, cluster["proxy_status"], leftovers.owner_tag(), **options)
+
+    def failed(message: str, **more: Any) -> Day2Error:
+        return Day2Error(message, {**result, "namespace": run.ns_name, **more})
+
     try:
         with run:
             result["namespace"] = run.ns_name
-            result["node_joiner_image"] = node_joiner_image(params, api, cluster, run)
+            result["node_joiner_image"] = node_joiner_image(params, api, cluster, row, run)
             artifact = artifacts.build(plan, run, result["node_joiner_image"])
     except Day2Error as error:
         message = error.message + cleanup_note(run)
-        if isinstance(error, RunError):
+        if isinstance(error, nj.RunError):
             message = nj.describe_failure(message, error.stages, error.log_tail)
-        raise Day2Error(message, {**_so_far(result), "namespace": run.ns_name, **error.result})
+        raise failed(message, **error.result)
     except Terminated as stop:
-        raise Day2Error(
-            "day2_iso was stopped by %s while it built the %s artifact%s; no partial file was left. Run it again."
-            % (stop.name, plan.architecture, cleanup_note(run) or " (nothing was created yet)"),
-            {**_so_far(result), "namespace": run.ns_name, "left": run.left},
+        raise failed(
+            f"day2_iso was stopped by {stop.name} while it built the {plan.architecture} artifact"
+            f"{cleanup_note(run) or ' (nothing was created yet)'}; no partial file was left. Run it again.",
+            left=run.left,
         ) from None
     if run.left:
         # The artifact is fine, but the run's objects (a ClusterRole that may write Secrets) are not gone.
-        raise Day2Error(
-            "the %s artifact was built (%s), but the clean-up of its node-joiner run failed: %s. Delete %s by hand "
-            "(oc delete %s), or run day2_iso again: it removes what earlier runs left."
-            % (
-                plan.architecture,
-                artifact["path"],
-                "; ".join(run.cleanup_failures),
-                ", ".join(run.left),
-                " ".join(name.lower().replace("/", " ", 1) for name in run.left),
-            ),
-            {
-                **_so_far(result),
-                "namespace": run.ns_name,
-                "left": run.left,
-                "artifacts": [*result["artifacts"], artifact],
-            },
+        raise failed(
+            f"the {plan.architecture} artifact was built ({artifact['path']}), but the clean-up of its node-joiner run "
+            f"failed: {'; '.join(run.cleanup_failures)}. Delete {', '.join(run.left)} by hand (oc delete "
+            f"{leftovers.delete_command(run.left)}), or run day2_iso again: it removes what earlier runs left.",
+            left=run.left,
+            artifacts=[*result["artifacts"], artifact],
         )
     return artifact
 
 
-def _so_far(result: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in result.items() if key != "changed"}
-
-
-def earlier_runs(
-    params: dict[str, Any], api: ApiClient, check_mode: bool, warn: Callable[[str], Any]
-) -> dict[str, Any]:
+def earlier_runs(module: Any, api: ApiClient) -> dict[str, Any]:
     """Remove what earlier runs left (leftovers.py): partial files in dest, then node-joiner objects in the
     cluster; in check mode only say what would be removed. Returns the result keys ``leftovers_removed`` (or
     ``leftovers_found``) and ``partial_files_removed``. A removal that fails is a LeftoverError naming the objects.
     """
-    if check_mode:
-        partial: list[str] = []
-    else:
-        partial = leftovers.remove_partial_files(params["dest"], PXE_DIR)
+    params, check_mode = module.params, module.check_mode
+    partial = [] if check_mode else leftovers.remove_partial_files(params["dest"], art.PXE_DIR)
     # No run lasts longer than this (its pods' starts, the build, the copies); older objects of another host's
     # run are over.
     max_age = 2 * params["pod_start_timeout"] + 4 * params["build_timeout"]
@@ -209,26 +135,25 @@ def earlier_runs(
     except ApiAccessError as error:
         if error.status != 403:
             raise
-        warn(
-            "cannot look for node-joiner objects that earlier runs left: %s. Grant 'list' on namespaces, "
-            "clusterroles and clusterrolebindings (docs/rbac.md), or look by hand: oc get ns,clusterrole,"
-            "clusterrolebinding -l %s=%s" % (error.message, nj.MANAGED_BY_LABEL, nj.MANAGED_BY)
+        module.warn(
+            f"cannot look for node-joiner objects that earlier runs left: {error.message}. Grant 'list' on "
+            "namespaces, clusterroles and clusterrolebindings (docs/rbac.md), or look by hand: oc get "
+            f"ns,clusterrole,clusterrolebinding -l {nj.MANAGED_BY_LABEL}={nj.MANAGED_BY}"
         )
         found = []
-    names = ["%s/%s" % item for item in found]
     if check_mode:
-        return {"leftovers_found": names, "partial_files_removed": partial}
+        return {"leftovers_found": [f"{kind}/{name}" for kind, name in found], "partial_files_removed": partial}
     return {"leftovers_removed": leftovers.remove(api, found), "partial_files_removed": partial}
 
 
 def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
     """Refuse parameters that cannot work, before the cluster is read; return min_token_validity in seconds.
 
-    In check mode a missing ``dest`` is fine: the run before this module (the preflight role) would create it.
+    In check mode a missing ``dest`` is fine: the day2 role's preflight step creates it, which check mode skips.
     """
-    for name, trace in missing_libraries():
+    for name, trace in nodes_config.missing_libraries():
         raise Day2Error(missing_required_lib(name), {"exception": trace})
-    if params["pxe"] and params.get("output") == CONFIG_ISO_OUTPUT:
+    if params["pxe"] and params.get("output") == art.CONFIG_ISO_OUTPUT:
         # node-joiner itself stops with "invalid configuration found" (addnodes.go@de45fedd...).
         raise InputError("pxe: true and output: config-iso exclude each other: choose one")
     if not params["pxe"] and params["boot_artifacts_base_url"]:
@@ -236,84 +161,64 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
     try:
         min_validity = parse_duration(params["min_token_validity"])
     except ValueError as error:
-        raise InputError("min_token_validity: %s" % error)
+        raise InputError(f"min_token_validity: {error}")
     if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
-        raise InputError("dest %s is not an existing directory: create it first" % params["dest"])
+        raise InputError(f"dest {params['dest']} is not an existing directory: create it first")
     return min_validity
 
 
-def read_cluster(api: ApiClient) -> dict[str, Any]:
-    """Release, proxy, platform and control-plane architecture of the cluster: the four GETs of CLUSTER_READS."""
-    objects, unreadable = read_objects(api, list(CLUSTER_READS))
-    if unreadable:
-        raise Day2Error(
-            "cannot read what node-joiner needs: %s"
-            % "; ".join("%s: %s" % (key, reason) for key, reason in sorted(unreadable.items()))
-        )
-    cv = objects["clusterversion"]
-    desired = (cv.get("status") or {}).get("desired") or {}
-    version = desired.get("version")
-    parsed = parse_version(version)
-    if parsed is None or parsed < MIN_VERSION:
-        raise Day2Error(
-            "cluster version %s is older than %d.%d: node-joiner cannot add nodes to it. Upgrade the cluster first."
-            % (version, MIN_VERSION[0], MIN_VERSION[1])
-        )
-    nodes = [node_summary(item) for item in (objects["nodes"] or {}).get("items") or []]
-    architecture = master_architecture(nodes)
-    if not architecture:
-        raise Day2Error(
-            "cannot tell the control plane's architecture: no Node labelled %s reports "
-            "status.nodeInfo.architecture" % MASTER_LABEL
-        )
-    infrastructure = objects["infrastructure"] or {}
-    return {
-        "cluster_id": (cv.get("spec") or {}).get("clusterID"),
-        "version": version,
-        "version_tuple": parsed,
-        "release_image": desired.get("image"),
-        "proxy": objects["proxy"],
-        "architecture": normalize_architecture(architecture) or architecture,
-        # what node-joiner checks the workers' architecture against (see nodes_config.NONE_PLATFORM_ONLY)
-        "platform": ((infrastructure.get("spec") or {}).get("platformSpec") or {}).get("type"),
-    }
-
-
-def check_pxe_supported(pxe: bool, cluster: dict[str, Any]) -> None:
-    """Refuse pxe on a cluster whose node-joiner has no --pxe, before anything is created."""
-    if pxe and cluster["version_tuple"] < PXE_SINCE:
+def cluster_facts(given: dict[str, Any] | None, api: ApiClient) -> tuple[dict[str, Any], releases.Release]:
+    """The facts day2_iso decides with and the row of the cluster's release: ``given`` (the option ``cluster``,
+    day1_facts' ``ansible_facts.day1_cluster``), else read now as day1_facts reads them (four GETs)."""
+    missing = [key for key in CLUSTER_KEYS if given is not None and key not in given]
+    if missing:
         raise InputError(
-            "pxe: true needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no --pxe flag "
-            '(it would stop with "Error: unknown flag: --pxe"). Set pxe: false and boot the hosts from the ISO, '
-            "or upgrade the cluster first. Nothing was created." % (PXE_SINCE[0], PXE_SINCE[1], cluster["version"])
+            f"cluster: the facts given lack {', '.join(missing)}: pass ansible_facts.day1_cluster as day1_facts of "
+            "this collection returns it, or leave cluster unset to read the cluster"
         )
+    facts = image_facts(api) if given is None else given
+    row = releases.release(facts["version"])
+    if not facts["architecture"]:
+        raise Day2Error(
+            f"cannot tell the control plane's architecture: no Node labelled {MASTER_LABEL} reports "
+            "status.nodeInfo.architecture"
+        )
+    # Of the control plane; the hosts' own are checked against it (check_architecture_pairs).
+    return dict(facts, architecture=hosts.normalize_architecture(facts["architecture"]) or facts["architecture"]), row
 
 
-def check_config_iso_supported(params: dict[str, Any], cluster: dict[str, Any]) -> None:
-    """Refuse output: config-iso on a cluster whose node-joiner has no --config-iso, before anything is created."""
-    if params.get("output") == CONFIG_ISO_OUTPUT and cluster["version_tuple"] < CONFIG_ISO_SINCE:
-        raise InputError(
-            "output: config-iso needs OpenShift %d.%d or later, but this cluster runs %s: its node-joiner has no "
-            '--config-iso flag (it would stop with "Error: unknown flag: --config-iso"). Set output: node-iso, or '
-            "upgrade the cluster first. Nothing was created."
-            % (CONFIG_ISO_SINCE[0], CONFIG_ISO_SINCE[1], cluster["version"])
-        )
+def check_release(params: dict[str, Any], cluster: dict[str, Any], row: releases.Release) -> None:
+    """Refuse an option that the node-joiner of the cluster's release cannot do, before anything is created."""
+    asked = {"pxe": params["pxe"], "config_iso": params.get("output") == art.CONFIG_ISO_OUTPUT}
+    for option, field, flag, instead in FLAGS:
+        if asked[field] and not getattr(row, field):
+            major, minor = releases.since(field)
+            raise InputError(
+                f"{option} needs OpenShift {major}.{minor} or later, but this cluster runs {cluster['version']}: its "
+                f'node-joiner has no {flag} flag (it would stop with "Error: unknown flag: {flag}"). {instead}, or '
+                "upgrade the cluster first. Nothing was created."
+            )
 
 
 def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The nodes-config of each architecture of the hosts; every problem of the hosts at once, as an InputError."""
     try:
-        configs = build_nodes_configs(
+        configs = nodes_config.build_nodes_configs(
             params["hosts"],
             cluster["architecture"],
             ssh_key=params["ssh_key"],
             boot_artifacts_base_url=params["boot_artifacts_base_url"],
-            allow_loopback=loopback_allowed(),
+            allow_loopback=hosts.loopback_allowed(),
             platform=cluster["platform"],
         )
-    except InventoryError as error:
-        raise InputError("invalid hosts, nothing was written:\n%s" % error.message, error.result)
+    except nodes_config.InventoryError as error:
+        raise InputError(f"invalid hosts, nothing was written:\n{error.message}", error.result)
     check_architecture_pairs(configs, cluster["architecture"])
+    if params.get("output") == art.CONFIG_ISO_OUTPUT and len(configs) > 1:
+        raise InputError(
+            f"output: config-iso writes one {art.CONFIG_ISO} for all hosts, but the hosts have several architectures "
+            f"({', '.join(sorted(configs))}): run day2_iso once per architecture. Nothing was created."
+        )
     return configs
 
 
@@ -321,33 +226,34 @@ def check_architecture_pairs(configs: dict[str, dict[str, Any]], cluster_arch: s
     for arch in configs:
         if arch == cluster_arch or (arch in MIXABLE_ARCHITECTURES and cluster_arch in MIXABLE_ARCHITECTURES):
             continue
-        hosts = ", ".join(h["hostname"] for h in configs[arch]["hosts"])
         raise InputError(
-            'hosts %s: field "cpu_architecture" value %r cannot join a %s cluster: only amd64 and arm64 workers '
-            "may be mixed (with a multi-architecture release payload); s390x and ppc64le only join clusters of the "
-            "same architecture. Fix cpu_architecture." % (hosts, arch, cluster_arch)
+            f'hosts {", ".join(h["hostname"] for h in configs[arch]["hosts"])}: field "cpu_architecture" value '
+            f"{arch!r} cannot join a {cluster_arch} cluster: only amd64 and arm64 workers may be mixed (with a "
+            "multi-architecture release payload); s390x and ppc64le only join clusters of the same architecture. "
+            "Fix cpu_architecture."
         )
 
 
-def node_joiner_image(params: dict[str, Any], api: ApiClient, cluster: dict[str, Any], run: NodeJoinerRun) -> str:
-    """node_joiner_image; else ConfigMap openshift-config/installer-images; else the release's (a pod reads it)."""
+def node_joiner_image(
+    params: dict[str, Any], api: ApiClient, cluster: dict[str, Any], row: releases.Release, run: nj.NodeJoinerRun
+) -> str:
+    """node_joiner_image; else ConfigMap openshift-config/installer-images where oc of the release looks (it
+    ships from 4.19); else the release payload's (a pod reads it)."""
     if params["node_joiner_image"]:
-        return params["node_joiner_image"]
-    configmap = api.get(core_target("configmaps", nj.INSTALLER_IMAGES_CONFIGMAP, nj.INSTALLER_IMAGES_NAMESPACE))
-    return nj.installer_image_from_configmap(configmap) or run.image_from_release(cluster["release_image"])
+        return str(params["node_joiner_image"])
+    image = nj.installer_image_from_configmap(api.get(nj.INSTALLER_IMAGES)) if row.installer_images_configmap else None
+    return image or run.image_from_release(cluster["release_image"])
 
 
-def cleanup_note(run: NodeJoinerRun) -> str:
+def cleanup_note(run: nj.NodeJoinerRun) -> str:
     if run.kept:
         return (
-            " (keep_on_failure: namespace %s and its ClusterRole/ClusterRoleBinding were kept; delete them when done)"
-            % run.ns_name
+            f" (keep_on_failure: namespace {run.ns_name} and its ClusterRole/ClusterRoleBinding were kept; delete "
+            "them when done)"
         )
     if run.cleaned_up:
-        return " (namespace %s and everything in it were deleted)" % run.ns_name
+        return f" (namespace {run.ns_name} and everything in it were deleted)"
     if run.cleanup_failures:
-        return " (clean-up of namespace %s incomplete, delete what is left by hand: %s)" % (
-            run.ns_name,
-            "; ".join(run.cleanup_failures),
-        )
+        failures = "; ".join(run.cleanup_failures)
+        return f" (clean-up of namespace {run.ns_name} incomplete, delete what is left by hand: {failures})"
     return ""

@@ -1,27 +1,33 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The keys of a new-worker host definition, defined once, as Ansible argument-spec options.
+"""A new worker's definition: the keys of a host record, defined once, and the checks of one host's values.
 
-``IMAGE_HOST_OPTIONS`` are what the image step reads (day2_iso's ``hosts`` suboptions), ``BOOT_HOST_OPTIONS``
-what the boot step reads, ``JOIN_HOST_OPTIONS`` what the join step puts on the new Node. ansible-core checks and
-converts them: ``vlan_id`` and the prefix lengths given as text (``-e`` extra vars) become integers, a
-comma-separated ``dns_servers`` survey answer becomes a list. The image keys are documented in the doc fragment
-``openshift_agent.day2.hosts`` (a unit test keeps the two equal), all of them in docs/user-guide.md.
+``HOST_OPTIONS`` is the spec of a host record, as Ansible argument-spec options: the keys a user gives (inventory,
+agent-config.yaml, a module's ``hosts``) and those workers_check works out (``DERIVED_KEYS``). Every step takes
+the same records. ansible-core checks and converts the types (``prefix_length: "24"`` becomes 24, a
+comma-separated ``dns_servers`` survey answer a list); :class:`HostChecker` checks the values and builds the
+host's nodes-config entry. The doc fragment ``openshift_agent.day2.hosts`` documents the spec (a unit test keeps
+the two equal), docs/user-guide.md the keys a user gives (``HOST_KEYS``).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import difflib
+import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
-INTERFACE_OPTIONS: dict[str, dict[str, Any]] = {
-    "name": {"type": "str"},
-    # macAddress is the nodes-config spelling: accepted from people who copy from there.
-    "mac_address": {"type": "str", "aliases": ["macAddress"]},
-}
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac, parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Report, given
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import nmstate
 
-IMAGE_HOST_OPTIONS: dict[str, dict[str, Any]] = {
+# macAddress is the nodes-config spelling: accepted from people who copy from there.
+INTERFACE_OPTIONS = {"name": {"type": "str"}, "mac_address": {"type": "str", "aliases": ["macAddress"]}}
+HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "mac_address": {"type": "str"},
     "interfaces": {"type": "list", "elements": "dict", "options": INTERFACE_OPTIONS},
@@ -37,46 +43,61 @@ IMAGE_HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "network_config": {"type": "dict"},
     "root_device_hints": {"type": "dict"},
     "cpu_architecture": {"type": "str"},
-}
-
-BOOT_HOST_OPTIONS: dict[str, dict[str, Any]] = {
+    "node_labels": {"type": "dict"},  # checked by _check/labels.py, put on the Node by the join step
+    "node_taints": {"type": "list", "elements": "raw"},
     "bmc_address": {"type": "str"},
     "bmc_username": {"type": "str"},
-    "bmc_password": {"type": "str", "no_log": True},
     "bmc_verify_certs": {"type": "bool"},
+    # Worked out by workers_check (_check/workers.py):
+    "address": {"type": "str"},
+    "addresses": {"type": "list", "elements": "str"},
+    "state": {"type": "str", "choices": ["new", "half-joined", "replace"]},
+    "labels": {"type": "dict"},
+    "taints": {"type": "list", "elements": "dict"},
+    "source": {"type": "str"},
+    "bmc": {"type": "dict"},
 }
-
-# What the join step puts on each new Node (checked by _check/labels.py, applied by _join/node_marks.py).
-JOIN_HOST_OPTIONS: dict[str, dict[str, Any]] = {
-    "node_labels": {"type": "dict"},
-    "node_taints": {"type": "list", "elements": "raw"},
-}
-
-# nodes-config.yaml names architectures like RPM; Nodes report Go names (status.nodeInfo.architecture).
-ARCHITECTURE_ALIASES = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-}
+DERIVED_KEYS = ("address", "addresses", "state", "labels", "taints", "source", "bmc")
+IMAGE_HOST_OPTIONS = HOST_OPTIONS  # day2_iso's name of the spec (its hosts are records too)
+# What a user gives: the record's own keys and the BMC password, which is read where it is used and never
+# put into a record. For the unknown-key checks and the user guide's table.
+INPUT_OPTIONS = dict(
+    {key: option for key, option in HOST_OPTIONS.items() if key not in DERIVED_KEYS},
+    bmc_password={"type": "str", "no_log": True},
+)
+HOST_KEYS = tuple(key for key in INPUT_OPTIONS if key != "name")  # the name is the inventory name
+SECRET_HOST_KEYS = tuple(key for key, option in INPUT_OPTIONS.items() if option.get("no_log"))
 
 ALLOW_LOOPBACK_VARIABLE = "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK"
-
-
-def known_host_keys() -> tuple[str, ...]:
-    """The host keys an inventory host may set (image, boot and join): every key but ``name``, which is the host's
-    inventory name. For the unknown-key checks of inventory hosts."""
-    return (
-        tuple(key for key in IMAGE_HOST_OPTIONS if key != "name") + tuple(BOOT_HOST_OPTIONS) + tuple(JOIN_HOST_OPTIONS)
-    )
-
-
-def secret_host_keys() -> tuple[str, ...]:
-    """The host keys whose values are never shown (``no_log``)."""
-    options = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS)
-    return tuple(key for key, option in options.items() if option.get("no_log"))
+# nodes-config.yaml names architectures like RPM; Nodes report Go names (status.nodeInfo.architecture).
+ARCHITECTURE_ALIASES = dict(
+    {name: name for name in ("x86_64", "aarch64", "ppc64le", "s390x")}, amd64="x86_64", arm64="aarch64"
+)
+# s390x and ppc64le workers only join clusters of their own architecture (the collection's own rule: node-joiner
+# has no such check), and only clusters of platform none: node-joiner's cluster inspection applies the agent
+# installer's rule to infrastructure/cluster spec.platformSpec.type and the workers' architecture --
+# openshift/installer pkg/asset/agent/installconfig.go@006d45739349721f1371d3013792d9b8407e9842
+# (ValidateSupportedPlatforms), pkg/asset/agent/joiner/clusterinfo.go@c143649564e2b4c776faf2f7a3cc14f77cab7c6c.
+NONE_PLATFORM_ONLY = ("ppc64le", "s390x")
+# The simple keys a raw network_config replaces. ip and ipv6 may stay: they name the address the install is
+# followed at, which must be one of network_config's static addresses.
+SIMPLE_NETWORK_KEYS = ("prefix_length", "gateway", "dns_servers", "vlan_id", "ipv6_prefix_length", "ipv6_gateway")
+DEFAULT_INTERFACE = "eth0"
+FAMILY_KEYS = {4: ("ip", "prefix_length", "gateway"), 6: ("ipv6", "ipv6_prefix_length", "ipv6_gateway")}
+# Names NetworkManager and the kubelet treat as "no hostname set"; a node must not carry them.
+LOCALHOST = re.compile(r"^localhost(\.localdomain|4(\.localdomain4)?|6(\.localdomain6)?)?$")
+MAX_HOSTNAME, MAX_LABEL = 253, 63
+_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_HCTL = re.compile(r"^[0-9]+:[0-9]+:[0-9]+:[0-9]+$")
+ROOT_DEVICE_HINTS = ("deviceName", "hctl", "model", "vendor", "serialNumber", "minSizeGigabytes", "wwn", "rotational")
+UNREPORTED_HINTS = ("wwnWithExtension", "wwnVendorExtension")  # the agent's disk inventory has no such field
+# YAML 1.1 (PyYAML, Ansible's inventory) reads 10:20:30:40:50:59 as the base-60 integer 8041827059: an unquoted
+# MAC of decimal digits only, whose first octet is 10-99 and whose other octets are 00-59.
+SEXAGESIMAL_MAC_FIRST = (10, 99)
+NOT_A_MAC_NUMBER = (
+    "is a number, not a MAC address (YAML reads an unquoted MAC of digits only as a base-60 number; this one cannot "
+    "be turned back into the MAC)"
+)
 
 
 def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
@@ -90,6 +111,250 @@ def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
 
 def normalize_architecture(name: Any) -> str | None:
     """RPM architecture name for a Go or RPM name, or None when unknown."""
-    if not isinstance(name, str):
-        return None
-    return ARCHITECTURE_ALIASES.get(name.strip().lower())
+    return ARCHITECTURE_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def hostname_problem(name: Any) -> str | None:
+    """Why a name cannot be a node name (Kubernetes DNS-1123 subdomain), or None."""
+    if not isinstance(name, str) or not name:
+        return "is not a non-empty string"
+    if name != name.lower():
+        return "contains upper-case letters (node names are lower case)"
+    if len(name) > MAX_HOSTNAME:
+        return f"is longer than {MAX_HOSTNAME} characters"
+    if LOCALHOST.match(name):
+        return "is a localhost name, which leaves the node without a usable name"
+    long = [label for label in name.split(".") if len(label) > MAX_LABEL]
+    bad = [label for label in name.split(".") if not _LABEL.match(label)]
+    if long:
+        return f"has a label longer than {MAX_LABEL} characters ({long[0][:20]}...)"
+    rule = "which is not letters, digits and '-' starting and ending with a letter or digit"
+    return f"has the label {json.dumps(bad[0])}, {rule}" if bad else None
+
+
+def number_instead_of_mac(field: str, value: Any) -> tuple[str, str]:
+    """(what, fix) for a MAC that is a number: YAML 1.1 reads an unquoted all-digit MAC as a base-60 integer."""
+    key, number = field.rsplit(".", 1)[-1], int(value)
+    octets = [number // 60**power % 60 for power in range(4, -1, -1)]  # the base-60 digits, the first one apart
+    number //= 60**5
+    if not SEXAGESIMAL_MAC_FIRST[0] <= number <= SEXAGESIMAL_MAC_FIRST[1]:
+        return NOT_A_MAC_NUMBER, f'write the MAC in quotes, e.g. {key}: "00:02:46:e3:9e:7c"'
+    mac = ":".join(f"{octet:02d}" for octet in [number, *octets])
+    what = "is the number YAML made of the unquoted MAC %s (YAML 1.1 reads digits separated by ':' as a base-60 number)"
+    return what % mac, f'quote it: {key}: "{mac}"'
+
+
+def check_root_device_hint(report: Report, key: Any, value: Any) -> None:
+    """Report a hint node-joiner (and the agent) would not take."""
+    field = f"root_device_hints.{key}"
+    if key in UNREPORTED_HINTS:
+        why = "is not supported: the agent's disk inventory does not report it, so node-joiner refuses it"
+        report(field, value, why, "use wwn, serialNumber or deviceName instead")
+    elif key not in ROOT_DEVICE_HINTS:
+        squashed = str(key).replace("_", "").replace("-", "").lower()
+        close = [hint for hint in ROOT_DEVICE_HINTS if hint.lower() == squashed]
+        close = close or difflib.get_close_matches(str(key), ROOT_DEVICE_HINTS, n=1)
+        fix = f'did you mean "{close[0]}"?' if close else f"use one of: {', '.join(ROOT_DEVICE_HINTS)}"
+        report(field, value, "is not a root device hint", fix)
+    elif key == "rotational":
+        if not isinstance(value, bool):
+            report(field, value, "is not a boolean", "write true or false (unquoted)")
+    elif key == "minSizeGigabytes":
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            report(field, value, "is not a positive integer", "write the size in GB, e.g. 100")
+    elif not isinstance(value, str) or not value.strip():
+        report(field, value, "is not a non-empty string", "write the hint as text")
+    elif key == "deviceName" and not value.startswith("/dev/"):
+        fix = "write the device path, e.g. /dev/sda or /dev/disk/by-path/..."
+        report(field, value, "does not start with /dev/", fix)
+    elif key == "hctl" and not _HCTL.match(value):
+        report(field, value, "is not Host:Channel:Target:Lun", "write four numbers like 0:0:0:0")
+
+
+@dataclasses.dataclass
+class CheckedHost:
+    """What the checks of one host produced, ready to render."""
+
+    hostname: Any
+    label: str  # how problems name the host, even when hostname is invalid
+    architecture: str | None = None
+    root_device_hints: dict[str, Any] | None = None
+    interfaces: list[nmstate.Interface] = dataclasses.field(default_factory=list)
+    macs: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (field, MAC), for the uniqueness check
+    network_config: dict[str, Any] | None = None
+    addresses: list[nmstate.OwnedAddress] = dataclasses.field(default_factory=list)  # the host's static addresses
+    routed: set[int] = dataclasses.field(default_factory=set)  # the IP versions with a default gateway
+
+    def render(self) -> dict[str, Any]:
+        host: dict[str, Any] = {"hostname": self.hostname, "role": "worker"}
+        if self.root_device_hints:
+            host["rootDeviceHints"] = self.root_device_hints
+        host["interfaces"] = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
+        host["networkConfig"] = self.network_config
+        return host
+
+
+@dataclasses.dataclass
+class HostChecker:
+    """Checks one host definition and builds its nmstate, reporting every problem found. ``platform``: the
+    cluster's Infrastructure spec.platformSpec.type (None: not checked)."""
+
+    host: dict[str, Any]
+    label: str
+    cluster_architecture: str | None
+    allow_loopback: bool
+    report: Report
+    platform: str | None = None
+    result: CheckedHost = dataclasses.field(init=False)
+
+    def check(self) -> CheckedHost:
+        self.result = CheckedHost(self.host.get("name"), self.label)
+        problem = hostname_problem(self.host.get("name"))
+        if problem:
+            self.report("name", self.host.get("name"), problem, "use a lower-case DNS name such as extra-worker-0")
+        self.result.architecture = self._architecture()
+        hints = self.host.get("root_device_hints") or {}
+        for key in sorted(hints, key=str):
+            check_root_device_hint(self.report, key, hints[key])
+        self.result.root_device_hints = dict(hints) if hints else None
+        self.result.interfaces = self._interfaces()
+        (self._raw_network if given(self.host.get("network_config")) else self._simple_network)()
+        return self.result
+
+    def _architecture(self) -> str | None:
+        value, cluster = self.host.get("cpu_architecture"), self.cluster_architecture
+        architecture = normalize_architecture(value) if given(value) else cluster
+        if architecture is None and given(value):
+            known = ", ".join(sorted(ARCHITECTURE_ALIASES))
+            self.report("cpu_architecture", value, "is not a known architecture", f"use one of: {known}")
+            architecture = cluster
+        elif given(value) and cluster and architecture != cluster and {architecture, cluster} & set(NONE_PLATFORM_ONLY):
+            what = f"cannot join a {cluster} cluster (s390x and ppc64le only join clusters of their own architecture)"
+            self.report("cpu_architecture", value, what, f"use {cluster} hardware for this worker")
+        if given(self.platform) and str(self.platform).lower() != "none" and architecture in NONE_PLATFORM_ONLY:
+            inherited = "" if given(value) else " (the control plane's, as cpu_architecture is not set)"
+            what = f'cannot join this {self.platform} cluster: CPU architecture "{architecture}"{inherited} only '
+            what += 'supports platform "none"'
+            fix = f"use x86_64 or aarch64 hardware for this worker; {architecture} workers only join clusters "
+            fix += "installed with platform none"
+            self.report("cpu_architecture", value if given(value) else None, what, fix)
+        return architecture
+
+    # --- interfaces ----------------------------------------------------------------------------
+
+    def _interfaces(self) -> list[nmstate.Interface]:
+        """The host's (name, mac) list from interfaces, or from interface + mac_address."""
+        listed, mac_address = self.host.get("interfaces"), self.host.get("mac_address")
+        one_nic = not given(listed)
+        if not one_nic and given(mac_address):
+            fix = "give the MAC either in mac_address or in interfaces, not both"
+            self.report("mac_address", mac_address, "is set together with interfaces", fix)
+        if one_nic and not given(mac_address):
+            fix = "set mac_address (or interfaces) so the ISO can recognise this host"
+            self.report("mac_address", mac_address, "is not set", fix)
+        elif one_nic:  # one NIC: interface (eth0 by default) and mac_address
+            listed = [{"name": self.host.get("interface") or DEFAULT_INTERFACE, "mac_address": mac_address}]
+        result: list[nmstate.Interface] = []
+        names = set()
+        for index, item in enumerate(listed or []):
+            prefix, name = "" if one_nic else f"interfaces[{index}].", item.get("name")
+            name_field = "interface" if one_nic else prefix + "name"
+            problem = nmstate.interface_name_problem(name)
+            if problem:
+                self.report(name_field, name, problem, "use the NIC's name, e.g. eth0")
+            elif name in names:
+                self.report(name_field, name, "is listed twice", "list each interface once")
+            else:
+                names.add(name)
+                mac = self._checked_mac(prefix + "mac_address", item.get("mac_address"))
+                result += [(name, mac)] if mac else []
+        return result
+
+    def _checked_mac(self, field: str, value: Any) -> str | None:
+        mac = normalize_mac(value)
+        problem = nmstate.mac_problem(mac) if mac else None
+        self.result.macs += [(field, mac)] if mac else []
+        if problem:
+            self.report(field, value, problem, "use the NIC's burned-in unicast MAC")
+        elif not mac and str(value).strip().isdigit():  # (as an integer, or the text the argument spec made of it)
+            self.report(field, value, *number_instead_of_mac(field, value))
+        elif not mac:
+            self.report(field, value, "is not a MAC address", nmstate.NOT_MAC_FIX)
+        return None if problem or not mac else mac
+
+    # --- network -------------------------------------------------------------------------------
+
+    def _raw_network(self) -> None:
+        config, fix = self.host["network_config"], "put the setting into network_config or drop network_config"
+        for key in (key for key in SIMPLE_NETWORK_KEYS if given(self.host.get(key))):
+            self.report(key, self.host[key], "is set together with network_config", fix)
+        declared = dict(self.result.interfaces)
+        found = nmstate.check_raw_network_config(self.report, config, declared, self.allow_loopback)
+        self.result.addresses, self.result.routed = found
+        self.result.network_config = copy.deepcopy(config)
+        # ip (ipv6) names the static address the install is followed at: one of network_config's own.
+        for key, version in (("ip", 4), ("ipv6", 6)):
+            value = self.host.get(key)
+            statics = [str(owned.address) for owned in self.result.addresses if owned.address.version == version]
+            if given(value) and str(parse_ip(value, version)) not in statics:
+                what = f"is not a static IPv{version} address of network_config ({', '.join(statics) or 'it has none'})"
+                fix = f"set {key} to the static address the host will have, or drop {key} to follow the first static "
+                self.report(key, value, what, fix + "address of network_config")
+
+    def _simple_network(self) -> None:
+        names = [name for name, _mac in self.result.interfaces]
+        primary = str(self.host.get("interface") or "")
+        if not primary:
+            primary = names[0] if given(self.host.get("interfaces")) and names else DEFAULT_INTERFACE
+        elif names and primary not in names:
+            what = f"is not one of interfaces ({', '.join(names)})"
+            self.report("interface", primary, what, "name the interface that carries the addresses")
+        vlan_id, given_vlan = None, self.host.get("vlan_id")
+        if given(given_vlan):
+            vlan_id = nmstate.check_number(self.report, "vlan_id", given_vlan, *nmstate.VLAN_ID_RANGE, "a VLAN ID")
+            limit = nmstate.MAX_INTERFACE_NAME
+            if vlan_id is not None and len(f"{primary}.{vlan_id}") > limit:
+                what = f"makes the VLAN interface name {primary}.{vlan_id} longer than {limit} characters"
+                self.report("vlan_id", given_vlan, what, "use a shorter base interface name")
+                vlan_id = None
+        ipv4, ipv6 = self._family(4), self._family(6)
+        self.result.network_config = nmstate.generated_network_config(
+            self.result.interfaces, primary, vlan_id, ipv4, ipv6, self._dns_servers()
+        )
+
+    def _family(self, version: int) -> nmstate.Family:
+        """Static settings of one IP version as {ip, prefix, gateway}, or None (unset or invalid)."""
+        ip_key, prefix_key, gateway_key = FAMILY_KEYS[version]
+        value, prefix_value, gateway_value = (self.host.get(key) for key in FAMILY_KEYS[version])
+        if not given(value):
+            for key, other in ((prefix_key, prefix_value), (gateway_key, gateway_value)):
+                if given(other):
+                    what = f"is set but {ip_key} is not (the host would use DHCP)"
+                    self.report(key, other, what, f"set {ip_key} too, or remove {key}")
+            return None
+        if isinstance(value, str) and "/" in value:
+            fix = f"write the address alone and put the prefix into {prefix_key}"
+            self.report(ip_key, value, "contains a prefix", fix)
+            return None
+        address = nmstate.check_host_address(self.report, ip_key, value, version, self.allow_loopback)
+        if not given(prefix_value):
+            fix = f"set the prefix length of the host's subnet, e.g. {24 if version == 4 else 64}"
+            self.report(prefix_key, prefix_value, f"is not set but {ip_key} is", fix)
+            return None
+        prefix = nmstate.check_prefix(self.report, prefix_key, prefix_value, version)
+        if address is None or prefix is None:
+            return None
+        nmstate.check_address_in_subnet(self.report, ip_key, value, address, prefix)
+        self.result.addresses.append(nmstate.OwnedAddress(ip_key, address, prefix))
+        at = f"{ip_key}/{prefix_key}"
+        gateway = given(gateway_value) and nmstate.check_gateway(
+            self.report, gateway_key, gateway_value, address, prefix, at
+        )
+        self.result.routed.update([version] if gateway else [])
+        return {"ip": str(address), "prefix": prefix, "gateway": str(gateway) if gateway else None}
+
+    def _dns_servers(self) -> list[str]:
+        # (an empty one: an unanswered survey question, "" becomes [""], or a trailing comma)
+        servers = [(index, server) for index, server in enumerate(self.host.get("dns_servers") or []) if server.strip()]
+        checked = [nmstate.check_dns_server(self.report, f"dns_servers[{index}]", value) for index, value in servers]
+        return [str(address) for address in checked if address is not None]

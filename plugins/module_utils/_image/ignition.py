@@ -28,7 +28,6 @@ Never returns a secret: tokens are only decoded for their ``exp`` claim. The fil
 from __future__ import annotations
 
 import base64
-import datetime
 import gzip
 import json
 import re
@@ -41,10 +40,10 @@ try:
 except ImportError:  # the regular expression below reads the one field needed
     yaml = None  # type: ignore[assignment]
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import normalize_architecture
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import AgentToken
 
 CONFIG_NAME = "config.ign"
 ADD_NODES_ENV_PATH = "/etc/assisted/add-nodes.env"
@@ -54,233 +53,119 @@ EXPIRY_VARIABLES = ("AUTH_TOKEN_EXPIRY", "AGENT_AUTH_TOKEN_EXPIRY")
 IMAGES_ENV_PATH = "/usr/local/share/assisted-service/images.env"
 INFRAENV_PATH = "/etc/assisted/manifests/infraenv.yaml"
 CLUSTER_IMAGE_SET_PATH = "/etc/assisted/manifests/cluster-image-set.yaml"
-HOSTCONFIG_DIR = "/etc/assisted/hostconfig/"
-HOSTNAMES_DIR = "/etc/assisted/hostnames/"
-NETWORK_DIR = "/etc/assisted/network/"
-
+_HOST_FILE_RE = re.compile(
+    r"^/etc/assisted/(?:hostconfig/([^/]+)/(mac_addresses|role)|hostnames/([^/]+)|network/host(\d+)/mac_interface\.ini)$"
+)
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5,19}$")
-_HOSTCONFIG_RE = re.compile("^" + re.escape(HOSTCONFIG_DIR) + r"([^/]+)/(mac_addresses|role)$")
-_NETWORK_RE = re.compile("^" + re.escape(NETWORK_DIR) + r"host(\d+)/mac_interface\.ini$")
 _UNNAMED_HOST_RE = re.compile(r"^host-\d+$")
 _CPU_ARCH_RE = re.compile(r"^\s*cpuArchitecture:\s*[\"']?([\w-]+)", re.MULTILINE)
 
 
 def parse_ignition(raw: bytes) -> dict[str, Any]:
-    """Parse ``config.ign`` bytes into a dict."""
+    """``config.ign`` bytes as a dict."""
     try:
         value = json.loads(raw.decode("utf-8"))
     except ValueError as exc:
-        raise IgnitionContentError("%s is not valid JSON: %s" % (CONFIG_NAME, exc))
+        raise IgnitionContentError(f"{CONFIG_NAME} is not valid JSON: {exc}")
     if not isinstance(value, dict):
-        raise IgnitionContentError("%s must hold a JSON object, got %s" % (CONFIG_NAME, type(value).__name__))
+        raise IgnitionContentError(f"{CONFIG_NAME} must hold a JSON object, got {type(value).__name__}")
     return value
 
 
 def decode_data_url(source: Any, compression: str | None = None) -> bytes:
-    """Bytes of an Ignition ``data:`` URL (base64 or percent-encoded), gunzipped if compressed."""
+    """The bytes of an Ignition ``data:`` URL (base64 or percent-encoded), gunzipped if compressed."""
     if not isinstance(source, str) or not source.startswith("data:") or "," not in source:
-        raise IgnitionContentError(
-            "expected a data: URL, got %r" % (source[:40] if isinstance(source, str) else source)
-        )
+        raise IgnitionContentError(f"expected a data: URL, got {source[:40] if isinstance(source, str) else source!r}")
+    if compression not in (None, "", "gzip"):
+        raise IgnitionContentError(f"unsupported compression {compression!r} (Ignition knows gzip)")
     header, payload = source[5:].split(",", 1)
     try:
-        if header.split(";")[-1] == "base64":
-            data = base64.b64decode(unquote_to_bytes(payload), validate=True)
-        else:
-            data = unquote_to_bytes(payload)
+        data = unquote_to_bytes(payload)
+        data = base64.b64decode(data, validate=True) if header.split(";")[-1] == "base64" else data
     except (ValueError, TypeError) as exc:
-        raise IgnitionContentError("undecodable data URL: %s" % exc)
-    if compression in (None, ""):
-        return data
-    if compression != "gzip":
-        raise IgnitionContentError("unsupported compression %r (Ignition knows gzip)" % compression)
+        raise IgnitionContentError(f"undecodable data URL: {exc}")
     try:
-        return gzip.decompress(data)
+        return gzip.decompress(data) if compression else data
     except (OSError, EOFError, zlib.error) as exc:
-        raise IgnitionContentError("corrupt gzip data URL: %s" % exc)
+        raise IgnitionContentError(f"corrupt gzip data URL: {exc}")
 
 
 def ignition_files(ignition: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``{path: file entry}`` of ``storage.files``; a later entry for a path wins."""
-    files: dict[str, dict[str, Any]] = {}
-    storage = ignition.get("storage") or {}
-    for entry in storage.get("files") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-            files[entry["path"]] = entry
-    return files
+    entries = (ignition.get("storage") or {}).get("files") or []
+    return {entry["path"]: entry for entry in entries if isinstance(entry, dict) and isinstance(entry.get("path"), str)}
 
 
 def file_text(files: dict[str, dict[str, Any]], path: str) -> str | None:
-    """The text of the ignition file ``path``, or None when the config has no such file."""
-    entry = files.get(path)
-    if entry is None:
+    """The text of the Ignition file ``path``, or None when the config has no such file."""
+    if path not in files:
         return None
-    contents = entry.get("contents") or {}
-    source = contents.get("source")
-    if source is None:
-        return ""
+    contents = files[path].get("contents") or {}
     try:
-        return decode_data_url(source, contents.get("compression")).decode("utf-8")
+        source = contents.get("source")
+        return "" if source is None else decode_data_url(source, contents.get("compression")).decode("utf-8")
     except (IgnitionContentError, UnicodeDecodeError) as exc:
-        raise IgnitionContentError("ignition file %s: %s" % (path, exc))
+        raise IgnitionContentError(f"ignition file {path}: {exc}")
 
 
 def parse_env_file(text: str | None) -> dict[str, str]:
-    """``KEY=VALUE`` lines (optionally ``export``ed, optionally quoted) into a dict."""
-    env: dict[str, str] = {}
+    """``KEY=VALUE`` lines (optionally ``export``ed, optionally quoted) as a dict."""
+    env = {}
     for line in (text or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].strip()
-        key, value = line.split("=", 1)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        env[key.strip()] = value
+        key, equals, value = re.sub(r"^export\s+", "", line.strip()).partition("=")
+        if equals and not key.startswith("#"):
+            value = value.strip()
+            env[key.strip()] = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
     return env
 
 
-def parse_mac_interface_ini(text: str) -> list[tuple[str, str]]:
-    """``[(mac lower case, interface)]`` from a ``mac_interface.ini`` (lines ``MAC=ifname``)."""
-    pairs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#;[" or "=" not in line:
-            continue
-        left, right = (part.strip() for part in line.split("=", 1))
-        if not _MAC_RE.match(left) and _MAC_RE.match(right):
-            left, right = right, left
-        if not _MAC_RE.match(left):
-            raise IgnitionContentError("mac_interface.ini line %r has no MAC address" % line)
-        pairs.append((left.lower(), right))
-    return pairs
-
-
-def _macs(text: str) -> list[str]:
-    return [line.strip().lower() for line in text.splitlines() if line.strip()]
-
-
-def _host_sort_key(host: dict[str, Any]) -> tuple[bool, str, list[str]]:
-    return (host["hostname"] is None, host["hostname"] or "", host["mac_addresses"][:1])
-
-
 def hosts_of(files: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The hosts an add-nodes config is for: ``[{hostname, mac_addresses, interfaces, role}]``.
+    """The hosts an add-nodes config is for, sorted by hostname: ``[{hostname, mac_addresses, role, interfaces}]``.
 
-    hostconfig directories first; static-network directories and hostname files whose MACs no
-    hostconfig directory claims are added too (configs written without hostconfig).
+    hostconfig directories first; static-network directories and hostname files whose MACs no hostconfig directory
+    claims are added too (configs written without hostconfig).
     """
-    hostconfig: dict[str, list[str]] = {}
+    macs_of: dict[str, list[str]] = {}
     roles: dict[str, str | None] = {}
     hostnames: dict[str, str | None] = {}
     network: dict[int, list[tuple[str, str]]] = {}
     for path in sorted(files):
-        match = _HOSTCONFIG_RE.match(path)
-        network_match = _NETWORK_RE.match(path)
-        if match and match.group(2) == "mac_addresses":
-            hostconfig[match.group(1)] = _macs(file_text(files, path) or "")
-        elif match:
-            roles[match.group(1)] = (file_text(files, path) or "").strip() or None
-        elif path.startswith(HOSTNAMES_DIR):
-            hostnames[path[len(HOSTNAMES_DIR) :].lower()] = (file_text(files, path) or "").strip() or None
-        elif network_match:
-            network[int(network_match.group(1))] = parse_mac_interface_ini(file_text(files, path) or "")
+        for host, kind, mac, number in _HOST_FILE_RE.findall(path):
+            text = file_text(files, path) or ""
+            if kind == "mac_addresses":
+                macs_of[host] = [line.strip().lower() for line in text.splitlines() if line.strip()]
+            elif kind or mac:
+                (roles if kind else hostnames)[host or mac.lower()] = text.strip() or None
+            else:  # "MAC=ifname" lines, either way round
+                for line in text.splitlines():
+                    key, equals, value = (part.strip() for part in line.strip().partition("="))
+                    if equals and key[:1] not in ("#", ";", "["):
+                        found, name = (key, value) if _MAC_RE.match(key) or not _MAC_RE.match(value) else (value, key)
+                        if not _MAC_RE.match(found):
+                            raise IgnitionContentError(f"mac_interface.ini line {line.strip()!r} has no MAC address")
+                        network.setdefault(int(number), []).append((found.lower(), name))
     interface_of = dict(pair for pairs in network.values() for pair in pairs)
-
-    def host(dirname: str | None, macs: list[str]) -> dict[str, Any]:
+    candidates = sorted(macs_of.items()) + [(None, [mac for mac, _name in network[n]]) for n in sorted(network)]
+    hosts: list[dict[str, Any]] = []
+    claimed: set[str] = set()
+    for directory, macs in candidates + [(None, [mac]) for mac in sorted(hostnames)]:
+        if directory is None and (not macs or claimed.intersection(macs)):
+            continue
+        claimed.update(macs)
         named = [hostnames[mac] for mac in macs if hostnames.get(mac)]
-        hostname = named[0] if named else (None if dirname is None or _UNNAMED_HOST_RE.match(dirname) else dirname)
-        return {
-            "hostname": hostname,
-            "mac_addresses": macs,
-            "role": roles.get(dirname) if dirname else None,
-            "interfaces": [{"mac_address": mac, "name": interface_of[mac]} for mac in macs if mac in interface_of],
-        }
-
-    hosts = [host(name, macs) for name, macs in sorted(hostconfig.items())]
-    claimed = {mac for item in hosts for mac in item["mac_addresses"]}
-    for index in sorted(network):
-        macs = [mac for mac, _name in network[index]]
-        if macs and not claimed.intersection(macs):
-            hosts.append(host(None, macs))
-            claimed.update(macs)
-    for mac in sorted(hostnames):
-        if mac not in claimed:
-            hosts.append(host(None, [mac]))
-    return sorted(hosts, key=_host_sort_key)
+        hostname = named[0] if named else None if directory is None or _UNNAMED_HOST_RE.match(directory) else directory
+        interfaces = [{"mac_address": mac, "name": interface_of[mac]} for mac in macs if mac in interface_of]
+        role = roles.get(directory or "")
+        hosts.append({"hostname": hostname, "mac_addresses": macs, "role": role, "interfaces": interfaces})
+    return sorted(hosts, key=lambda item: (item["hostname"] is None, item["hostname"] or "", item["mac_addresses"][:1]))
 
 
-def _os_image(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    env = parse_env_file(file_text(files, IMAGES_ENV_PATH))
+def _yaml(text: str | None) -> dict[str, Any]:
     try:
-        images = json.loads(env.get("OS_IMAGES") or "[]")
-    except ValueError:
-        return {}
-    return images[0] if isinstance(images, list) and images and isinstance(images[0], dict) else {}
-
-
-def _yaml_document(text: str | None) -> dict[str, Any] | None:
-    if yaml is None or not text:
-        return None
-    try:
-        document = yaml.safe_load(text)
+        document = yaml.safe_load(text) if yaml is not None and text else None
     except yaml.YAMLError:
-        return None
-    return document if isinstance(document, dict) else None
-
-
-def architecture_of(files: dict[str, dict[str, Any]]) -> tuple[str | None, str | None]:
-    """``(RPM architecture, source)`` from infraenv.yaml, else images.env; ``(None, None)`` when neither says."""
-    text = file_text(files, INFRAENV_PATH)
-    if text:
-        document = _yaml_document(text)
-        value = ((document or {}).get("spec") or {}).get("cpuArchitecture") if document is not None else None
-        if value is None and document is None:
-            match = _CPU_ARCH_RE.search(text)
-            value = match.group(1) if match else None
-        if isinstance(value, str) and value:
-            return normalize_architecture(value) or value, INFRAENV_PATH + " spec.cpuArchitecture"
-    value = _os_image(files).get("cpu_architecture")
-    if isinstance(value, str) and value:
-        return normalize_architecture(value) or value, IMAGES_ENV_PATH + " OS_IMAGES cpu_architecture"
-    return None, None
-
-
-def version_of(files: dict[str, dict[str, Any]]) -> tuple[str | None, str | None]:
-    """``(OpenShift version, release image)``; each None when the config does not say."""
-    version = _os_image(files).get("openshift_version")
-    document = _yaml_document(file_text(files, CLUSTER_IMAGE_SET_PATH)) or {}
-    name = (document.get("metadata") or {}).get("name")
-    if not version and isinstance(name, str) and name.startswith("openshift-"):
-        version = name[len("openshift-") :]
-    release = (document.get("spec") or {}).get("releaseImage")
-    return (
-        version if isinstance(version, str) and version else None,
-        release if isinstance(release, str) and release else None,
-    )
-
-
-def token_expiry_of(files: dict[str, dict[str, Any]], env: dict[str, str]) -> tuple[str | None, str | None]:
-    """``(expiry as RFC 3339 UTC, source)`` of the image's agent token; ``(None, None)`` when unknown."""
-    for variable in EXPIRY_VARIABLES:
-        try:
-            moment = parse_rfc3339(env.get(variable))
-        except ValueError:
-            moment = None
-        if moment is not None:
-            return format_rfc3339(moment), "%s %s" % (ADD_NODES_ENV_PATH, variable)
-    expiries: list[datetime.datetime] = []
-    for path in TOKEN_ENV_PATHS:
-        values = parse_env_file(file_text(files, path))
-        for name in TOKEN_VARIABLES:
-            moment = AgentToken(values[name]).expiry if values.get(name) else None
-            if moment is not None:
-                expiries.append(moment)
-    if expiries:
-        return format_rfc3339(min(expiries)), "exp claim of the tokens in %s" % ", ".join(TOKEN_ENV_PATHS)
-    return None, None
+        document = None
+    return document if isinstance(document, dict) else {}
 
 
 def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
@@ -291,9 +176,33 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     files = ignition_files(ignition)
     env_text = file_text(files, ADD_NODES_ENV_PATH)
     env = parse_env_file(env_text)
-    expiry, expiry_source = token_expiry_of(files, env)
-    architecture, architecture_source = architecture_of(files)
-    version, release_image = version_of(files)
+    expiry = expiry_source = None
+    for variable in EXPIRY_VARIABLES:
+        try:
+            moment = clock.parse_rfc3339(env.get(variable))
+        except ValueError:
+            moment = None
+        if moment and not expiry:
+            expiry, expiry_source = clock.format_rfc3339(moment), f"{ADD_NODES_ENV_PATH} {variable}"
+    if expiry is None:  # the earliest exp of the tokens the image carries
+        envs = [parse_env_file(file_text(files, path)) for path in TOKEN_ENV_PATHS]
+        moments = [AgentToken(env[name]).expiry for env in envs for name in TOKEN_VARIABLES if env.get(name)]
+        expiry = min((clock.format_rfc3339(moment) for moment in moments if moment), default=None)
+        expiry_source = expiry and f"exp claim of the tokens in {', '.join(TOKEN_ENV_PATHS)}"
+    try:
+        images = json.loads(parse_env_file(file_text(files, IMAGES_ENV_PATH)).get("OS_IMAGES") or "[]")
+    except ValueError:
+        images = []
+    rhcos = images[0] if isinstance(images, list) and images and isinstance(images[0], dict) else {}
+    infraenv = file_text(files, INFRAENV_PATH)
+    match = None if _yaml(infraenv) else _CPU_ARCH_RE.search(infraenv or "")  # without PyYAML (or bad YAML)
+    arch = (_yaml(infraenv).get("spec") or {}).get("cpuArchitecture") or (match and match.group(1))
+    arch_source = INFRAENV_PATH + " spec.cpuArchitecture"
+    if not isinstance(arch, str) or not arch:
+        arch, arch_source = rhcos.get("cpu_architecture"), IMAGES_ENV_PATH + " OS_IMAGES cpu_architecture"
+    image_set = _yaml(file_text(files, CLUSTER_IMAGE_SET_PATH))
+    name, spec = str((image_set.get("metadata") or {}).get("name")), image_set.get("spec") or {}
+    version = rhcos.get("openshift_version") or (name[len("openshift-") :] if name.startswith("openshift-") else None)
     return {
         "add_nodes": env_text is not None,
         "cluster_id": env.get("CLUSTER_ID") or None,
@@ -302,8 +211,8 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
         "token_expiry": expiry,
         "token_expiry_source": expiry_source,
         "hosts": hosts_of(files),
-        "architecture": architecture,
-        "architecture_source": architecture_source,
-        "openshift_version": version,
-        "release_image": release_image,
+        "architecture": (normalize_architecture(arch) or arch) if isinstance(arch, str) and arch else None,
+        "architecture_source": arch_source if isinstance(arch, str) and arch else None,
+        "openshift_version": version if isinstance(version, str) and version else None,
+        "release_image": (spec.get("releaseImage") or None) if isinstance(spec.get("releaseImage"), str) else None,
     }

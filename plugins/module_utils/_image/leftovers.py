@@ -16,32 +16,19 @@ left over at once, one of another host only when it is older than any run can la
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime
 import os
 import socket
 from typing import Any
 from urllib.parse import quote
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    ApiAccessError,
-    ApiClient,
-    core_target,
-    group_target,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import dig, group_target, with_query
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
-OWNER_ANNOTATION = nj.OWNER_ANNOTATION
-RBAC = "rbac.authorization.k8s.io"
-# kind -> (API group, resource); the namespace comes last so that nothing it owns is orphaned by a failure.
-KINDS = (
-    ("ClusterRoleBinding", RBAC, "clusterrolebindings"),
-    ("ClusterRole", RBAC, "clusterroles"),
-    ("Namespace", "", "namespaces"),
-)
-# Partial files of an interrupted transfer (run.fetch: ".<name>.<random>.part") and sidecar writes (".tmp").
+# Partial files of an interrupted transfer (pod_exec.fetch: ".<name>.<random>.part") and sidecar writes (".tmp").
 PARTIAL_SUFFIXES = (".part", ".tmp")
 
 
@@ -56,7 +43,7 @@ class LeftoverError(Day2Error):
 def _process_start(pid: int) -> str:
     """The start time of process ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), "" if unknown."""
     try:
-        with open("/proc/%d/stat" % pid) as handle:
+        with open(f"/proc/{pid}/stat") as handle:
             return handle.read().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
         return ""
@@ -65,7 +52,7 @@ def _process_start(pid: int) -> str:
 def owner_tag(pid: int | None = None) -> str:
     """``<host> <pid> <start>`` of this process: what a run writes into its namespace's OWNER_ANNOTATION."""
     pid = os.getpid() if pid is None else pid
-    return "%s %d %s" % (socket.gethostname(), pid, _process_start(pid))
+    return f"{socket.gethostname()} {pid} {_process_start(pid)}"
 
 
 def owner_alive(tag: str | None, hostname: str | None = None) -> bool | None:
@@ -86,87 +73,66 @@ def owner_alive(tag: str | None, hostname: str | None = None) -> bool | None:
 
 def is_left_over(namespace: dict[str, Any], now: datetime.datetime, max_age: float) -> bool:
     """Whether the run of ``namespace`` is over: its process is gone, or (unknown) it is older than ``max_age``."""
-    meta = namespace.get("metadata") or {}
-    alive = owner_alive((meta.get("annotations") or {}).get(OWNER_ANNOTATION))
+    alive = owner_alive(dig(namespace, "metadata", "annotations", nj.OWNER_ANNOTATION))
     if alive is not None:
         return not alive
-    created = parse_rfc3339(meta.get("creationTimestamp") or "")
+    created = parse_rfc3339(dig(namespace, "metadata", "creationTimestamp", default=""))
     return created is None or (now - created).total_seconds() > max_age
 
 
-def _list(api: ApiClient, group: str, resource: str) -> list[dict[str, Any]]:
+def _list(api: k8s.ApiClient, group: str, resource: str) -> list[dict[str, Any]]:
     """The objects of ``resource`` labelled as a run's (managed by this collection, with a run label)."""
-    selector = quote("%s=%s,%s" % (nj.MANAGED_BY_LABEL, nj.MANAGED_BY, nj.RUN_LABEL), safe="")
-    target = group_target(group, "v1", resource) if group else core_target(resource)
-    target = dataclasses.replace(target, path=target.path + "?labelSelector=" + selector)
+    selector = quote(f"{nj.MANAGED_BY_LABEL}={nj.MANAGED_BY},{nj.RUN_LABEL}", safe="")
+    items = dig(api.get(with_query(group_target(group, "v1", resource), labelSelector=selector)), "items", default=[])
+    return [item for item in items if dig(item, "metadata", "name", default="").startswith(nj.NAMESPACE_PREFIX)]
+
+
+def find(api: k8s.ApiClient, now: datetime.datetime, max_age: float) -> list[tuple[str, str]]:
+    """(kind, name) of every object of a finished run, namespaces last: namespaces left over, and the
+    ClusterRoles and ClusterRoleBindings whose namespace is left over or gone."""
+    listed = {kind: _list(api, group, resource) for kind, group, resource in nj.RUN_KINDS}
+    # A namespace already being deleted is neither stale nor live: it is going.
+    running = [ns for ns in listed["Namespace"] if not dig(ns, "metadata", "deletionTimestamp")]
+    stale = {ns["metadata"]["name"] for ns in running if is_left_over(ns, now, max_age)}
+    live = {ns["metadata"]["name"] for ns in running} - stale
     return [
-        item
-        for item in (api.get(target) or {}).get("items") or []
-        if ((item.get("metadata") or {}).get("name") or "").startswith(nj.NAMESPACE_PREFIX)
+        (kind, item["metadata"]["name"])
+        for kind, _group, _resource in nj.RUN_KINDS
+        for item in listed[kind]
+        if (item["metadata"]["name"] in stale if kind == "Namespace" else item["metadata"]["name"] not in live)
     ]
 
 
-def find(api: ApiClient, now: datetime.datetime, max_age: float) -> list[tuple[str, str]]:
-    """(kind, name) of every object of a finished run, namespaces last: namespaces left over, and the
-    ClusterRoles and ClusterRoleBindings whose namespace is left over or gone."""
-    listed = {kind: _list(api, group, resource) for kind, group, resource in KINDS}
-    live = set()
-    stale = []
-    for namespace in listed["Namespace"]:
-        meta = namespace["metadata"]
-        if meta.get("deletionTimestamp"):
-            continue  # already being removed
-        if is_left_over(namespace, now, max_age):
-            stale.append(meta["name"])
-        else:
-            live.add(meta["name"])
-    found = []
-    for kind, _group, _resource in KINDS:
-        for item in listed[kind]:
-            name = item["metadata"]["name"]
-            if (name in stale) if kind == "Namespace" else (name not in live):
-                found.append((kind, name))
-    return found
-
-
-def remove(api: ApiClient, found: list[tuple[str, str]]) -> list[str]:
+def remove(api: k8s.ApiClient, found: list[tuple[str, str]]) -> list[str]:
     """Delete what :func:`find` found; the names removed (Kind/name). Raises LeftoverError naming every object
     that could not be removed, with the reason and how to remove it by hand."""
-    removed, failures = [], []
-    for kind, name in found:
-        group, resource = next((g, r) for k, g, r in KINDS if k == kind)
-        target = (
-            group_target(group, "v1", resource, name, verb="delete")
-            if group
-            else core_target(resource, name, verb="delete")
-        )
-        try:
-            api.delete(target)
-            removed.append("%s/%s" % (kind, name))
-        except ApiAccessError as error:
-            failures.append(("%s/%s" % (kind, name), error.message))
+    removed, failures = nj.delete_run_objects(api, found)
     if failures:
-        names = [name for name, _reason in failures]
+        names, reasons = [name for name, _reason in failures], "; ".join(f"{n}: {why}" for n, why in failures)
         raise LeftoverError(
-            "cannot remove what earlier node-joiner runs left in the cluster: %s. Nothing was built. Remove them "
-            "by hand (oc delete %s), or give this identity the permission named, then run again."
-            % (
-                "; ".join("%s: %s" % failure for failure in failures),
-                " ".join(name.lower().replace("/", " ", 1) for name in names),
-            ),
+            f"cannot remove what earlier node-joiner runs left in the cluster: {reasons}. Nothing was built. Remove "
+            f"them by hand (oc delete {delete_command(names)}), or give this identity the permission named, then run "
+            "again.",
             names,
         )
     return removed
 
 
+def delete_command(names: list[str]) -> str:
+    """The arguments of ``oc delete`` for Kind/name entries."""
+    return " ".join(name.lower().replace("/", " ", 1) for name in names)
+
+
 def remove_partial_files(dest: str, pxe_dir: str) -> list[str]:
-    """Delete the partial files interrupted runs left in ``dest`` (ISO: ``.node.*``) and ``dest/<pxe_dir>/**``
-    (PXE); their paths. Only this module's own temporary names are touched: ``.part`` or ``.tmp`` at the end."""
-    directories = [(dest, "." + nj.iso_name("")[:5])]
+    """Delete the partial files interrupted runs left in ``dest`` (ISO: ``.node.*``, ``.agentconfig.noarch.iso.*``)
+    and ``dest/<pxe_dir>/**`` (PXE); their paths. Only this module's own temporary names are touched: ``.part`` or
+    ``.tmp`` at the end."""
+
+    # pod_exec.fetch's temporary names of node.<arch>.iso and agentconfig.noarch.iso, and of their sidecars.
+    directories: list[tuple[str, str | tuple[str, ...]]] = [(dest, (".node.", f".{nj.CONFIG_ISO}."))]
     pxe = os.path.join(dest, pxe_dir)
     if os.path.isdir(pxe) and not os.path.islink(pxe):
-        directories.append((pxe, "."))
-        directories += [(os.path.join(pxe, name), ".") for name in sorted(os.listdir(pxe))]
+        directories += [(pxe, ".")] + [(os.path.join(pxe, name), ".") for name in sorted(os.listdir(pxe))]
     removed = []
     for directory, prefix in directories:
         if not os.path.isdir(directory) or os.path.islink(directory):

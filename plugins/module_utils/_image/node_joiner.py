@@ -1,20 +1,30 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The objects of one node-joiner run and the interpretation of what it reports.
+"""One node-joiner run in the cluster, as ``oc adm node-image create`` of the cluster's release makes it
+(openshift/oc pkg/cli/admin/nodeimage, cited below): its objects, its pod, its report, its artifacts copied back.
 
-Pure: builds manifests as dicts and reads report.json / image-references
-documents and pod logs. The module drives the API; this file only knows the shapes
-that ``oc adm node-image create`` uses (openshift/oc pkg/cli/admin/nodeimage, cited below).
+:class:`NodeJoinerRun` creates a namespace and the objects below and always deletes them again, on failure too,
+unless the caller keeps them for debugging. The functions build the manifests and read report.json,
+image-references and pod logs; they are pure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from typing import Any
+import sys
+import time
+from types import TracebackType
+from typing import Any, Callable
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, dig, group_target
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import RELEASES, Release
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "openshift_agent.day2"
@@ -27,51 +37,60 @@ CONFIGMAP = "nodes-config"
 POD = "node-joiner"
 RELEASE_POD = "release-image-references"
 ASSETS = "/assets"
-# oc 4.18+ reads ConfigMap openshift-config/installer-images (key images.json, field installer), else the release
-# payload's baremetal-installer -- openshift/oc
-# pkg/cli/admin/nodeimage/basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f.
-INSTALLER_IMAGES_NAMESPACE = "openshift-config"
-INSTALLER_IMAGES_CONFIGMAP = "installer-images"
+# node-joiner --config-iso (releases.Release.config_iso) writes this, whatever the architecture: volume
+# agent_configimage, one file config.gz --
+# openshift/installer pkg/asset/agent/configimage/configiso.go@386d4aafb939cb7e5e22f77feef48386c731d2e1.
+CONFIG_ISO = "agentconfig.noarch.iso"
+# Where oc of a release with releases.Release.installer_images_configmap looks up the node-joiner image first.
+INSTALLER_IMAGES = core_target("configmaps", "installer-images", "openshift-config")
 IMAGE_REFERENCES = "/release-manifests/image-references"
 NODE_JOINER_TAG = "baremetal-installer"
-
-# What node-joiner reads and writes in the cluster, as oc grants it. oc 4.17-4.20 lists a
-# "config.openshift.io imagecontentpolicies" resource -- openshift/oc
-# pkg/cli/admin/nodeimage/basenodeimagecommand.go@92a3a166a7f710a344a11bda0ad221e54583fccd (4.20; the same in
-# create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf on 4.17); 4.21 grants "operator.openshift.io
-# imagecontentsourcepolicies" instead (OCPBUGS-61491) --
-# basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
-# The run grants what the oc of the cluster's release grants.
-ICSP_RULE_FIXED_IN = (4, 21)
+RBAC = "rbac.authorization.k8s.io"
+# What a run leaves in the cluster when it cannot delete it: (kind, API group, resource); the namespace comes last
+# so that nothing it owns is orphaned by a failure (it takes its pods, config map and service account with it).
+RUN_KINDS = (
+    ("ClusterRoleBinding", RBAC, "clusterrolebindings"),
+    ("ClusterRole", RBAC, "clusterroles"),
+    ("Namespace", "", "namespaces"),
+)
+PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
+LOG_TAIL_LINES = 40
+# A node-joiner that stops before NewAddNodesCommand runs writes no exit_code: logrus prints
+# "level=fatal" (main ends with logrus.Fatal on any error -- openshift/installer
+# cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c) and cobra prints "Error: <error>", e.g.
+# "Error: unknown flag: --pxe" -- spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
+_FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*)$", re.MULTILINE)
+# What node-joiner reads and writes in the cluster, as oc grants it (the image-content rule differs by release:
+# releases.Release.icsp_rule) -- openshift/oc
+# pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
+_CONFIG, _READ = "config.openshift.io", ["get", "list"]
 _CONFIG_RESOURCES = ["clusterversions", "infrastructures", "proxies", "imagedigestmirrorsets"]
-_COMMON_RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigs"], "verbs": ["get", "list"]},
-    {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "list"]},
-    {"apiGroups": [""], "resources": ["configmaps", "nodes", "pods"], "verbs": ["get", "list"]},
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "update"]},
-]
+_COMMON_RULES = (
+    ("machineconfiguration.openshift.io", ["machineconfigs"], _READ),
+    ("certificates.k8s.io", ["certificatesigningrequests"], _READ),
+    ("", ["configmaps", "nodes", "pods"], _READ),
+    ("", ["secrets"], ["get", "list", "create", "update"]),
+)
 
 
-def cluster_role_rules(cluster_minor: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The ClusterRole rules oc grants node-joiner on a cluster of release ``cluster_minor`` (e.g. (4, 18))."""
-    if tuple(cluster_minor) >= ICSP_RULE_FIXED_IN:
-        head = [
-            {"apiGroups": ["config.openshift.io"], "resources": list(_CONFIG_RESOURCES), "verbs": ["get", "list"]},
-            {
-                "apiGroups": ["operator.openshift.io"],
-                "resources": ["imagecontentsourcepolicies"],
-                "verbs": ["get", "list"],
-            },
-        ]
-    else:
-        head = [
-            {
-                "apiGroups": ["config.openshift.io"],
-                "resources": [*_CONFIG_RESOURCES, "imagecontentpolicies"],
-                "verbs": ["get", "list"],
-            }
-        ]
-    return head + [dict(rule) for rule in _COMMON_RULES]
+class RunError(Day2Error):
+    """A run failed; ``stages`` and ``log_tail`` (also in the partial result) say how far node-joiner got."""
+
+    def __init__(self, message: str, stages: list[dict[str, Any]] | None = None, log_tail: str | None = None) -> None:
+        super().__init__(message, {"stages": stages or [], "log_tail": log_tail})
+        self.stages, self.log_tail = stages or [], log_tail
+
+
+# --- the run's objects -------------------------------------------------------------------------------------------
+
+
+def cluster_role_rules(row: Release) -> list[dict[str, Any]]:
+    """The ClusterRole rules oc grants node-joiner on a cluster of release ``row``: the image-content resource is
+    in the config.openshift.io rule when it is of that group, a rule of its own otherwise."""
+    group, resource = row.icsp_rule
+    config = [*_CONFIG_RESOURCES, resource] if group == _CONFIG else _CONFIG_RESOURCES
+    rules = [(_CONFIG, config, _READ), *([] if group == _CONFIG else [(group, [resource], _READ)]), *_COMMON_RULES]
+    return [{"apiGroups": [g], "resources": list(r), "verbs": list(v)} for g, r, v in rules]
 
 
 def labels(run_id: str) -> dict[str, str]:
@@ -80,170 +99,93 @@ def labels(run_id: str) -> dict[str, str]:
 
 def namespace_manifest(run_id: str, owner: str | None = None) -> dict[str, Any]:
     """The run's namespace; ``owner`` (leftovers.owner_tag) tells a later run whether this one still runs."""
-    # Let the pod land on any node, as oc does.
-    annotations = {"openshift.io/node-selector": ""}
-    if owner:
-        annotations[OWNER_ANNOTATION] = owner
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"generateName": NAMESPACE_PREFIX, "labels": labels(run_id), "annotations": annotations},
-    }
+    annotations = {"openshift.io/node-selector": ""}  # let the pod land on any node, as oc does
+    annotations.update({OWNER_ANNOTATION: owner} if owner else {})
+    metadata = {"generateName": NAMESPACE_PREFIX, "labels": labels(run_id), "annotations": annotations}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
-def owned_by_namespace(namespace: dict[str, Any]) -> list[dict[str, Any]]:
-    """Owner reference that makes cluster-scoped objects go with the namespace."""
+def manifest(kind: str, namespace: dict[str, Any], run_id: str, name: str | None = None, **body: Any) -> dict[str, Any]:
+    """An object of the run in ``namespace``, named ``name``; a cluster-scoped one (the RBAC) is named like the
+    namespace and owned by it, so that it goes with the namespace."""
+    ns_name = namespace["metadata"]["name"]
+    metadata: dict[str, Any] = {"name": name or ns_name, "labels": labels(run_id)}
+    if name:
+        metadata["namespace"] = ns_name
+    else:
+        owner = {"apiVersion": "v1", "kind": "Namespace", "name": ns_name, "uid": namespace["metadata"]["uid"]}
+        metadata["ownerReferences"] = [owner]
+    return {"apiVersion": "v1" if name else RBAC + "/v1", "kind": kind, "metadata": metadata, **body}
+
+
+def rbac_manifests(namespace: dict[str, Any], run_id: str, row: Release) -> list[dict[str, Any]]:
+    """The service account, the ClusterRole and its binding, as oc creates them for node-joiner."""
+    account = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace["metadata"]["name"]}
+    role = {"apiGroup": RBAC, "kind": "ClusterRole", "name": namespace["metadata"]["name"]}
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "name": namespace["metadata"]["name"],
-            "uid": namespace["metadata"]["uid"],
-        }
+        manifest("ServiceAccount", namespace, run_id, SERVICE_ACCOUNT),
+        manifest("ClusterRole", namespace, run_id, rules=cluster_role_rules(row)),
+        manifest("ClusterRoleBinding", namespace, run_id, roleRef=role, subjects=[account]),
     ]
 
 
-def service_account_manifest(namespace: dict[str, Any], run_id: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
-    }
-
-
-def cluster_role_manifest(namespace: dict[str, Any], run_id: str, cluster_minor: tuple[int, ...]) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {
-            "name": namespace["metadata"]["name"],
-            "labels": labels(run_id),
-            "ownerReferences": owned_by_namespace(namespace),
-        },
-        "rules": cluster_role_rules(cluster_minor),
-    }
-
-
-def cluster_role_binding_manifest(namespace: dict[str, Any], run_id: str) -> dict[str, Any]:
-    name = namespace["metadata"]["name"]
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": labels(run_id), "ownerReferences": owned_by_namespace(namespace)},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": name}],
-    }
-
-
-def config_map_manifest(namespace: dict[str, Any], run_id: str, nodes_config_yaml: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": CONFIGMAP, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
-        "data": {"nodes-config.yaml": nodes_config_yaml},
-    }
-
-
-def _restricted_security_context() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "runAsNonRoot": True,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
-def proxy_env(proxy: dict[str, Any] | None) -> list[dict[str, str]]:
-    """Pod environment for the cluster proxy (``Proxy/cluster`` status)."""
-    env = []
-    status = (proxy or {}).get("status") or {}
-    for name, key in (("HTTP_PROXY", "httpProxy"), ("HTTPS_PROXY", "httpsProxy"), ("NO_PROXY", "noProxy")):
-        if status.get(key):
-            env.append({"name": name, "value": status[key]})
-    return env
-
-
 def node_joiner_command(pxe: bool, config_iso: bool = False) -> str:
-    # --config-iso: the configuration-only image (4.18+, installer PR #9214), which oc never asks for --
-    # openshift/installer pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
-    flag = (" --pxe" if pxe else "") + (" --config-iso" if config_iso else "")
+    # --config-iso: the configuration-only image (releases.Release.config_iso), which oc never asks for.
+    flags = (" --pxe" if pxe else "") + (" --config-iso" if config_iso else "")
     # sleep keeps the container alive so the artifacts can be copied out.
-    return "cp /config/nodes-config.yaml %s; HOME=%s node-joiner add-nodes%s --dir=%s --log-level=debug; sleep 600" % (
-        ASSETS,
-        ASSETS,
-        flag,
-        ASSETS,
+    return (
+        f"cp /config/{CONFIGMAP}.yaml {ASSETS}; HOME={ASSETS} node-joiner add-nodes{flags} --dir={ASSETS} "
+        "--log-level=debug; sleep 600"
     )
 
 
-def _pod_manifest(
-    namespace: dict[str, Any],
-    run_id: str,
-    name: str,
-    container: dict[str, Any],
-    volumes: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+def pod_manifest(namespace: dict[str, Any], run_id: str, name: str, container: dict[str, Any], **spec: Any) -> Any:
     """A run-once pod of this run, restricted as the restricted-v2 SCC expects."""
-    container = dict(container, securityContext=_restricted_security_context())
-    spec: dict[str, Any] = {
-        "serviceAccountName": SERVICE_ACCOUNT,
-        "restartPolicy": "Never",
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [container],
-    }
-    if volumes:
-        spec["volumes"] = volumes
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace["metadata"]["name"], "labels": labels(run_id)},
-        "spec": spec,
-    }
+    restricted = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    locked = dict(restricted, allowPrivilegeEscalation=False, capabilities={"drop": ["ALL"]})
+    spec.update(serviceAccountName=SERVICE_ACCOUNT, restartPolicy="Never", securityContext=restricted)
+    spec["containers"] = [dict(container, securityContext=locked)]
+    return manifest("Pod", namespace, run_id, name, spec=spec)
 
 
 def node_joiner_pod_manifest(
-    namespace: dict[str, Any],
-    run_id: str,
-    image: str,
-    pxe: bool,
-    proxy: dict[str, Any] | None,
-    config_iso: bool = False,
+    namespace: dict[str, Any], run_id: str, image: str, pxe: bool, proxy: dict | None, config_iso: bool = False
 ) -> dict[str, Any]:
+    """The node-joiner pod; ``proxy`` is the cluster's Proxy status (the facts' ``proxy_status``), its environment."""
     container = {
         "name": POD,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/bash", "-c", node_joiner_command(pxe, config_iso)],
-        "env": proxy_env(proxy),
-        "volumeMounts": [
-            {"name": "nodes-config", "mountPath": "/config"},
-            {"name": "assets", "mountPath": ASSETS},
-        ],
+        "env": [{"name": key.upper(), "value": value} for key, value in (proxy or {}).items() if value],
+        "volumeMounts": [{"name": CONFIGMAP, "mountPath": "/config"}, {"name": "assets", "mountPath": ASSETS}],
     }
-    volumes = [
-        {"name": "nodes-config", "configMap": {"name": CONFIGMAP}},
-        {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}},
-    ]
-    return _pod_manifest(namespace, run_id, POD, container, volumes)
+    config = {"name": CONFIGMAP, "configMap": {"name": CONFIGMAP}}
+    assets = {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}}
+    return pod_manifest(namespace, run_id, POD, container, volumes=[config, assets])
 
 
-def release_pod_manifest(namespace: dict[str, Any], run_id: str, release_image: str) -> dict[str, Any]:
-    """A short pod that runs the release image itself and prints its image references."""
-    container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat %s" % IMAGE_REFERENCES]}
-    return _pod_manifest(namespace, run_id, RELEASE_POD, container)
+def delete_run_objects(api: k8s.ApiClient, found: list[tuple[str, str]]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Delete the (kind, name) of :data:`RUN_KINDS` in ``found``, in that order; (the Kind/name deleted, and
+    (Kind/name, reason) of each that could not be)."""
+    removed, failures = [], []
+    for kind, name in found:
+        group, resource = next((g, r) for k, g, r in RUN_KINDS if k == kind)
+        try:
+            api.delete(group_target(group, "v1", resource, name, verb="delete"))
+            removed.append(f"{kind}/{name}")
+        except k8s.ApiAccessError as error:
+            failures.append((f"{kind}/{name}", error.message))
+    return removed, failures
 
 
-class ReportError(Day2Error):
-    pass
+# --- what the pods tell ------------------------------------------------------------------------------------------
 
 
 def installer_image_from_configmap(configmap: dict[str, Any] | None) -> str | None:
     """The node-joiner image from ConfigMap installer-images, or None."""
-    text = ((configmap or {}).get("data") or {}).get("images.json")
-    if not text:
-        return None
     try:
-        return json.loads(text).get("installer") or None
+        return json.loads(dig(configmap, "data", "images.json", default="")).get("installer") or None
     except (ValueError, AttributeError):
         return None
 
@@ -251,31 +193,17 @@ def installer_image_from_configmap(configmap: dict[str, Any] | None) -> str | No
 def node_joiner_image_from_references(text: str) -> str:
     """The ``baremetal-installer`` image from a release's image-references (an ImageStream JSON)."""
     try:
-        stream = json.loads(text)
+        tags = dig(json.loads(text), "spec", "tags", default=[])
     except ValueError:
-        raise ReportError("the release image printed no valid image-references document")
-    for tag in (stream.get("spec") or {}).get("tags") or []:
-        image = (tag.get("from") or {}).get("name") if tag.get("name") == NODE_JOINER_TAG else None
-        if image:
-            return str(image)
-    raise ReportError("the release image-references list no %r image" % NODE_JOINER_TAG)
-
-
-def parse_report(text: str | None) -> dict[str, Any] | None:
-    """Return the report dict, or None while it is not written or not complete JSON yet."""
-    if not text or not text.strip():
-        return None
-    try:
-        report = json.loads(text)
-    except ValueError:
-        return None  # being written
-    return report if isinstance(report, dict) else None
-
-
-ZERO_TIME = "0001-01-01T00:00:00Z"  # Go's zero time: a stage (or the report) that has not ended
+        raise RunError("the release image printed no valid image-references document")
+    image = next((dig(tag, "from", "name") for tag in tags if tag.get("name") == NODE_JOINER_TAG), None)
+    if not image:
+        raise RunError(f"the release image-references list no {NODE_JOINER_TAG!r} image")
+    return str(image)
 
 
 def _ended(value: Any) -> bool:
+    """Whether a time of the report is set: node-joiner writes Go's zero time (0001-01-01T00:00:00Z) until then."""
     return isinstance(value, str) and value != "" and not value.startswith("0001-01-01")
 
 
@@ -291,23 +219,14 @@ def report_finished(report: dict[str, Any] | None) -> bool:
 def report_exit_code(report: dict[str, Any] | None) -> int | None:
     """``result.exit_code`` of a finished report; None when it ended without a result."""
     result = (report or {}).get("result")
-    if not isinstance(result, dict):
-        return None
     try:
-        return int(result.get("exit_code") or 0)
+        return int(result.get("exit_code") or 0) if isinstance(result, dict) else None
     except (TypeError, ValueError):
         return None
 
 
 def report_failed(report: dict[str, Any] | None) -> bool:
     return report_finished(report) and report_exit_code(report) != 0
-
-
-# A node-joiner that stops before NewAddNodesCommand runs writes no exit_code: logrus prints
-# "level=fatal" (main ends with logrus.Fatal on any error -- openshift/installer
-# cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c) and cobra prints "Error: <error>", e.g.
-# "Error: unknown flag: --pxe" -- spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
-_FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*)$", re.MULTILINE)
 
 
 def fatal_line(log_text: str | None) -> str | None:
@@ -317,10 +236,10 @@ def fatal_line(log_text: str | None) -> str | None:
 
 
 def ended_without_exit_code(line: str) -> str:
-    hint = ""
-    if "unknown flag" in line:
-        hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
-    return "node-joiner stopped without writing %s/exit_code; its log says: %s.%s" % (ASSETS, line, hint)
+    hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
+    return f"node-joiner stopped without writing {ASSETS}/exit_code; its log says: {line}." + (
+        hint if "unknown flag" in line else ""
+    )
 
 
 def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -332,47 +251,229 @@ def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     failed = report_failed(report)
 
-    def walk(stages: list[dict[str, Any]] | None, last_of_parent: bool) -> None:
-        stages = stages or []
+    def walk(stages: list[dict[str, Any]], last_of_parent: bool) -> None:
         for index, stage in enumerate(stages):
-            last = last_of_parent and index == len(stages) - 1
-            ended = _ended(stage.get("end_time"))
-            row = {
-                "id": stage.get("id"),
-                "description": stage.get("description"),
-                "status": "failed" if failed and last else ("done" if ended else "running"),
-                "start_time": stage.get("start_time"),
-                "end_time": stage.get("end_time") if ended else None,
-            }
-            if stage.get("result"):
-                row["result"] = stage["result"]
-            rows.append(row)
-            walk(stage.get("sub_stages"), last)
+            last, ended = last_of_parent and index == len(stages) - 1, _ended(stage.get("end_time"))
+            rows.append(
+                {
+                    "id": stage.get("id"),
+                    "description": stage.get("description"),
+                    "status": "failed" if failed and last else ("done" if ended else "running"),
+                    "start_time": stage.get("start_time"),
+                    "end_time": stage.get("end_time") if ended else None,
+                    **({"result": stage["result"]} if stage.get("result") else {}),
+                }
+            )
+            walk(stage.get("sub_stages") or [], last)
 
-    walk((report or {}).get("stages"), True)
+    walk((report or {}).get("stages") or [], True)
     return rows
 
 
 def failure_message(report: dict[str, Any] | None) -> str:
     result = (report or {}).get("result") or {}
     if not isinstance(result, dict) or not result:
-        return "node-joiner completed its report (end_time %s) without a result" % (report or {}).get("end_time")
+        return f"node-joiner completed its report (end_time {(report or {}).get('end_time')}) without a result"
     detail = result.get("detailed_error_message") or ""
-    message = result.get("error_message") or "node-joiner failed with exit code %s" % result.get("exit_code")
+    message = result.get("error_message") or f"node-joiner failed with exit code {result.get('exit_code')}"
     failed = [stage for stage in summarize_stages(report) if stage["status"] == "failed"]
-    where = " at stage %s (%s)" % (failed[-1]["id"], failed[-1]["description"]) if failed else ""
-    return "node-joiner failed%s: %s%s" % (where, message, (" (%s)" % detail) if detail and detail != message else "")
+    where = f" at stage {failed[-1]['id']} ({failed[-1]['description']})" if failed else ""
+    return f"node-joiner failed{where}: {message}" + (f" ({detail})" if detail and detail != message else "")
 
 
 def describe_failure(message: str, stages: list[dict[str, Any]], log_tail: str | None) -> str:
     """One message with what went wrong, the report stages so far and the tail of the pod log."""
     lines = [message]
     if stages:
-        lines.append("node-joiner stages: " + ", ".join("%s %s" % (s["id"], s["status"]) for s in stages))
+        lines.append("node-joiner stages: " + ", ".join(f"{s['id']} {s['status']}" for s in stages))
     if log_tail and log_tail.strip():
         lines.append("node-joiner pod log (last lines):\n" + log_tail.rstrip())
     return "\n".join(lines)
 
 
 def iso_name(rpm_arch: str) -> str:
-    return "node.%s.iso" % rpm_arch
+    return f"node.{rpm_arch}.iso"
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class NodeJoinerRun:
+    """One namespace, one or more pods, their artifacts; use as a context manager. ``release`` is the row of the
+    cluster's release, ``proxy`` its Proxy status (the pod's environment), ``owner`` leftovers.owner_tag()."""
+
+    api: k8s.ApiClient
+    run_id: str
+    release: Release = RELEASES[-1]
+    proxy: dict[str, Any] | None = None
+    owner: str | None = None
+    wait_sleep: float = 5
+    pod_start_timeout: float = 900
+    build_timeout: float = 1800
+    keep_on_failure: bool = False
+    sleeper: Callable[[float], Any] = time.sleep
+    namespace: dict[str, Any] = dataclasses.field(default_factory=dict, init=False)  # as the API server made it
+    cleaned_up: bool = dataclasses.field(default=False, init=False)
+    kept: bool = dataclasses.field(default=False, init=False)
+    cleanup_failures: list[str] = dataclasses.field(default_factory=list, init=False)
+    left: list[str] = dataclasses.field(default_factory=list, init=False)  # Kind/name the clean-up could not delete
+
+    def __enter__(self) -> NodeJoinerRun:
+        self.namespace = self.api.create(
+            core_target("namespaces", verb="create"), namespace_manifest(self.run_id, self.owner)
+        )
+        try:
+            for body in rbac_manifests(self.namespace, self.run_id, self.release):
+                self._create(body)
+        except BaseException:
+            self.__exit__(*sys.exc_info())  # __exit__ does not run when __enter__ fails
+            raise
+        return self
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        group, namespace = body["apiVersion"].rpartition("/")[0], dig(body, "metadata", "namespace")
+        return self.api.create(group_target(group, "v1", body["kind"].lower() + "s", None, namespace, "create"), body)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # keep_on_failure keeps a failed run for debugging; a stopped one (SIGTERM, Ctrl-C) is always removed.
+        if exc_type is not None and issubclass(exc_type, Exception) and self.keep_on_failure:
+            self.kept = True
+        elif self.namespace:
+            # The owner references make the cluster-scoped RBAC go with the namespace; it is deleted explicitly
+            # too, so nothing lingers while the garbage collector catches up.
+            _removed, failures = delete_run_objects(self.api, [(kind, self.ns_name or "") for kind, *_ in RUN_KINDS])
+            self.left, self.cleanup_failures = [name for name, _ in failures], [reason for _, reason in failures]
+            self.cleaned_up = not failures
+
+    @property
+    def ns_name(self) -> str | None:
+        return dig(self.namespace, "metadata", "name")
+
+    def pod_log_tail(self, pod: str, lines: int = LOG_TAIL_LINES) -> str:
+        target = k8s.with_query(core_target("pods", pod + "/log", self.ns_name), tailLines=lines)
+        try:
+            return self.api.request("GET", target, raw=True) or ""
+        except k8s.ApiAccessError as error:
+            return f"(pod log unavailable: {error})"
+
+    def wait_started(self, pod: str, image: str, phases: tuple[str, ...]) -> str:
+        """Wait until the pod is in one of ``phases``; image-pull errors are retried until the start timeout."""
+        deadline, where = Deadline(self.pod_start_timeout, sleeper=self.sleeper), f"pod {self.ns_name}/{pod}"
+        waiting: dict[str, Any] = {}  # the last waiting state with a reason
+        while True:
+            obj = self.api.get(core_target("pods", pod, self.ns_name))
+            phase = dig(obj, "status", "phase")
+            if phase in phases:
+                return str(phase)
+            if phase == "Failed":
+                raise RunError(f"{where} failed before it started its work", log_tail=self.pod_log_tail(pod))
+            for status in dig(obj, "status", "containerStatuses", default=[]):
+                waiting = dig(status, "state", "waiting") if dig(status, "state", "waiting", "reason") else waiting
+            if deadline.expired():
+                break
+            deadline.sleep(self.wait_sleep)
+        reason = waiting.get("reason")
+        if reason in PULL_FAILURES:
+            raise RunError(
+                f"image pull failure: {where} could not pull {image} for {self.pod_start_timeout}s ({reason}: "
+                f"{waiting.get('message', '')}). Check that the image exists, that the cluster pull secret covers its "
+                "registry, and for a disconnected cluster that it is mirrored (ImageDigestMirrorSet); or pass "
+                "node_joiner_image."
+            )
+        detail = f", {reason}" if reason else ""
+        raise RunError(f"{where} did not start within {self.pod_start_timeout}s (phase {phase}{detail})")
+
+    @property
+    def pod(self) -> pod_exec.Pod:
+        return pod_exec.Pod(self.api.configuration, self.ns_name, POD)
+
+    def exec(self, command: list[str], timeout: float = 120) -> pod_exec.ExecResult:
+        """``command`` in the node-joiner pod; its output whatever its exit code, an ExecError when exec failed."""
+        return pod_exec.run(self.pod, command, timeout=timeout)
+
+    def fetch(self, remote_path: str, dest_path: str, finish: Callable[[str], Any] | None = None) -> tuple[int, str]:
+        """Copy ``remote_path`` out of the node-joiner pod into ``dest_path``, verified (pod_exec.fetch)."""
+        return pod_exec.fetch(self.pod, remote_path, dest_path, finish, self.build_timeout)
+
+    def list_dir(self, path: str) -> list[str]:
+        result = self.exec(["ls", path])
+        if result.returncode != 0:
+            raise RunError(f"cannot list {path} in the node-joiner pod: {result.text('stderr')}")
+        return sorted(line.strip() for line in result.text().splitlines() if line.strip())
+
+    def image_from_release(self, release_image: str) -> str:
+        """Run the release image once and read its image-references (no registry access needed here)."""
+        container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat " + IMAGE_REFERENCES]}
+        self._create(pod_manifest(self.namespace, self.run_id, RELEASE_POD, container))
+        deadline = Deadline(self.pod_start_timeout)
+        self.wait_started(RELEASE_POD, release_image, ("Succeeded",))
+        try:
+            return node_joiner_image_from_references(self.pod_log_tail(RELEASE_POD, lines=100000))
+        except RunError as error:
+            raise RunError(
+                f"cannot find the node-joiner image in release {release_image}: {error} (after "
+                f"{deadline.elapsed():.0f}s)"
+            )
+
+    def build(self, image: str, nodes_config_yaml: str, pxe: bool, config_iso: bool = False) -> list[dict[str, Any]]:
+        """Run node-joiner with ``image`` on ``nodes_config_yaml`` until it is done; return its report stages.
+
+        Raises RunError with the stages and the pod log tail when it fails.
+        """
+        data = {CONFIGMAP + ".yaml": nodes_config_yaml}
+        self._create(manifest("ConfigMap", self.namespace, self.run_id, CONFIGMAP, data=data))
+        self._create(node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy, config_iso))
+        self.wait_started(POD, image, ("Running",))
+        report, exit_code = self.wait_report(exit_code_only=not self.release.report_json)
+        if exit_code != 0:
+            message = failure_message(report) if report else f"node-joiner exited with code {exit_code}"
+            raise RunError(message, stages=summarize_stages(report), log_tail=self.pod_log_tail(POD))
+        return summarize_stages(report)
+
+    def _exit_code(self) -> int | None:
+        """The number in /assets/exit_code, or None while node-joiner has not written it."""
+        result = self.exec(["cat", ASSETS + "/exit_code"])
+        return int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
+
+    def wait_report(self, exit_code_only: bool = False) -> tuple[dict[str, Any] | None, int | None]:
+        """Wait until node-joiner is done, as oc does; return (report or None, exit code or None).
+
+        With report.json (releases.Release.report_json): until its top-level end_time is set, then its
+        result.exit_code (None when it has no result). Without (``exit_code_only``): until /assets/exit_code exists;
+        a pod log that shows node-joiner stopped without writing it (a fatal line, a cobra error) fails at once --
+        openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``waitForCompletion``).
+        """
+        deadline, report = Deadline(self.build_timeout, sleeper=self.sleeper), None
+        while True:
+            if exit_code_only:
+                code = self._exit_code()
+                if code is not None:
+                    return None, code
+                log = self.pod_log_tail(POD)
+                line = fatal_line(log)
+                if line:
+                    code = self._exit_code()  # a failed run writes exit_code just before its fatal line
+                    if code is not None:
+                        return None, code
+                    raise RunError(ended_without_exit_code(line), log_tail=log)
+            else:
+                result = self.exec(["cat", ASSETS + "/report.json"])
+                try:
+                    read = json.loads(result.text()) if result.returncode == 0 else None
+                except ValueError:
+                    read = None  # being written
+                report = read if isinstance(read, dict) else report
+                if report_finished(report):
+                    return report, report_exit_code(report)
+            phase = dig(self.api.get(core_target("pods", POD, self.ns_name)), "status", "phase")
+            if phase in ("Failed", "Succeeded"):
+                problem = f"the node-joiner pod ended ({phase}) without a result"
+            elif deadline.expired():
+                problem = f"node-joiner did not finish within build_timeout ({self.build_timeout}s)"
+            else:
+                deadline.sleep(self.wait_sleep)
+                continue
+            raise RunError(problem, stages=summarize_stages(report), log_tail=self.pod_log_tail(POD))

@@ -1,18 +1,30 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one CSR policy: which kubelet CSRs of a new worker may be approved. Pure: no I/O, no Ansible.
 
-"""Read a certificates.k8s.io/v1 CertificateSigningRequest object into the fields the approval policy looks at.
+``parse_csr`` reads a certificates.k8s.io/v1 CertificateSigningRequest (never raises: anyone may file one). Each
+check refuses a CSR for one reason (CSR_CHECKS for every CSR, CLIENT_CHECKS and SERVING_CHECKS by signer;
+docs/csr-approval.md says why each exists, tests/mutation disables each in turn). ``host_csrs`` then sees all CSRs
+of one host together:
 
-``parse_csr`` never raises: a CSR anyone may file is untrusted input. No I/O, no Ansible.
+- client CSRs by public key: a kubelet makes its bootstrap key once and files every client CSR with it, so every
+  pending copy with the kubelet's key is approved (a replay cannot strand the kubelet), and a second key, before or
+  after an approval, means someone else holds the bootstrap credential: nothing more is approved for that host;
+- serving CSRs: one approval per run, the newest pending one.
+
+``flood`` stops every approval while more CSRs name the new hosts than their kubelets would file. Nothing is ever
+denied: a CSR we do not approve may be someone else's, so it is only refused with a reason.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime
+import hashlib
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import as_utc, format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
@@ -20,7 +32,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net i
 try:
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import NameOID
 except ImportError:
     HAS_CRYPTOGRAPHY = False
@@ -29,101 +41,112 @@ else:
     HAS_CRYPTOGRAPHY = True
     CRYPTOGRAPHY_IMPORT_ERROR = None
 
-
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 KUBELET_SIGNERS = (CLIENT_SIGNER, SERVING_SIGNER)
 NODE_USER_PREFIX = "system:node:"
+PENDING, APPROVED, DENIED_OR_FAILED = "pending", "approved", "denied/failed"
+BOOTSTRAP_USERNAME = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+BOOTSTRAP_GROUPS = frozenset(
+    ("system:serviceaccounts:openshift-machine-config-operator", "system:serviceaccounts", "system:authenticated")
+)
+NODES_GROUP = "system:nodes"
+SERVING_REQUIRED_GROUPS = frozenset((NODES_GROUP, "system:authenticated"))
+CLIENT_USAGES = (
+    frozenset(("digital signature", "client auth")),
+    frozenset(("digital signature", "key encipherment", "client auth")),
+)
+SERVING_USAGES = (
+    frozenset(("digital signature", "server auth")),
+    frozenset(("digital signature", "key encipherment", "server auth")),
+)
+# The kubelet makes every key it asks a certificate for as ECDSA on P-256; anything else only widens what a holder
+# of the bootstrap credential could present (docs/csr-approval.md).
+ACCEPTED_KEY_TYPES = frozenset(("ECDSA P-256",))
+# Pending CSRs are garbage collected after 24 h: an older one is not a live request.
+MAX_PENDING_AGE = datetime.timedelta(hours=24)
+# The flood guard: pending CSRs naming the new hosts, created within the window, may number at most
+# max(FLOOD_MINIMUM, FLOOD_PER_NODE x hosts): a kubelet has one client and one serving CSR pending at a time and
+# files a new one after about an hour, so four per host allows one retry of each.
+FLOOD_WINDOW = datetime.timedelta(hours=1)
+FLOOD_MINIMUM, FLOOD_PER_NODE = 10, 4
 
-# The state a CSR's conditions give it.
-PENDING = "pending"
-APPROVED = "approved"
-DENIED_OR_FAILED = "denied/failed"
 
-
+@dataclasses.dataclass
 class Finding:
     """Why a CSR is not approved: a short machine reason and a human message."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        self.message = message
-
-    def __repr__(self) -> str:
-        return "Finding(%r, %r)" % (self.reason, self.message)
+    reason: str
+    message: str
 
 
+@dataclasses.dataclass
 class ParsedCSR:
-    """The fields of one CSR object that the policy looks at.
+    """The fields of one CSR object the policy looks at; ``error`` when the object or its request is unreadable."""
 
-    Built by parse_csr: when the object or its request cannot be read, ``error`` holds a Finding and the
-    request fields stay empty.
-    """
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.created: datetime.datetime | None = None
-        self.signer: str | None = None
-        self.username: str | None = None
-        self.groups: list[str] = []
-        self.usages: list[str] = []
-        self.state = PENDING
-        self.error: Finding | None = None
-        self.common_names: list[str] = []
-        self.organizations: list[str] = []
-        self.other_subject_attributes: list[str] = []
-        self.dns_sans: list[str] = []
-        self.ip_sans: list[Any] = []  # netaddr.IPAddress
-        self.email_sans: list[str] = []
-        self.uri_sans: list[str] = []
-        self.other_sans: list[str] = []
-        self.key_type: str | None = None
-        self.public_key_der: bytes | None = None
-        self.signature_valid = False
+    name: str | None = None
+    created: datetime.datetime | None = None
+    signer: str | None = None
+    username: str | None = None
+    groups: list[str] = dataclasses.field(default_factory=list)
+    usages: list[str] = dataclasses.field(default_factory=list)
+    state: str = PENDING
+    error: Finding | None = None
+    common_names: list[str] = dataclasses.field(default_factory=list)
+    organizations: list[str] = dataclasses.field(default_factory=list)
+    other_subject_attributes: list[str] = dataclasses.field(default_factory=list)
+    dns_sans: list[str] = dataclasses.field(default_factory=list)
+    ip_sans: list[Any] = dataclasses.field(default_factory=list)  # netaddr.IPAddress
+    other_sans: list[str] = dataclasses.field(default_factory=list)  # e-mail, URI and anything else
+    key_type: str | None = None
+    public_key_der: bytes | None = None
+    signature_valid: bool = False
 
     @property
     def host(self) -> str | None:
-        """The host named by the subject CN system:node:<host>, or None."""
-        if len(self.common_names) != 1:
+        """The host named by the one subject CN system:node:<host>, or None."""
+        if len(self.common_names) != 1 or not self.common_names[0].startswith(NODE_USER_PREFIX):
             return None
-        cn = self.common_names[0]
-        if not cn.startswith(NODE_USER_PREFIX) or len(cn) == len(NODE_USER_PREFIX):
-            return None
-        return cn[len(NODE_USER_PREFIX) :]
-
-    @property
-    def looks_like_node_csr(self) -> bool:
-        return any(cn.startswith(NODE_USER_PREFIX) for cn in self.common_names)
+        return self.common_names[0][len(NODE_USER_PREFIX) :] or None
 
     @property
     def all_sans(self) -> list[str]:
-        return self.dns_sans + [str(ip) for ip in self.ip_sans] + self.email_sans + self.uri_sans + self.other_sans
+        return self.dns_sans + [str(ip) for ip in self.ip_sans] + self.other_sans
 
     @property
     def created_text(self) -> str | None:
-        """creationTimestamp as RFC 3339 text (whole seconds, UTC), or None when unreadable."""
         return format_rfc3339(self.created) if self.created is not None else None
+
+    @property
+    def key_id(self) -> str:
+        """A short name of its public key (sha256 of the DER, first 16 hex digits)."""
+        return hashlib.sha256(self.public_key_der or b"").hexdigest()[:16]
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} (requested by {self.username or '(no spec.username)'} at "
+            f"{self.created_text or '(no creationTimestamp)'}, key sha256:{self.key_id})"
+        )
 
 
 def parse_csr(obj: Any) -> ParsedCSR:
-    """Read one CSR object (API JSON as a dict). Never raises.
-
-    Garbage gives a ParsedCSR whose error is a Finding ('bad-object' or 'bad-request'); the envelope fields
-    that could be read are kept.
-    """
+    """Read one CSR object (API JSON). Garbage gives an ``error`` ('bad-object' or 'bad-request')."""
     parsed = ParsedCSR()
     if not isinstance(obj, dict):
         parsed.error = Finding("bad-object", "not a CertificateSigningRequest object")
         return parsed
-    metadata = _mapping(obj.get("metadata"))
-    spec = _mapping(obj.get("spec"))
-    status = _mapping(obj.get("status"))
-    name = metadata.get("name")
-    parsed.name = name if isinstance(name, str) and name else None
-    parsed.signer = _text(spec.get("signerName"))
-    parsed.username = _text(spec.get("username"))
-    parsed.groups = _string_list(spec.get("groups"))
-    parsed.usages = _string_list(spec.get("usages"))
-    parsed.state = _condition_state(status.get("conditions"))
+    metadata, spec, status = (_mapping(obj.get(key)) for key in ("metadata", "spec", "status"))
+    parsed.name = metadata.get("name") if isinstance(metadata.get("name"), str) and metadata.get("name") else None
+    parsed.signer = spec.get("signerName") if isinstance(spec.get("signerName"), str) else None
+    parsed.username = spec.get("username") if isinstance(spec.get("username"), str) else None
+    parsed.groups, parsed.usages = _strings(spec.get("groups")), _strings(spec.get("usages"))
+    for condition in _list(status.get("conditions")):
+        if isinstance(condition, dict) and condition.get("status", "True") == "True":
+            if condition.get("type") in ("Denied", "Failed"):
+                parsed.state = DENIED_OR_FAILED
+                break
+            if condition.get("type") == "Approved":
+                parsed.state = APPROVED
     try:
         parsed.created = as_utc(metadata["creationTimestamp"])
     except (KeyError, TypeError, ValueError):
@@ -134,34 +157,19 @@ def parse_csr(obj: Any) -> ParsedCSR:
     return parsed
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _string_list(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, str)]
-
-
-def _condition_state(conditions: Any) -> str:
-    state = PENDING
-    for condition in conditions if isinstance(conditions, list) else []:
-        if not isinstance(condition, dict) or condition.get("status", "True") != "True":
-            continue
-        if condition.get("type") in ("Denied", "Failed"):
-            return DENIED_OR_FAILED
-        if condition.get("type") == "Approved":
-            state = APPROVED
-    return state
+def _strings(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
-    """Fill the request fields from spec.request; return a Finding on failure."""
     if not HAS_CRYPTOGRAPHY:
         return Finding("bad-request", "the Python library cryptography is missing, CSRs cannot be checked")
     if not isinstance(request_b64, (str, bytes)) or not request_b64:
@@ -174,68 +182,417 @@ def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
         return Finding("bad-request", "spec.request does not hold a PEM CERTIFICATE REQUEST block")
     try:
         request = x509.load_pem_x509_csr(pem)
-        _read_subject(parsed, request)
-        _read_sans(parsed, request)
+        for attribute in request.subject:
+            if attribute.oid == NameOID.COMMON_NAME:
+                parsed.common_names.append(str(attribute.value))
+            elif attribute.oid == NameOID.ORGANIZATION_NAME:
+                parsed.organizations.append(str(attribute.value))
+            else:
+                parsed.other_subject_attributes.append(attribute.oid.dotted_string)
+        try:
+            sans: Any = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        except x509.ExtensionNotFound:
+            sans = []
+        for name in sans:
+            address = parse_ip(str(name.value)) if isinstance(name, x509.IPAddress) else None
+            if isinstance(name, x509.DNSName):
+                parsed.dns_sans.append(name.value)
+            elif address is not None:
+                parsed.ip_sans.append(address)
+            else:  # a network where an address belongs, e-mail, URI, other names: foreign to every host
+                parsed.other_sans.append(f"{type(name).__name__} {getattr(name, 'value', '')}")
     except Exception as exc:  # cryptography raises several types for malformed DER
-        return Finding("bad-request", "spec.request is not a readable PKCS#10 request: %s" % exc)
+        return Finding("bad-request", f"spec.request is not a readable PKCS#10 request: {exc}")
     try:
         parsed.signature_valid = bool(request.is_signature_valid)
     except Exception:  # an unsupported signature algorithm cannot be verified
         parsed.signature_valid = False
     try:
-        public_key = request.public_key()
-        parsed.key_type = _describe_key(public_key)
-        parsed.public_key_der = public_key.public_bytes(
+        key = request.public_key()
+        parsed.public_key_der = key.public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
+        if isinstance(key, ec.EllipticCurvePublicKey):
+            curves = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
+            parsed.key_type = f"ECDSA {curves.get(key.curve.name, key.curve.name)}"
+        elif isinstance(key, rsa.RSAPublicKey):
+            parsed.key_type = "RSA %d" % key.key_size
+        else:
+            parsed.key_type = type(key).__name__
     except Exception as exc:  # unknown key algorithms or curves
-        parsed.key_type = "unsupported (%s)" % exc
+        parsed.key_type = f"unsupported ({exc})"
     return None
 
 
-def _read_subject(parsed: ParsedCSR, request: x509.CertificateSigningRequest) -> None:
-    for attribute in request.subject:
-        if attribute.oid == NameOID.COMMON_NAME:
-            parsed.common_names.append(str(attribute.value))
-        elif attribute.oid == NameOID.ORGANIZATION_NAME:
-            parsed.organizations.append(str(attribute.value))
-        else:
-            parsed.other_subject_attributes.append(attribute.oid.dotted_string)
+def dns_key(name: str) -> str:
+    """DNS names compare case-insensitively and without a trailing dot."""
+    return name.lower().rstrip(".")
 
 
-def _read_sans(parsed: ParsedCSR, request: x509.CertificateSigningRequest) -> None:
-    try:
-        extension = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-    except x509.ExtensionNotFound:
-        return
-    for general_name in extension.value:
-        if isinstance(general_name, x509.DNSName):
-            parsed.dns_sans.append(general_name.value)
-        elif isinstance(general_name, x509.IPAddress):
-            address = parse_ip(str(general_name.value))
-            if address is None:  # a network where an address belongs: foreign to every host
-                parsed.other_sans.append("IPAddress %s" % general_name.value)
+@dataclasses.dataclass
+class Expected:
+    """A new worker as the policy sees it: its Node name, the addresses and DNS names its serving certificate may
+    carry, and ``not_before`` (server clock), before which no CSR of its current installation exists."""
+
+    name: str
+    addresses: frozenset[Any] = frozenset()
+    dns_names: frozenset[str] = frozenset()
+    not_before: datetime.datetime | None = None
+
+
+@dataclasses.dataclass
+class Context:
+    """What a check compares a CSR with: the new hosts by name, the existing Node names, the time."""
+
+    expected: dict[str, Expected]
+    nodes: frozenset[str]
+    now: datetime.datetime
+    clock_skew: datetime.timedelta
+
+
+Check = Callable[[ParsedCSR, Context], "Finding | None"]
+
+
+def _usages(csr: ParsedCSR, accepted: tuple[frozenset[str], ...]) -> Finding | None:
+    if frozenset(csr.usages) in accepted:
+        return None
+    wanted = " or ".join(str(sorted(usages)) for usages in accepted)
+    return Finding("bad-usages", f"expected usages {wanted}, found {sorted(csr.usages)}")
+
+
+def check_state(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Only pending CSRs are candidates."""
+    if csr.state == APPROVED:
+        return Finding("already-approved", "already approved; nothing to do")
+    if csr.state == DENIED_OR_FAILED:
+        return Finding("denied/failed", "has a Denied or Failed condition; it will never be approved")
+    return None
+
+
+def check_signer(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A node-looking CSR for a signer other than the two kubelet signers."""
+    if csr.signer in KUBELET_SIGNERS:
+        return None
+    return Finding("unexpected-signer", f"expected signer {CLIENT_SIGNER} or {SERVING_SIGNER}, found {csr.signer!r}")
+
+
+def check_readable(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The object and its PKCS#10 request could be read."""
+    return csr.error
+
+
+def check_age(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Pending CSRs are garbage collected after 24 h; an older one is not genuine."""
+    if csr.created is not None and ctx.now - csr.created <= MAX_PENDING_AGE:
+        return None
+    return Finding(
+        "too-old",
+        f"expected a CSR created within {MAX_PENDING_AGE} before {format_rfc3339(ctx.now)}, found creationTimestamp "
+        f"{csr.created_text}",
+    )
+
+
+def check_signature(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The request is signed by the key it carries (proof of possession)."""
+    return (
+        None
+        if csr.signature_valid
+        else Finding("bad-signature", "the request signature does not verify with its own public key")
+    )
+
+
+def check_key_type(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Only the key type the kubelet generates."""
+    if csr.key_type in ACCEPTED_KEY_TYPES:
+        return None
+    wanted = " or ".join(sorted(ACCEPTED_KEY_TYPES))
+    return Finding("key-type", f"expected a {wanted} key (what the kubelet generates), found {csr.key_type}")
+
+
+def check_subject(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Subject is exactly one CN system:node:<host> plus O; nothing else."""
+    if csr.host is None:
+        return Finding(
+            "bad-subject", f"expected exactly one subject CN {NODE_USER_PREFIX}<host>, found {csr.common_names!r}"
+        )
+    if csr.other_subject_attributes:
+        return Finding(
+            "bad-subject",
+            f"expected a subject of only CN and O, found also {', '.join(csr.other_subject_attributes)}",
+        )
+    return None
+
+
+def check_expected_node(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The CN names a new host."""
+    if csr.host in ctx.expected:
+        return None
+    extra = " (an existing Node)" if csr.host in ctx.nodes else ""
+    return Finding(
+        "unknown-node",
+        f"expected a CN naming one of the new hosts {sorted(ctx.expected)}, found {NODE_USER_PREFIX}{csr.host}{extra}",
+    )
+
+
+def check_not_before(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A CSR older than the host's current installation is not its kubelet's (a replay, or the old system's)."""
+    node = ctx.expected.get(csr.host or "")
+    if node is None or node.not_before is None:
+        return None
+    if csr.created is not None and csr.created >= node.not_before - ctx.clock_skew:
+        return None
+    return Finding(
+        "before-not-before",
+        f"expected a CSR created after {format_rfc3339(node.not_before)} (not_before of {csr.host}, minus "
+        f"{int(ctx.clock_skew.total_seconds())}s clock skew), found {csr.created_text}",
+    )
+
+
+CSR_CHECKS: list[Check] = [
+    check_state,
+    check_signer,
+    check_readable,
+    check_age,
+    check_signature,
+    check_key_type,
+    check_subject,
+    check_expected_node,
+    check_not_before,
+]
+
+
+def check_node_absent(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A client certificate for an existing Node name would hand over that node's identity."""
+    if csr.host not in ctx.nodes:
+        return None
+    return Finding(
+        "node-exists",
+        f"a Node named {csr.host} already exists; a new client certificate for it would hand its identity to whoever "
+        "filed "
+        "this CSR. To re-add this host, remove the old Node with playbooks/replace_worker.yml",
+    )
+
+
+def check_bootstrap_username(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The client CSR was filed with the node-bootstrapper credential."""
+    if csr.username == BOOTSTRAP_USERNAME:
+        return None
+    return Finding("bad-username", f"expected spec.username {BOOTSTRAP_USERNAME}, found {csr.username!r}")
+
+
+def check_bootstrap_groups(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Exactly the node-bootstrapper's groups."""
+    if set(csr.groups) == BOOTSTRAP_GROUPS:
+        return None
+    return Finding("bad-groups", f"expected spec.groups exactly {sorted(BOOTSTRAP_GROUPS)}, found {sorted(csr.groups)}")
+
+
+def check_client_organization(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """O exactly [system:nodes]: any other O becomes a group of the node user."""
+    if csr.organizations == [NODES_GROUP]:
+        return None
+    return Finding("bad-organization", f"expected subject O exactly [{NODES_GROUP}], found {csr.organizations}")
+
+
+def check_client_no_sans(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A kubelet client certificate carries no subject alternative names."""
+    return (
+        Finding("client-has-sans", f"expected no subject alternative names, found {csr.all_sans}")
+        if csr.all_sans
+        else None
+    )
+
+
+def check_client_usages(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The key usages the kubelet asks for a client certificate."""
+    return _usages(csr, CLIENT_USAGES)
+
+
+CLIENT_CHECKS: list[Check] = [
+    check_node_absent,
+    check_bootstrap_username,
+    check_bootstrap_groups,
+    check_client_organization,
+    check_client_no_sans,
+    check_client_usages,
+]
+
+
+def check_username_matches_cn(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A serving CSR is filed by the node itself, with its own client certificate."""
+    if csr.username == NODE_USER_PREFIX + str(csr.host):
+        return None
+    return Finding(
+        "username-cn-mismatch",
+        f"expected spec.username {NODE_USER_PREFIX}{csr.host} (the subject CN), found {csr.username!r}",
+    )
+
+
+def check_node_groups(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Filed by a node user: system:nodes and system:authenticated among the groups."""
+    missing = SERVING_REQUIRED_GROUPS - set(csr.groups)
+    if not missing:
+        return None
+    return Finding(
+        "bad-groups",
+        f"expected spec.groups to include {sorted(SERVING_REQUIRED_GROUPS)}, found {sorted(csr.groups)} (missing "
+        f"{sorted(missing)})",
+    )
+
+
+def check_serving_organization(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """O contains system:nodes, as the kubelet writes it."""
+    if NODES_GROUP in csr.organizations:
+        return None
+    return Finding("bad-organization", f"expected subject O to contain {NODES_GROUP}, found {csr.organizations}")
+
+
+def check_serving_usages(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """The key usages the kubelet asks for a serving certificate."""
+    return _usages(csr, SERVING_USAGES)
+
+
+def check_serving_has_san(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """A serving certificate without a name or address serves nothing."""
+    if csr.all_sans:
+        return None
+    return Finding("no-sans", f"expected at least one DNS or IP subject alternative name of {csr.host}, found none")
+
+
+def check_serving_sans_expected(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """Every SAN is an address or name of this host: a foreign one would let it impersonate another."""
+    node = ctx.expected.get(csr.host or "") or Expected(csr.host or "")
+    allowed_dns = node.dns_names | {dns_key(node.name)}
+    foreign = [name for name in csr.dns_sans if dns_key(name) not in allowed_dns]
+    foreign += [str(ip) for ip in csr.ip_sans if ip not in node.addresses] + csr.other_sans
+    if not foreign:
+        return None
+    return Finding(
+        "san-not-expected",
+        f"expected DNS names {sorted(allowed_dns)} and IP addresses {sorted(str(a) for a in node.addresses)} only, "
+        f"found also {foreign}",
+    )
+
+
+SERVING_CHECKS: list[Check] = [
+    check_username_matches_cn,
+    check_node_groups,
+    check_serving_organization,
+    check_serving_usages,
+    check_serving_has_san,
+    check_serving_sans_expected,
+]
+
+
+def first_finding(csr: ParsedCSR, ctx: Context, skip: tuple[Check, ...] = ()) -> Finding | None:
+    """The first check of this CSR's signer that refuses it (the checks in ``skip`` left out), or None."""
+    checks = CSR_CHECKS + {CLIENT_SIGNER: CLIENT_CHECKS, SERVING_SIGNER: SERVING_CHECKS}.get(csr.signer or "", [])
+    return next((f for f in (check(csr, ctx) for check in checks if check not in skip) if f is not None), None)
+
+
+@dataclasses.dataclass
+class HostCsrs:
+    """All CSRs of one host, sorted by the policy.
+
+    ``key``: the kubelet's client key when one client CSR is approved; ``client``: the pending client CSRs to
+    approve (those with ``key``, or, while none is approved, with the one key all pending ones share); ``rogue``:
+    client CSRs with another key than ``key``; ``ambiguous``: pending client CSRs of several keys while none is
+    approved; ``serving``: the serving CSR to approve (the newest pending one, none once one of this installation
+    is approved); ``refused``: CSRs of the host that fail a check, name -> "reason: message".
+    """
+
+    approved: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    pending: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    key: bytes | None = None
+    client: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    rogue: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    ambiguous: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    serving: list[ParsedCSR] = dataclasses.field(default_factory=list)
+    refused: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def problem(self, host: str) -> str | None:
+        """The message that stops the host, or None."""
+        if len({csr.public_key_der for csr in self.approved}) > 1:
+            return (
+                f"client CSRs of {host} with different public keys are approved: {_describe(self.approved)}. A "
+                "certificate for this node went to "
+                "someone else: revoke it (rotate the kubelet CA), investigate who holds the bootstrap credential, "
+                "remove the Node and add the host again with playbooks/replace_worker.yml"
+            )
+        if self.rogue:
+            return (
+                f"a second public key for {host}: {_describe(self.rogue)}, while the kubelet's key is "
+                f"sha256:{self.approved[0].key_id} (approved: {', '.join(str(c.name) for c in self.approved)}). "
+                "Someone else holds the bootstrap credential (it is in the worker Ignition config): nothing more is "
+                f"approved for {host}. Delete the rogue CSR (oc delete csr "
+                f"{' '.join(str(c.name) for c in self.rogue)}), find who filed it, then run again"
+            )
+        if self.ambiguous:
+            return (
+                "the pending client CSRs of %s carry %d different public keys: %s. One is the kubelet's, the other(s) "
+                "were filed by someone else holding the bootstrap credential; which is which cannot be told from the "
+                "cluster, so none is approved. Delete them all (oc delete csr NAME...), make sure nobody else holds "
+                "the bootstrap credential, reboot the host (its kubelet files a new CSR) and run again"
+                % (host, len({csr.public_key_der for csr in self.ambiguous}), _describe(self.ambiguous))
+            )
+        return None
+
+
+def _describe(csrs: list[ParsedCSR]) -> str:
+    return "; ".join(csr.describe() for csr in csrs)
+
+
+def _order(csr: ParsedCSR) -> tuple[str, str]:
+    return (csr.created_text or "", csr.name or "")
+
+
+def host_csrs(csrs: list[ParsedCSR], ctx: Context, host: str) -> HostCsrs:
+    """Sort the CSRs of ``host``. A client CSR is well-formed when it passes every check but its state and the
+    Node's absence (a second key after the Node joined must still be seen)."""
+    found = HostCsrs()
+    serving_candidates, serving_done = [], False
+    for csr in csrs:
+        if csr.host != host or csr.state == DENIED_OR_FAILED:
+            continue
+        if csr.signer == CLIENT_SIGNER:
+            finding = first_finding(csr, ctx, skip=(check_state, check_node_absent))
+            if finding is not None:
+                found.refused[str(csr.name)] = f"{finding.reason}: {finding.message}"
             else:
-                parsed.ip_sans.append(address)
-        elif isinstance(general_name, x509.RFC822Name):
-            parsed.email_sans.append(general_name.value)
-        elif isinstance(general_name, x509.UniformResourceIdentifier):
-            parsed.uri_sans.append(general_name.value)
+                (found.approved if csr.state == APPROVED else found.pending).append(csr)
+        elif csr.signer == SERVING_SIGNER:
+            finding = first_finding(csr, ctx)
+            if finding is None:
+                serving_candidates.append(csr)
+            elif csr.state == APPROVED:
+                serving_done = serving_done or (check_not_before(csr, ctx) is None and csr.error is None)
+            else:
+                found.refused[str(csr.name)] = f"{finding.reason}: {finding.message}"
+    keys = {csr.public_key_der for csr in found.approved}
+    if len(keys) == 1:
+        found.key = next(iter(keys))
+        found.rogue = [csr for csr in found.pending if csr.public_key_der != found.key]
+        found.client = sorted((csr for csr in found.pending if csr.public_key_der == found.key), key=_order)
+    elif not keys:
+        if len({csr.public_key_der for csr in found.pending}) > 1:
+            found.ambiguous = sorted(found.pending, key=_order)
         else:
-            parsed.other_sans.append(type(general_name).__name__)
+            found.client = sorted(found.pending, key=_order)
+    if serving_candidates and not serving_done:
+        found.serving = [max(serving_candidates, key=_order)]
+    return found
 
 
-def _describe_key(public_key: Any) -> str:
-    """A short name such as 'ECDSA P-256' or 'RSA 2048' for messages and the accepted key types."""
-    if isinstance(public_key, ec.EllipticCurvePublicKey):
-        curves = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
-        return "ECDSA %s" % curves.get(public_key.curve.name, public_key.curve.name)
-    if isinstance(public_key, rsa.RSAPublicKey):
-        return "RSA %d" % public_key.key_size
-    if isinstance(public_key, dsa.DSAPublicKey):
-        return "DSA %d" % public_key.key_size
-    if isinstance(public_key, ed25519.Ed25519PublicKey):
-        return "Ed25519"
-    if isinstance(public_key, ed448.Ed448PublicKey):
-        return "Ed448"
-    return type(public_key).__name__
+def flood(csrs: list[ParsedCSR], hosts: frozenset[str], now: datetime.datetime) -> str | None:
+    """The message that stops every approval when more pending CSRs name the new hosts than kubelets file, or None."""
+    limit = max(FLOOD_MINIMUM, FLOOD_PER_NODE * len(hosts))
+    start = now - FLOOD_WINDOW
+    count = sum(
+        1 for c in csrs if c.state == PENDING and c.host in hosts and c.created is not None and c.created >= start
+    )
+    if count <= limit:
+        return None
+    return (
+        "expected at most %d pending CSRs for the %d new hosts within %s, found %d: approving nothing until someone "
+        "looks (docs/csr-approval.md)" % (limit, len(hosts), FLOOD_WINDOW, count)
+    )

@@ -1,22 +1,22 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Fakes for the agent_wait tests: agent JSON and small HTTP agents and kubelets on 127.0.1.x.
+"""Fakes for the agent tests: agent JSON and small HTTP agents and kubelets on 127.0.1.x.
 
 The JSON builders make objects in the shapes of the assisted-service swagger (definitions cluster, host,
 event). Every fake agent serves that JSON, checks the token in the header of its release (with
 assisted-service's refusals), and records each request with the poll round it arrived in and the header used,
-so the tests check the requests-per-host-per-poll budget. ``Lab.watch`` gives the driver a fake clock whose
-sleep advances time and runs the actions planned for the next round (start or stop an agent, start a
-kubelet), so nothing really sleeps.
+so the tests check the requests-per-host-per-poll budget. ``Lab.loop`` gives the engine's loop (agent_wait's
+face, plugins/module_utils/_join/engine.py) a fake clock whose sleep advances time and runs the actions planned
+for the next round (start or stop an agent, start a kubelet), so nothing really sleeps.
 """
 
+import base64
 import datetime
 import http.server
 import json
 import socket
 import ssl
 import threading
-import time
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.client import AgentWatch
-from ansible_collections.openshift_agent.day2.plugins.module_utils._install.token import AgentToken
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import engine
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import AgentToken
 
 CLUSTER_ID = "5e6bb4a4-4a35-4cfb-a9a3-7f2c52d1f0a1"
 INFRA_ENV_ID = "0b1b8c6e-1c5e-4a9e-9a39-3f4b0c0d1e2f"
@@ -111,6 +111,28 @@ def event(message, when, host_name=None):
     return entry
 
 
+def jwt(claims):
+    """A token with these claims (unsigned: nothing here verifies it)."""
+
+    def part(obj):
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return "%s.%s.c2ln" % (part({"alg": "ES256", "typ": "JWT"}), part(claims))
+
+
+def secret(**tokens):
+    """Secret openshift-config/agent-auth-token holding these tokens (and the public key node-joiner adds)."""
+    data = {key: base64.b64encode(value.encode()).decode() for key, value in tokens.items()}
+    data["authTokenPublicKey"] = base64.b64encode(b"LS0tLS1CRUdJTi...").decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "agent-auth-token", "namespace": "openshift-config"},
+        "data": data,
+    }
+
+
+EXP = 1893456000  # 2030-01-01T00:00:00Z
 TOKEN = "eyJhbGciOiJFUzI1NiJ9.test.signature"  # claims not readable: starts with Watcher-Authorization
 WATCHER, USER = "Watcher-Authorization", "Authorization"
 UNAUTHENTICATED = (401, "unauthenticated for invalid credentials")
@@ -142,7 +164,7 @@ class FakeAgent:
         # 4.17 in Watcher-Authorization: that header is no scheme at all).
         self.wrong_header = (403, "authClaim watcherAuth is unauthorized to access")
         self.refuse_claims = None
-        self.delay = 0
+        self.barrier = None  # a threading.Barrier its first request waits at (to prove the polls run together)
         self.events = []
         self.requests = []  # (round, path with query)
         self.headers = []  # the auth header of each request
@@ -170,7 +192,9 @@ class AgentHandler(http.server.BaseHTTPRequestHandler):
         with agent.lock:
             agent.requests.append((agent.lab.round, self.path))
             agent.headers.extend(sent)
-        time.sleep(agent.delay)
+        barrier, agent.barrier = agent.barrier, None
+        if barrier is not None:
+            barrier.wait()  # BrokenBarrierError when the other agents are not asked at the same time
         refusal = agent_refusal(agent, self.headers)
         if refusal:
             return self.reply(refusal[0], {"code": refusal[0], "message": refusal[1]})
@@ -254,6 +278,7 @@ class Lab:
         self.round = 1
         self.seconds = 0.0
         self.plan = {}
+        self.said = []  # the loop's progress lines
 
     @staticmethod
     def address(index):
@@ -293,10 +318,7 @@ class Lab:
     def at_round(self, number, action):
         self.plan.setdefault(number, []).append(action)
 
-    # The driver's clock, wall clock and sleep.
-    def clock(self):
-        return self.seconds
-
+    # The loop's wall clock and sleep.
     def now(self):
         return T0 + datetime.timedelta(seconds=self.seconds)
 
@@ -306,23 +328,42 @@ class Lab:
         for action in self.plan.pop(self.round, []):
             action()
 
-    def watch(self, count, request_timeout=2, token=TOKEN, first_header=None):
-        hosts = [{"name": "worker-%d" % i, "address": self.address(i)} for i in range(count)]
-        return AgentWatch(
-            hosts,
-            AgentToken(token),
-            agent_port=self.port,
-            kubelet_port=self.kubelet_port,
-            request_timeout=request_timeout,
-            first_header=first_header,
-            clock=self.clock,
-            sleeper=self.sleep,
+    def loop(self, count, target="rebooted", token=TOKEN, first_header=None, **options):
+        """agent_wait's loop over worker-0 .. worker-<count-1> until ``target``, on this lab's clock."""
+        records = engine.host_records([{"name": "worker-%d" % i, "address": self.address(i)} for i in range(count)])
+        settings = {"wait_sleep": 5, "request_timeout": 2, "boot_timeout": 3600, "install_timeout": 3600}
+        settings.update(options)
+        return engine.JoinRun(
+            records,
+            engine.Options(
+                target=target,
+                agent_port=self.port,
+                kubelet_port=self.kubelet_port,
+                first_header=first_header,
+                **settings,
+            ),
+            self.said.append,
+            token=AgentToken(token),
+            sleep=self.sleep,
             now=self.now,
         )
+
+    def run(self, count, target="rebooted", **options):
+        """``(failure message or None, result, loop)`` of one run of ``loop``."""
+        loop = self.loop(count, target, **options)
+        try:
+            return None, loop.run(), loop
+        except engine.JoinError as failure:
+            return failure.message, failure.result, loop
 
     def close(self):
         for key in list(self.servers):
             self.stop(key)
+
+
+def requests(loop):
+    """The agent requests the loop sent, every host together (each try counts)."""
+    return sum(host.agent.requests for host in loop.hosts)
 
 
 def per_round(agent):

@@ -1,10 +1,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Build real CertificateSigningRequest objects (API JSON) with cryptography, for the policy tests.
+"""Build real CertificateSigningRequest objects (API JSON) with cryptography, for the CSR policy tests.
 
-The defaults are what a kubelet of a new worker files (docs/csr-approval.md); every
-field can be overridden to make a rogue variant. ``decide`` runs the policy against the
-inventory the policy tests share (EXPECTED, EXISTING).
+The defaults are what a kubelet of a new worker files (docs/csr-approval.md); every field can be overridden to
+make a rogue variant. ``context`` is the policy's view of the inventory the tests share (EXPECTED, EXISTING);
+``finding`` and ``sort_host`` run the policy of plugins/module_utils/_join/csr.py through the module object, so
+that tests/mutation/csr_policy_mutations.py can disable one rule at a time.
 """
 
 import base64
@@ -17,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join import policy
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.expected import ExpectedNode
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
@@ -33,8 +34,10 @@ CLIENT_USAGES = ["digital signature", "client auth"]
 SERVING_USAGES = ["digital signature", "server auth"]
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+SECOND = datetime.timedelta(seconds=1)
 MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)
+SKEW = 2 * SECOND  # csr_approve's default clock_skew
 
 # The inventory of the policy tests: three new hosts (worker-2 with not_before) and the Nodes that exist.
 EXPECTED = [
@@ -46,25 +49,40 @@ EXISTING = ["master-0", "master-1", "master-2", "worker-3"]
 EXPECTED_WITH_EXISTING = [*EXPECTED, {"name": "worker-3", "addresses": ["127.0.111.23"]}]
 
 
-def evaluate(objs, expected=None, existing=None, now=NOW, **kwargs):
-    """policy.decide against EXPECTED and EXISTING unless told otherwise (expected: dicts of ExpectedNode's fields)."""
-    nodes = [ExpectedNode(**node) for node in (EXPECTED if expected is None else expected)]
-    return policy.decide(objs, nodes, EXISTING if existing is None else existing, now, **kwargs)
+def expected_host(name, addresses=(), dns_names=(), not_before=None):
+    """A new host as the policy sees it (what the engine's Host.expected makes)."""
+    return policy.Expected(
+        name,
+        frozenset(parse_ip(address) for address in addresses),
+        frozenset(policy.dns_key(dns) for dns in dns_names),
+        not_before,
+    )
 
 
-def decide(objs, **kwargs):
-    """The decisions of evaluate."""
-    return evaluate(objs, **kwargs).decisions
+def context(expected=None, existing=None, now=NOW, clock_skew=SKEW):
+    """The policy's Context for EXPECTED and EXISTING unless told otherwise (expected: dicts of Expected's fields)."""
+    hosts = EXPECTED if expected is None else expected
+    return policy.Context(
+        {host["name"]: expected_host(**host) for host in hosts},
+        frozenset(EXISTING if existing is None else existing),
+        now,
+        clock_skew,
+    )
 
 
-def only_decision(obj, **kwargs):
-    decisions = decide([obj], **kwargs)
-    assert len(decisions) == 1, decisions
-    return decisions[0]
+def finding(obj, **kwargs):
+    """``(reason, message)`` of the first check that refuses ``obj``, ``("valid", None)`` when none does."""
+    found = policy.first_finding(policy.parse_csr(obj), context(**kwargs))
+    return ("valid", None) if found is None else (found.reason, found.message)
 
 
-def by_name(decisions):
-    return {d.name: d for d in decisions}
+def sort_host(objs, host, **kwargs):
+    """policy.host_csrs of ``host`` over ``objs`` (API JSON)."""
+    return policy.host_csrs([policy.parse_csr(obj) for obj in objs], context(**kwargs), host)
+
+
+def names(csrs):
+    return [csr.name for csr in csrs]
 
 
 def make_key(kind="p256"):

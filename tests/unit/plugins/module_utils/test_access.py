@@ -102,11 +102,11 @@ STEP_REQUESTS = {
     ],
     "install": [
         ("get", "secrets", "", "openshift-config", "agent-auth-token"),
-        ("get", "clusterversions", "config.openshift.io", None, "version"),
     ],
     "join": [
         ("list", "certificatesigningrequests", "certificates.k8s.io", None, None),
-        ("watch", "certificatesigningrequests", "certificates.k8s.io", None, None),
+        ("get", "nodes", "", None, "worker-9"),
+        ("patch", "nodes", "", None, "worker-9"),
         ("get", "certificatesigningrequests", "certificates.k8s.io", None, "csr-x"),
         ("update", "certificatesigningrequests/approval", "certificates.k8s.io", None, "csr-x"),
         ("approve", "signers", "certificates.k8s.io", None, "kubernetes.io/kubelet-serving"),

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import sidecar as art
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
 
 NOW = datetime.datetime(2025, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 DAY = 24 * 3600

@@ -46,9 +46,9 @@ CLUSTER = {
 
 
 def problems_of(hosts, cluster=None, replace_node=""):
-    checked, image_problems = check_hosts(hosts, "x86_64", allow_loopback=False)
-    assert image_problems == []
     problems = Problems()
+    checked = check_hosts(hosts, "x86_64", allow_loopback=False, problems=problems)
+    assert problems.items == []
     addresses = ClusterAddresses(CLUSTER if cluster is None else cluster, replace_node)
     for host in checked:
         addresses.check(host, problems)

@@ -56,7 +56,7 @@ def read(tmp_path, doc, text=None):
     path = tmp_path / "agent-config.yaml"
     path.write_text(text if text is not None else yaml.safe_dump(doc))
     problems = Problems()
-    hosts, ignored = read_agent_config(str(path), problems)
+    hosts, ignored = read_agent_config(str(path), None, problems)
     return hosts, ignored, problems.items, str(path)
 
 
@@ -76,20 +76,26 @@ def test_hosts_become_inventory_records_and_pass_the_same_checks(tmp_path):
     assert hosts[1].settings["bmc_verify_certs"] is False and hosts[1].settings["bmc_password"] == "secret"
     result = check_workers([], CLUSTER, agent_hosts=hosts, play={"agent_config": path, "node_labels": {"zone": "a"}})
     assert result["agent_config_hosts"] == ["extra-worker-0", "extra-worker-1"]
-    assert [n["addresses"] for n in result["join_nodes"]] == [["192.168.111.20"], ["192.168.111.21"]]
-    assert result["install_hosts"][0] == {
-        "name": "extra-worker-0",
-        "address": "192.168.111.20",
-        "mac_address": "52:54:00:6f:00:14",
-    }
-    assert result["join_nodes"][0]["labels"] == {"zone": "a"}
-    assert result["image_hosts"][0]["network_config"] == doc["hosts"][0]["networkConfig"]
+    assert [h["source"] for h in result["hosts"]] == [path, path]
+    assert [n["addresses"] for n in result["hosts"]] == [["192.168.111.20"], ["192.168.111.21"]]
+    first = result["hosts"][0]
+    assert (first["name"], first["address"], first["interfaces"][0]["mac_address"]) == (
+        "extra-worker-0",
+        "192.168.111.20",
+        "52:54:00:6f:00:14",
+    )
+    assert result["hosts"][0]["labels"] == {"zone": "a"}
+    assert result["hosts"][0]["network_config"] == doc["hosts"][0]["networkConfig"]
+    assert result["hosts"][1]["bmc_verify_certs"] is False and "secret" not in str(result)
 
 
 def test_mixed_with_inventory_hosts_and_a_host_in_both_is_refused(tmp_path):
     hosts, _ignored, _problems, path = read(tmp_path, document(host("extra-worker-1", 21)))
     result = check_workers([good()], CLUSTER, agent_hosts=hosts, play={"agent_config": path})
-    assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0", "extra-worker-1"]
+    assert [(h["name"], h["source"]) for h in result["hosts"]] == [
+        ("extra-worker-0", "inventory"),
+        ("extra-worker-1", path),
+    ]
     hosts, _ignored, _problems, path = read(tmp_path, document(host()))
     with pytest.raises(InventoryError) as caught:
         check_workers([good()], CLUSTER, agent_hosts=hosts, play={"agent_config": path})
@@ -144,7 +150,7 @@ def test_not_an_agent_config(tmp_path, text, says):
     _hosts, _ignored, problems, _path = read(tmp_path, None, text)
     assert problems[0]["field"] == "day2_agent_config" and says in problems[0]["message"]
     problems = Problems()
-    assert read_agent_config(str(tmp_path / "missing.yaml"), problems) == ([], [])
+    assert read_agent_config(str(tmp_path / "missing.yaml"), None, problems) == ([], [])
     assert "cannot be read" in problems.items[0]["message"]
 
 
@@ -159,5 +165,16 @@ def test_the_example_is_a_good_agent_config():
     (
         hosts,
         _ignored,
-    ) = read_agent_config(str(EXAMPLE), problems)
+    ) = read_agent_config(str(EXAMPLE), None, problems)
     assert problems.items == [] and len(hosts) >= 2 and all(h.settings.get("network_config") for h in hosts)
+
+
+def test_a_relative_path_is_taken_from_the_current_directory_else_the_playbooks(tmp_path, monkeypatch):
+    (tmp_path / "agent-config.yaml").write_text(yaml.safe_dump(document(host())))
+    monkeypatch.chdir(tmp_path.parent)
+    problems = Problems()
+    assert read_agent_config("", None, problems) == ([], []) and problems.items == []
+    hosts, _ignored = read_agent_config("agent-config.yaml", str(tmp_path), problems)
+    assert [h.name for h in hosts] == ["extra-worker-0"] and problems.items == []
+    hosts, _ignored = read_agent_config(tmp_path.name + "/agent-config.yaml", "/nonexistent", problems)
+    assert [h.name for h in hosts] == ["extra-worker-0"] and problems.items == []

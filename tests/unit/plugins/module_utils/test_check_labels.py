@@ -120,7 +120,7 @@ def test_the_hosts_marks_go_over_the_plays():
     assert problems.items == []
 
 
-def test_check_workers_returns_the_marks_per_join_node_and_for_joined_hosts():
+def test_check_workers_returns_the_marks_per_host_and_for_joined_hosts():
     from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
     from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_workers_check import (
         CLUSTER,
@@ -132,12 +132,12 @@ def test_check_workers_returns_the_marks_per_join_node_and_for_joined_hosts():
     plain = good("extra-worker-1", 21)
     play = {"node_labels": {"node-role.kubernetes.io/infra": None}}
     result = check_workers([good(node_labels={"zone": "a"}), plain, joined], CLUSTER, play=play)
-    assert result["joined"] == ["extra-worker-9"]
-    assert result["join_nodes"][0]["labels"] == {"node-role.kubernetes.io/infra": "", "zone": "a"}
-    assert "taints" not in result["join_nodes"][0]
-    assert [mark["name"] for mark in result["node_marks"]] == ["extra-worker-0", "extra-worker-1", "extra-worker-9"]
-    assert result["node_marks"][2]["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
-    assert "labels" not in check_workers([plain], CLUSTER)["join_nodes"][0]
+    assert [record["name"] for record in result["joined"]] == ["extra-worker-9"]
+    assert result["hosts"][0]["labels"] == {"node-role.kubernetes.io/infra": "", "zone": "a"}
+    assert result["hosts"][0]["taints"] == [] and result["hosts"][1]["labels"] == {"node-role.kubernetes.io/infra": ""}
+    assert result["joined"][0]["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    unmarked = check_workers([plain], CLUSTER)
+    assert unmarked["hosts"][0]["labels"] == {} and unmarked["hosts"][0]["taints"] == []
     problems = problems_of(good(node_taints=[{"key": "a", "effect": "NoSchedul"}]), play={"node_labels": {"a b": "c"}})
     assert {(p["host"], p["field"]) for p in problems} == {
         ("extra-worker-0", "node_taints[0].effect"),

@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import parse_version
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import (
     NEEDED,
     OPTIONAL,
@@ -15,8 +16,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluste
     USUAL,
     build_facts,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.settings import pull_secret_registries
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import parse_version
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.settings import pull_secret
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.facts_fixtures import (
     INSTALL_CONFIG,
     MARKER,
@@ -330,7 +330,7 @@ def test_ssh_key_falls_back_to_install_config():
 def test_helpers():
     assert parse_version("4.17.0-rc.1") == (4, 17)
     assert parse_version("garbage") is None
-    assert pull_secret_registries({"data": {".dockerconfigjson": "!!notbase64"}}) == []
+    assert pull_secret({"data": {".dockerconfigjson": "!!notbase64"}}) == {"present": True, "registries": []}
 
 
 def test_facts_do_not_alias_inputs():

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_facts.cluster.read_objects and gather (day1_facts' whole work) against a fake API; _facts.nodes."""
+"""_facts.cluster.read_objects and gather (day1_facts' whole work) against a fake API; _facts.health's Nodes."""
 
 import json
 
@@ -14,8 +14,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluste
     gather,
     read_objects,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.nodes import (
-    master_architecture,
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import (
     master_architectures,
     node_summary,
 )
@@ -84,7 +83,7 @@ def test_another_error_on_an_optional_object_fails():
 
 def test_gather_is_the_module_result(monkeypatch):
     api = FakeApi(objects(network=None, pull_secret=403))
-    monkeypatch.setattr(cluster, "connect", lambda module: ("k8s-client", api))
+    monkeypatch.setattr(cluster.k8s, "connect", lambda module: ("k8s-client", api))
     result = gather(object())
     facts = result["ansible_facts"]["day1_cluster"]
     assert sorted(result) == ["ansible_facts", "api_calls", "changed", "warnings"]
@@ -98,7 +97,7 @@ def test_gather_lets_access_errors_through(monkeypatch):
     def refused(module):
         raise ApiAccessError("cannot load the kubeconfig /k with its current-context: ...")
 
-    monkeypatch.setattr(cluster, "connect", refused)
+    monkeypatch.setattr(cluster.k8s, "connect", refused)
     with pytest.raises(ApiAccessError):
         gather(object())
 
@@ -141,6 +140,5 @@ def test_node_summary_and_the_master_architecture():
     summaries = [node_summary(item) for item in items]
     assert summaries[2]["ready"] is False and summaries[2]["master"] is True and summaries[1]["master"] is False
     assert summaries[3]["addresses"] == ["192.0.2.10"] and summaries[3]["hostname"] == "m0"
-    assert master_architecture(summaries) == "arm64"  # the first master in the list, as node-joiner
-    assert master_architectures(summaries) == ["amd64", "arm64"]
-    assert master_architecture(summaries[:2]) is None and master_architectures(summaries[:2]) == []
+    assert master_architectures(summaries) == ["arm64", "amd64"]  # in the list's order: node-joiner takes the first
+    assert master_architectures(summaries[:2]) == []

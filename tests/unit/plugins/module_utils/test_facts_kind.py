@@ -1,11 +1,11 @@
-"""_facts.kind: the cluster kind (standard, appliance, registry-less) from the mirror sets, and its warning."""
+"""_facts.support: the cluster kind (standard, appliance, registry-less) from the mirror sets, and its warning."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import build_facts
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.kind import cluster_kind, kind_warnings
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.support import cluster_kind, kind_warnings
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.facts_fixtures import objects
 
 APPLIANCE_MIRRORS = [

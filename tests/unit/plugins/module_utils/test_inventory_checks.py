@@ -5,7 +5,9 @@
 import copy
 
 import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_OPTIONS
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     InventoryError,
     build_nodes_configs,
@@ -48,6 +50,9 @@ RAW_HOST = {
 }
 
 _DROP = object()
+# The checks take hosts as day2_iso's and workers_check's argument spec validated them (a wrong type is refused there,
+# see test_inventory_spec.py).
+SPEC = {"hosts": {"type": "list", "elements": "dict", "options": HOST_OPTIONS}}
 
 
 def _host(base=None, **changes):
@@ -98,7 +103,6 @@ BAD_HOSTS = [
         "mac_address",
         "not both",
     ),
-    ("interfaces-not-list", _host(mac_address=_DROP, interfaces="eth0"), "interfaces", "not a list"),
     (
         "interface-name-too-long",
         _host(mac_address=_DROP, interfaces=[{"name": "a-very-long-nic-name", "mac_address": "00:02:46:e3:9e:7c"}]),
@@ -149,7 +153,6 @@ BAD_HOSTS = [
     ("gateway-broadcast", _host(gateway="192.168.111.255"), "gateway", "broadcast"),
     ("gateway-without-ip", _host(ip=_DROP, prefix_length=_DROP), "gateway", "DHCP"),
     ("dns-not-ip", _host(dns_servers=["192.168.111.1", "dns.example.com"]), "dns_servers[1]", "not a unicast IP"),
-    ("dns-not-list", _host(dns_servers={"a": 1}), "dns_servers", "not a list"),
     ("vlan-zero", _host(vlan_id=0), "vlan_id", "1 to 4094"),
     ("vlan-too-big", _host(vlan_id=4095), "vlan_id", "1 to 4094"),
     ("vlan-name-too-long", _host(interface="enp175s0f1np1", vlan_id=100), "vlan_id", "longer than 15"),
@@ -162,7 +165,6 @@ BAD_HOSTS = [
         "ipv6_gateway",
         "not inside fd00::/64",
     ),
-    ("hints-not-mapping", _host(root_device_hints="/dev/sda"), "root_device_hints", "not a mapping"),
     (
         "hint-unknown",
         _host(root_device_hints={"devicename": "/dev/sda"}),
@@ -202,7 +204,6 @@ BAD_HOSTS = [
     ("raw-with-simple-prefix", _host(RAW_HOST, prefix_length=24), "prefix_length", "together with network_config"),
     ("raw-ip-not-in-nmstate", _host(RAW_HOST, ip="192.168.111.91"), "ip", "not a static IPv4 address of"),
     ("raw-ipv6-none-in-nmstate", _host(RAW_HOST, ipv6="fd00::5"), "ipv6", "(it has none)"),
-    ("raw-not-mapping", _host(RAW_HOST, network_config=["eth0"]), "network_config", "not a mapping"),
     ("raw-no-interfaces", _raw(_set_nm(["interfaces"], [])), "network_config.interfaces", "non-empty list"),
     (
         "raw-mac-differs",
@@ -332,13 +333,8 @@ def test_host_without_usable_name_is_named_by_position():
     assert [(problem["host"], problem["field"]) for problem in problems] == [("#1", "name")]
 
 
-def test_host_that_is_not_a_mapping():
-    problems = _problems_of([GOOD_HOST, "extra-worker-1"])
-    assert [(problem["host"], problem["field"]) for problem in problems] == [("#1", "(host)")]
-
-
-@pytest.mark.parametrize("hosts", [[], None, {"name": "w"}])
-def test_at_least_one_host(hosts):
+def test_at_least_one_host():
+    hosts = []
     problems = _problems_of(hosts)
     assert [(problem["host"], problem["field"]) for problem in problems] == [("(inventory)", "hosts")]
 
@@ -441,7 +437,10 @@ def test_the_boot_keys_are_not_read_here():
 
 @pytest.mark.parametrize("servers", [[""], ["192.168.111.1", ""], "192.168.111.1,", ""])
 def test_unanswered_or_trailing_dns_servers_are_no_problem(servers):
-    assert inventory_problems([_host(dns_servers=servers)], "amd64") == []
+    (host,) = (
+        ArgumentSpecValidator(SPEC).validate({"hosts": [_host(dns_servers=servers)]}).validated_parameters["hosts"]
+    )
+    assert inventory_problems([host], "amd64") == []
 
 
 def test_ipv6_link_local_gateway_is_accepted():

@@ -9,8 +9,8 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    IMAGE_HOST_OPTIONS,
-    known_host_keys,
+    HOST_KEYS,
+    HOST_OPTIONS,
     normalize_architecture,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
@@ -209,7 +209,7 @@ def test_raw_nmstate_passes_through_unchanged():
         "interfaces": [{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "macAddress": MAC1}],
     }
     # as day2_iso gets it: macAddress (the nodes-config spelling) is an alias of mac_address
-    spec = {"hosts": {"type": "list", "elements": "dict", "options": IMAGE_HOST_OPTIONS}}
+    spec = {"hosts": {"type": "list", "elements": "dict", "options": HOST_OPTIONS}}
     validated = ArgumentSpecValidator(spec).validate({"hosts": [host]})
     assert validated.error_messages == []
     config = _only_config(validated.validated_parameters["hosts"])
@@ -316,6 +316,12 @@ def test_lab_host_on_loopback():
         "gateway": "127.0.111.1",
         "dns_servers": "127.0.111.1, 127.0.111.2",
     }
+    # as day2_iso's argument spec gives it: "24" an integer, the text a list
+    (host,) = (
+        ArgumentSpecValidator({"hosts": {"type": "list", "elements": "dict", "options": HOST_OPTIONS}})
+        .validate({"hosts": [host]})
+        .validated_parameters["hosts"]
+    )
     network = _only_config([host], allow_loopback=True)["hosts"][0]["networkConfig"]
     assert network["interfaces"][0]["ipv4"]["address"] == [{"ip": "127.0.111.20", "prefix-length": 24}]
     assert network["dns-resolver"] == {"config": {"server": ["127.0.111.1", "127.0.111.2"]}}
@@ -333,9 +339,9 @@ def test_bmc_keys_are_not_rendered():
     assert "bmc" not in text and "s3cret!" not in text
 
 
-def test_known_host_keys_lists_every_model_key():
-    assert len(known_host_keys()) == len(set(known_host_keys()))
-    assert set(known_host_keys()) == {
+def test_the_host_keys_are_every_key_a_user_gives():
+    assert len(HOST_KEYS) == len(set(HOST_KEYS))
+    assert set(HOST_KEYS) == {
         "mac_address",
         "interfaces",
         "interface",

@@ -9,10 +9,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.openshift_agent.day2.plugins.doc_fragments.hosts import ModuleDocFragment
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     ALLOW_LOOPBACK_VARIABLE,
-    BOOT_HOST_OPTIONS,
+    DERIVED_KEYS,
+    HOST_KEYS,
+    HOST_OPTIONS,
     IMAGE_HOST_OPTIONS,
-    JOIN_HOST_OPTIONS,
-    known_host_keys,
+    INPUT_OPTIONS,
+    SECRET_HOST_KEYS,
     loopback_allowed,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
@@ -30,7 +32,7 @@ HOST = {
 
 
 def _validate(hosts, options=None):
-    spec = {"hosts": {"type": "list", "elements": "dict", "options": options or IMAGE_HOST_OPTIONS}}
+    spec = {"hosts": {"type": "list", "elements": "dict", "options": options or HOST_OPTIONS}}
     return ArgumentSpecValidator(spec).validate({"hosts": hosts})
 
 
@@ -59,7 +61,7 @@ def test_a_comma_separated_dns_servers_text_is_split_and_rendered():
 
 def test_keys_left_out_are_none_and_mean_unset():
     host = _host_of()
-    assert set(host) == set(IMAGE_HOST_OPTIONS) and host["vlan_id"] is None and host["interfaces"] is None
+    assert set(host) == set(HOST_OPTIONS) and host["vlan_id"] is None and host["interfaces"] is None
     assert list(build_nodes_configs([host], "x86_64")) == ["x86_64"]
 
 
@@ -72,6 +74,10 @@ def test_keys_left_out_are_none_and_mean_unset():
         ({"vlan_id": "ten"}, "vlan_id"),
         ({"prefix_length": "24/32"}, "prefix_length"),
         ({"network_config": "eth0"}, "network_config"),
+        ({"network_config": ["eth0"]}, "network_config"),
+        ({"mac_address": None, "interfaces": "eth0"}, "interfaces"),
+        ({"dns_servers": {"a": 1}}, "dns_servers"),
+        ({"root_device_hints": "/dev/sda"}, "root_device_hints"),
     ],
 )
 def test_unknown_keys_and_wrong_types_are_refused_by_name(changes, needle):
@@ -80,21 +86,37 @@ def test_unknown_keys_and_wrong_types_are_refused_by_name(changes, needle):
     assert "s3cret!" not in str(result.error_messages)
 
 
+@pytest.mark.parametrize("hosts", [None, {"name": "w"}, [HOST, "extra-worker-1"]])
+def test_hosts_that_are_no_list_of_mappings_are_refused(hosts):
+    assert (
+        ArgumentSpecValidator(
+            {"hosts": {"type": "list", "elements": "dict", "options": HOST_OPTIONS, "required": True}}
+        )
+        .validate({"hosts": hosts})
+        .error_messages
+    )
+
+
 def test_name_is_required():
     result = _validate([{"mac_address": "00:02:46:e3:9e:7c"}])
     assert any("name" in message and "missing" in message for message in result.error_messages)
 
 
-def test_boot_keys_are_the_boot_steps_and_the_bmc_password_is_hidden():
-    options = dict(IMAGE_HOST_OPTIONS, **BOOT_HOST_OPTIONS)
-    result = _validate([dict(HOST, bmc_address="redfish://127.0.0.1/x", bmc_password="s3cret!")], options)
+def test_a_user_gives_the_record_keys_and_the_bmc_password_which_no_record_holds():
+    result = _validate([dict(HOST, bmc_address="redfish://127.0.0.1/x", bmc_password="s3cret!")], INPUT_OPTIONS)
     assert result.error_messages == []
     assert "s3cret!" in result._no_log_values  # pylint: disable=protected-access
-    assert set(known_host_keys()) == (set(options) | set(JOIN_HOST_OPTIONS)) - {
-        "name"
-    }  # the name is the inventory name
-    assert not set(JOIN_HOST_OPTIONS) & set(options)
-    assert not set(IMAGE_HOST_OPTIONS) & set(BOOT_HOST_OPTIONS)
+    assert set(HOST_KEYS) == set(INPUT_OPTIONS) - {"name"}  # the name is the inventory name
+    assert set(INPUT_OPTIONS) == (set(HOST_OPTIONS) - set(DERIVED_KEYS)) | {"bmc_password"}
+    assert "bmc_password" not in HOST_OPTIONS and not set(DERIVED_KEYS) & set(HOST_KEYS)
+    assert IMAGE_HOST_OPTIONS is HOST_OPTIONS  # day2_iso's hosts are records
+
+
+def test_a_record_passes_the_spec_of_the_steps_that_take_it():
+    record = dict(HOST, address="192.168.111.90", addresses=["192.168.111.90"], state="half-joined", source="inventory")
+    record.update(labels={"zone": "a"}, taints=[{"key": "k", "effect": "NoSchedule"}], bmc=None)
+    assert _validate([record]).error_messages == []
+    assert any("state" in message for message in _validate([dict(record, state="joined")]).error_messages)
 
 
 def test_a_host_that_passes_the_spec_can_still_have_bad_values():
@@ -142,7 +164,7 @@ def _shape(options):
 
 
 def test_doc_fragment_documents_exactly_the_spec():
-    options = IMAGE_HOST_OPTIONS
+    options = HOST_OPTIONS
     documented = _documented(ModuleDocFragment.DOCUMENTATION)
     assert list(documented) == list(options)
     assert _shape(documented) == _shape(options)
@@ -151,4 +173,5 @@ def test_doc_fragment_documents_exactly_the_spec():
 
 
 def test_the_only_secret_host_key_is_a_no_log_option():
-    assert [key for key, option in BOOT_HOST_OPTIONS.items() if option.get("no_log")] == ["bmc_password"]
+    assert [key for key, option in INPUT_OPTIONS.items() if option.get("no_log")] == ["bmc_password"]
+    assert SECRET_HOST_KEYS == ("bmc_password",)

@@ -10,12 +10,12 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.redact import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, write_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     REDACTED,
     redacted,
     secret_values,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import file_sha256, write_sidecar
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils import test_iso_day2 as day2
 
 PSK = "ipsec-psk-5b9e0c"

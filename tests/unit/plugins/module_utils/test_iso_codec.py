@@ -14,10 +14,9 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import cpio as _cpio
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import initrd as _initrd
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
@@ -53,9 +52,12 @@ def test_cpio_round_trip_keeps_alignment(name_len, data_len):
     data = bytes(range(256)) * 2
     archive = _cpio_of((name, data[:data_len]), ("second", b"xyz"))
     assert archive.startswith(b"070701")
-    entries, end = _cpio.read_archive(archive)
+    entries, end = _initrd.read_archive(archive)
     assert archive[end:].count(b"\0") == len(archive) - end  # the block padding after the trailer
-    assert entries == [_cpio.CpioEntry(name, 0o100644, data[:data_len]), _cpio.CpioEntry("second", 0o100644, b"xyz")]
+    assert entries == [
+        _initrd.CpioEntry(name, 0o100644, data[:data_len]),
+        _initrd.CpioEntry("second", 0o100644, b"xyz"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -65,13 +67,14 @@ def test_cpio_round_trip_keeps_alignment(name_len, data_len):
         (lambda a: a[:50], "truncated cpio header"),
         (lambda a: a[:6] + b"ZZZZZZZZ" + a[14:], "non-hex"),
         (lambda a: a[:140], "data bytes expected"),
-        (lambda a: a[:115], "truncated or empty cpio entry name"),
+        (lambda a: a[:115], "cpio entry name at offset 0 is truncated, empty or not NUL-terminated"),
+        (lambda a: a[:120] + b"x" + a[121:], "not NUL-terminated"),
     ],
 )
 def test_cpio_rejects_malformed(mutate, message):
     archive = _cpio_of(("config.ign", b"x" * 64))
-    with pytest.raises(_cpio.CpioError, match=message):
-        _cpio.read_archive(mutate(archive))
+    with pytest.raises(_initrd.CpioError, match=message):
+        _initrd.read_archive(mutate(archive))
 
 
 # --- embed area payload ----------------------------------------------------------------------
@@ -88,7 +91,7 @@ def test_cpio_rejects_malformed(mutate, message):
 )
 def test_reads_every_supported_encoding(encode):
     area = _padded(encode(_cpio_of(("config.ign", CONFIG_BYTES))))
-    assert _iso.extract_config(area) == CONFIG_BYTES
+    assert _initrd.extract_config(area) == CONFIG_BYTES
 
 
 def test_reads_concatenated_archives_with_nul_padding_later_wins():
@@ -97,23 +100,23 @@ def test_reads_concatenated_archives_with_nul_padding_later_wins():
     third = _cpio_of(("other", b"2"))
     head = first + b"\0" * 4 + second
     area = _padded(head + b"\0" * (8 + (-len(head) % 4)) + third)
-    files = _cpio.unpack_initramfs(area)
+    files = _initrd.unpack_initramfs(area)
     assert sorted(files) == ["config.ign", "etc/x", "other"]
-    assert _iso.extract_config(area) == CONFIG_BYTES
+    assert _initrd.extract_config(area) == CONFIG_BYTES
 
 
 def test_reads_concatenated_archives_inside_one_stream():
     inner = _cpio_of(("a", b"1")) + b"\0" * 512 + _cpio_of(("config.ign", CONFIG_BYTES))
-    assert _iso.extract_config(_padded(_xz(inner))) == CONFIG_BYTES
+    assert _initrd.extract_config(_padded(_xz(inner))) == CONFIG_BYTES
 
 
 def test_all_zero_area_means_no_config():
-    assert _cpio.unpack_initramfs(b"\0" * AREA) is None
-    assert _iso.extract_config(b"\0" * AREA) is None
+    assert _initrd.unpack_initramfs(b"\0" * AREA) is None
+    assert _initrd.extract_config(b"\0" * AREA) is None
 
 
 def test_archive_without_config_ign_has_no_config():
-    assert _iso.extract_config(_padded(_xz(_cpio_of(("etc/other", b"1"))))) is None
+    assert _initrd.extract_config(_padded(_xz(_cpio_of(("etc/other", b"1"))))) is None
 
 
 def _corrupt_xz():
@@ -138,7 +141,7 @@ def _corrupt_xz():
 )
 def test_rejects_undecodable_area(area, message):
     with pytest.raises(_iso_errors.EmbedAreaError, match=message):
-        _iso.extract_config(_padded(area))
+        _initrd.extract_config(_padded(area))
 
 
 def test_error_hierarchy_has_one_root():
@@ -148,10 +151,10 @@ def test_error_hierarchy_has_one_root():
         _iso_errors.CapacityError,
         _iso_errors.KargsMismatchError,
         _iso_errors.IgnitionContentError,
-        _cpio.CpioError,
+        _initrd.CpioError,
     ):
         assert issubclass(cls, _iso_errors.IsoError)
-    assert issubclass(_cpio.CpioError, _iso_errors.EmbedAreaError)
+    assert issubclass(_initrd.CpioError, _iso_errors.EmbedAreaError)
     assert issubclass(_iso_errors.IsoError, Day2Error)
 
 
@@ -184,7 +187,7 @@ def gnu_cpio_archive(tmp_path, system_tools):
 )
 def test_reads_archives_written_by_system_tools(gnu_cpio_archive, compressor):
     area = _padded(_run(compressor, gnu_cpio_archive))
-    assert _iso.extract_config(area) == CONFIG_BYTES
+    assert _initrd.extract_config(area) == CONFIG_BYTES
 
 
 # --- kernel arguments ---------------------------------------------------------------------------
@@ -202,7 +205,7 @@ def test_reads_archives_written_by_system_tools(gnu_cpio_archive, compressor):
     ],
 )
 def test_parse_kargs_region(raw, pad, end, expected):
-    assert _kargs.parse_kargs_region(raw, pad, end) == expected
+    assert _iso.parse_kargs_region(raw, pad, end) == expected
 
 
 @pytest.mark.parametrize(
@@ -216,19 +219,19 @@ def test_parse_kargs_region(raw, pad, end, expected):
     ],
 )
 def test_format_kargs_region(kargs, size, pad, end, expected):
-    formatted = _kargs.format_kargs_region(kargs, size, pad, end)
+    formatted = _iso.format_kargs_region(kargs, size, pad, end)
     assert formatted == expected
-    assert _kargs.parse_kargs_region(formatted, pad, end) == kargs.strip()
+    assert _iso.parse_kargs_region(formatted, pad, end) == kargs.strip()
 
 
 def test_format_kargs_refuses_too_long():
     with pytest.raises(_iso_errors.CapacityError, match="at most 3"):
-        _kargs.format_kargs_region("abcd", 4)
+        _iso.format_kargs_region("abcd", 4)
 
 
 def test_non_utf8_kargs_region():
     with pytest.raises(_iso_errors.IsoLayoutError, match="UTF-8"):
-        _kargs.parse_kargs_region(b"\xff\xfe\n###")
+        _iso.parse_kargs_region(b"\xff\xfe\n###")
 
 
 @pytest.mark.parametrize(
@@ -242,7 +245,7 @@ def test_non_utf8_kargs_region():
     ],
 )
 def test_split_kargs(kargs, expected):
-    assert _kargs.split_kargs(kargs) == expected
+    assert _iso.split_kargs(kargs) == expected
 
 
 @pytest.mark.parametrize(
@@ -258,9 +261,9 @@ def test_split_kargs(kargs, expected):
     ],
 )
 def test_merge_kargs(current, additions, expected):
-    merged = _kargs.merge_kargs(current, additions)
+    merged = _iso.merge_kargs(current, additions)
     assert merged == expected
-    assert _kargs.merge_kargs(merged, additions) == merged
+    assert _iso.merge_kargs(merged, additions) == merged
 
 
 # --- streams cut short ------------------------------------------------------------------------
@@ -275,4 +278,4 @@ def test_merge_kargs(current, additions, expected):
 )
 def test_stream_cut_at_the_end_of_the_area(data, message):
     with pytest.raises(_iso_errors.EmbedAreaError, match=message):
-        _iso.extract_config(data)
+        _initrd.extract_config(data)

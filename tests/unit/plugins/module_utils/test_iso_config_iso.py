@@ -11,10 +11,11 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import file_sha256, read_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, read_sidecar
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_iso_day2 import (
     Api,
     Run,
@@ -56,10 +57,10 @@ def test_config_iso_is_refused_below_4_18_naming_the_release(version, refused):
     if refused:
         message = r"config-iso needs OpenShift 4\.18 or later, but this cluster runs 4\.17\.3"
         with pytest.raises(InputError, match=message):
-            build.check_config_iso_supported({"output": "config-iso"}, the_cluster)
+            build.check_release({"pxe": False, "output": "config-iso"}, the_cluster, release(version))
     else:
-        build.check_config_iso_supported({"output": "config-iso"}, the_cluster)
-    build.check_config_iso_supported({"output": "node-iso"}, cluster((4, 17)))
+        build.check_release({"pxe": False, "output": "config-iso"}, the_cluster, release(version))
+    build.check_release({"pxe": False, "output": "node-iso"}, cluster((4, 17)), release((4, 17)))
 
 
 def test_pxe_and_config_iso_exclude_each_other(tmp_path):

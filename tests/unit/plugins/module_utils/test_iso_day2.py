@@ -12,11 +12,12 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.run import RunError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.sidecar import file_sha256, read_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, read_sidecar
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
@@ -54,18 +55,19 @@ def params(destination, **changes):
             "pod_start_timeout": 5,
             "build_timeout": 5,
             "keep_on_failure": False,
+            "cluster": None,
         },
         **changes,
     )
 
 
 def cluster(version=(4, 21)):
+    """The facts day2_iso decides with (the keys of build.CLUSTER_KEYS, as day1_facts returns them)."""
     return {
         "cluster_id": CLUSTER_ID,
         "version": "%d.%d.3" % version,
-        "version_tuple": version,
         "release_image": "quay.io/x@sha256:1",
-        "proxy": None,
+        "proxy_status": {"http_proxy": "", "https_proxy": "", "no_proxy": ""},
         "architecture": "x86_64",
         "platform": "BareMetal",
     }
@@ -106,7 +108,7 @@ class Run:
         self.files = files  # {name in the pod: local file}
         self.built = None
 
-    def build(self, image, nodes_config, pxe):
+    def build(self, image, nodes_config, pxe, config_iso=False):
         self.built = (image, nodes_config, pxe)
         return STAGES
 
@@ -184,6 +186,45 @@ def test_an_iso_of_another_cluster_is_refused_and_nothing_is_left(node_iso, tmp_
     assert not os.path.exists(tmp_path / "node.x86_64.iso") and not os.path.exists(tmp_path / "node.x86_64.iso.json")
 
 
+# --- the token expiry: the Secret's, unless it changed while node-joiner ran ------------------------------
+SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+
+
+class Secrets(Api):
+    """Api whose agent-auth-token Secret is ``before`` at the first read and ``after`` from the second on."""
+
+    def __init__(self, before, after):
+        super().__init__()
+        self.answers = [before, after]
+
+    def get(self, target):
+        self.asked.append(target.path)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_an_unchanged_secret_gives_the_expiry_not_the_iso(node_iso, tmp_path):
+    # the ISO says 2031-01-01 (add-nodes.env, which 4.17 may not update); the tokens node-joiner used say otherwise
+    secret = _secret(agentAuthToken={"infra_env_id": "x", "exp": 1900000000})
+    api = Secrets(secret, secret)
+    artifacts = _artifacts(tmp_path, api=api)
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
+    assert result["token_expiry"] == "2030-03-17T17:46:40Z" and read_sidecar(result["path"])["token_expiry"] == (
+        "2030-03-17T17:46:40Z"
+    )
+    assert api.asked == [SECRET_PATH, SECRET_PATH]  # before and after the run
+    assert result["cluster_id"] == CLUSTER_ID and result["hosts"][0]["hostname"] == "extra-worker-0"  # read once
+
+
+@pytest.mark.parametrize("before", [None, "old"])
+def test_a_secret_that_changed_during_the_run_leaves_the_iso_to_say(node_iso, tmp_path, before):
+    # node-joiner wrote new tokens (none before, or due), or another run refreshed them meanwhile
+    old = _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1800000000})
+    new = _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000000})
+    artifacts = _artifacts(tmp_path, api=Secrets(old if before else None, new))
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
+    assert result["token_expiry"] == "2031-01-01T00:00:00Z"  # the ISO's own add-nodes.env
+
+
 # --- PXE files -------------------------------------------------------------------------------------------
 
 
@@ -219,15 +260,37 @@ def test_pxe_files_without_a_readable_initrd_take_the_expiry_of_the_secret(tmp_p
     assert artifacts.plan("x86_64", "x").reuse is True
 
 
+def test_pxe_files_after_a_token_refresh_take_the_expiry_of_their_initrd(tmp_path):
+    source, dest = tmp_path / "pod", tmp_path / "dest"
+    source.mkdir()
+    dest.mkdir()
+    initrd = str(source / "node.x86_64-initrd.img")
+    layout.pxe_initrd(initrd, layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z"))
+    refreshed = _secret(watcherAuthToken={"auth_scheme": "watcherAuth", "exp": 1900000000})
+    artifacts = _artifacts(dest, api=Secrets(None, refreshed), pxe=True)
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64-initrd.img": initrd}), "image")
+    assert result["token_expiry"] == "2030-06-01T00:00:00Z"
+
+
 # --- the cluster, the parameters, the release ------------------------------------------------------------
 
 
-def test_read_cluster_takes_four_gets_in_a_fixed_order():
+def test_without_the_facts_the_cluster_is_read_in_four_gets_in_a_fixed_order():
     api = Api(cluster_objects(version="4.19.2", platform="None", architecture="s390x"))
-    found = build.read_cluster(api)
-    assert (found["platform"], found["architecture"], found["version_tuple"]) == ("None", "s390x", (4, 19))
-    assert found["proxy"] == {"status": {"httpsProxy": "http://proxy:3128"}} and found["release_image"] == "r"
+    found, row = build.cluster_facts(None, api)
+    assert (found["platform"], found["architecture"], row.minor) == ("None", "s390x", (4, 19))
+    assert found["proxy_status"] == {"http_proxy": "", "https_proxy": "http://proxy:3128", "no_proxy": ""}
+    assert (found["release_image"], found["cluster_id"]) == ("r", CLUSTER_ID)
     assert api.asked == [CV, INFRA, PROXY, NODES]
+
+
+def test_the_facts_given_are_not_read_again():
+    api = Api(cluster_objects())
+    found, row = build.cluster_facts(dict(cluster((4, 18)), architecture="arm64"), api)
+    assert api.asked == [] and row.minor == (4, 18)
+    assert found["architecture"] == "aarch64"  # as Go names it in the facts, as RPM names it in nodes-config
+    with pytest.raises(InputError, match="cluster: the facts given lack release_image, proxy_status: pass"):
+        build.cluster_facts({k: v for k, v in cluster().items() if k not in ("proxy_status", "release_image")}, api)
 
 
 @pytest.mark.parametrize(
@@ -238,9 +301,9 @@ def test_read_cluster_takes_four_gets_in_a_fixed_order():
         ({PROXY: ApiAccessError("forbidden", status=403)}, "cannot read what node-joiner needs: proxy: forbidden"),
     ],
 )
-def test_read_cluster_refuses_what_node_joiner_cannot_use(change, message):
+def test_the_cluster_read_refuses_what_node_joiner_cannot_use(change, message):
     with pytest.raises(Day2Error, match=message):
-        build.read_cluster(Api(dict(cluster_objects(), **change)))
+        build.cluster_facts(None, Api(dict(cluster_objects(), **change)))
 
 
 @pytest.mark.parametrize("version, refused", [((4, 17), True), ((4, 18), False), ((4, 21), False)])
@@ -251,10 +314,10 @@ def test_pxe_is_refused_below_4_18(version, refused):
             match=r"pxe: true needs OpenShift 4.18 or later, but this cluster runs "
             r"4.17.3.*unknown flag: --pxe.*Nothing was created",
         ):
-            build.check_pxe_supported(True, cluster(version))
+            build.check_release({"pxe": True}, cluster(version), release(version))
     else:
-        build.check_pxe_supported(True, cluster(version))
-    build.check_pxe_supported(False, cluster((4, 17)))
+        build.check_release({"pxe": True}, cluster(version), release(version))
+    build.check_release({"pxe": False}, cluster((4, 17)), release((4, 17)))
 
 
 @pytest.mark.parametrize(
@@ -274,7 +337,8 @@ def test_parameters_that_cannot_work_are_refused_first(tmp_path, changes, messag
 def test_node_joiner_image_only_from_openshift_config():
     path = "/api/v1/namespaces/openshift-config/configmaps/installer-images"
     api = Api({path: {"data": {"images.json": '{"installer": "quay.io/installer@sha256:2"}'}}})
-    assert build.node_joiner_image(params("/"), api, cluster(), None) == "quay.io/installer@sha256:2"
+    newest = release((4, 21))
+    assert build.node_joiner_image(params("/"), api, cluster(), newest, None) == "quay.io/installer@sha256:2"
 
     class ReleaseRun:
         @staticmethod
@@ -282,9 +346,16 @@ def test_node_joiner_image_only_from_openshift_config():
             return "from-release:" + release
 
     empty = Api({"/api/v1/namespaces/openshift/configmaps/installer-images": {"data": {"images.json": "{}"}}})
-    assert build.node_joiner_image(params("/"), empty, cluster(), ReleaseRun()) == "from-release:quay.io/x@sha256:1"
+    assert build.node_joiner_image(params("/"), empty, cluster(), newest, ReleaseRun()) == (
+        "from-release:quay.io/x@sha256:1"
+    )
     assert empty.asked == [path]
-    assert build.node_joiner_image(params("/", node_joiner_image="mine"), empty, cluster(), None) == "mine"
+    assert build.node_joiner_image(params("/", node_joiner_image="mine"), empty, cluster(), newest, None) == "mine"
+    # oc 4.17 does not look for the ConfigMap (releases: installer_images_configmap): neither does day2_iso
+    assert build.node_joiner_image(params("/"), api, cluster((4, 17)), release((4, 17)), ReleaseRun()).startswith(
+        "from-release:"
+    )
+    assert api.asked == [path]
 
 
 def test_only_amd64_and_arm64_mix():
@@ -325,6 +396,12 @@ def connected(monkeypatch):
     api = Api(cluster_objects())
     monkeypatch.setattr(build, "connect", lambda module: (Client(), api))
     return api
+
+
+def test_with_the_facts_check_mode_reads_only_what_earlier_runs_left(connected, tmp_path):
+    result = build.run(Module(tmp_path, check_mode=True, cluster=cluster()))
+    assert result["would_build"][0]["architecture"] == "x86_64"
+    assert [path.split("?")[0] for path in connected.asked] == LEFTOVER_LISTS
 
 
 def test_check_mode_reads_four_objects_and_says_what_it_would_build(connected, tmp_path):
@@ -374,11 +451,11 @@ def test_a_failed_run_returns_its_stages_log_and_namespace(connected, tmp_path, 
         def __exit__(self, *exc):
             self.cleaned_up = True
 
-        def build(self, image, nodes_config, pxe):
+        def build(self, image, nodes_config, pxe, config_iso=False):
             stages = [{"id": "create-manifest", "status": "failed"}]
-            raise RunError("node-joiner failed at stage create-manifest", stages, "log line")
+            raise nj.RunError("node-joiner failed at stage create-manifest", stages, "log line")
 
-    monkeypatch.setattr(build, "NodeJoinerRun", FailingRun)
+    monkeypatch.setattr(nj, "NodeJoinerRun", FailingRun)
     with pytest.raises(Day2Error) as caught:
         build.run(Module(tmp_path, node_joiner_image="image"))
     message, result = caught.value.message, caught.value.result

@@ -14,9 +14,6 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso9660 as _iso9660
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso_layout as _iso_layout
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import kargs as _kargs
 
 _FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "iso")
 _spec = importlib.util.spec_from_file_location("node_iso_layout", os.path.join(_FIXTURES, "node_iso_layout.py"))
@@ -83,7 +80,7 @@ def _build(tmp_path, **kwargs):
 
 def _layout(path):
     with open(path, "rb") as fp:
-        return _iso_layout.read_layout(fp, path)
+        return _iso.read_layout(fp, path)
 
 
 def _extract(iso_path, iso_file, out):
@@ -114,16 +111,16 @@ def test_layout_agrees_with_xorriso(live_iso):
     # "File data lba:  0 , <start lba> , <blocks> , <bytes> , '/images/ignition.img'"
     fields = [field.strip() for field in report.split("File data lba:")[1].split(",")]
     assert layout.embed_file == "images/ignition.img"
-    assert layout.embed_area == _iso9660.Region(int(fields[1]) * 2048, int(fields[3]))
-    assert layout.embed_area.length == 256 * 1024
-    assert [r.path for r in layout.kargs.regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
-    assert layout.kargs.default == DEFAULT_KARGS
+    assert layout.embed_area == (int(fields[1]) * 2048, int(fields[3]))
+    assert layout.embed_area[1] == 256 * 1024
+    assert [r.path for r in layout.kargs] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
+    assert layout.kargs_default == DEFAULT_KARGS
 
 
 def _embed(path, ignition=None, compression="gzip"):
     """Write ``ignition`` into the embed area of the ISO at ``path`` as node-joiner does (system cpio, gzip)."""
     ignition = IGNITION if ignition is None else ignition
-    _overwrite(path, _layout(path).embed_area.offset, node_layout.ignition_archive(ignition, compression))
+    _overwrite(path, _layout(path).embed_area[0], node_layout.ignition_archive(ignition, compression))
 
 
 def _kargs_of(path):
@@ -186,7 +183,7 @@ def test_edit_leaves_every_other_byte_alone(edited, embedded):
     original, new = _read(embedded), _read(path)
     assert len(original) == len(new)
     masked_original, masked_new = bytearray(original), bytearray(new)
-    for region in _layout(embedded).kargs.regions:
+    for region in _layout(embedded).kargs:
         span = slice(region.offset, region.offset + region.length)
         assert masked_original[span] != masked_new[span]
         masked_original[span] = masked_new[span] = b"\0" * region.length
@@ -248,7 +245,7 @@ def test_reads_gzip_area_written_by_system_tools(iso_copy, tmp_path):
     # node-joiner and assisted-image-service write gzip: emulate them with the system tools
     (tmp_path / "config.ign").write_text(json.dumps(IGNITION))
     archive = _run(["cpio", "-o", "-H", "newc", "--quiet"], b"config.ign\n", cwd=str(tmp_path))
-    _overwrite(iso_copy, _layout(iso_copy).embed_area.offset, _run(["gzip", "-c"], archive))
+    _overwrite(iso_copy, _layout(iso_copy).embed_area[0], _run(["gzip", "-c"], archive))
     assert _iso.inspect_iso(iso_copy)["ignition"] == IGNITION
 
 
@@ -258,10 +255,10 @@ def test_reads_gzip_area_written_by_system_tools(iso_copy, tmp_path):
 def test_igninfo_offset_and_length_locate_the_area(tmp_path):
     iso = _build(tmp_path, igninfo={"file": "images/ignition.img", "offset": 4096, "length": 8192})
     layout = _layout(iso)
-    assert layout.embed_area.length == 8192
+    assert layout.embed_area[1] == 8192
     _embed(iso)
     with open(iso, "rb") as fp:
-        fp.seek(layout.embed_area.offset - 4096)
+        fp.seek(layout.embed_area[0] - 4096)
         before = fp.read(4096)
     assert before == b"\0" * 4096
     assert _iso.inspect_iso(iso)["ignition"] == IGNITION
@@ -321,8 +318,8 @@ def test_kargs_that_just_fit(iso_copy):
 
 
 def test_disagreeing_kargs_regions(iso_copy):
-    grub = _layout(iso_copy).kargs.regions[1]
-    _overwrite(iso_copy, grub.offset, _kargs.format_kargs_region("different", grub.length))
+    grub = _layout(iso_copy).kargs[1]
+    _overwrite(iso_copy, grub.offset, _iso.format_kargs_region("different", grub.length))
     with pytest.raises(_iso_errors.KargsMismatchError, match=r"EFI/redhat/grub\.cfg has 'different'"):
         _iso.inspect_iso(iso_copy)
     before = _read(iso_copy)
@@ -334,7 +331,7 @@ def test_disagreeing_kargs_regions(iso_copy):
 def test_corrupt_xz_in_the_embed_area(iso_copy):
     _embed(iso_copy, compression="xz")
     assert _iso.inspect_iso(iso_copy)["embed_area"]["compression"] == ["xz"]
-    offset = _layout(iso_copy).embed_area.offset
+    offset = _layout(iso_copy).embed_area[0]
     _overwrite(iso_copy, offset + 40, b"\xff" * 16)
     with pytest.raises(_iso_errors.EmbedAreaError, match="corrupt xz stream") as info:
         _iso.inspect_iso(iso_copy)

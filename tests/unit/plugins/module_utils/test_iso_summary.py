@@ -223,3 +223,10 @@ def test_decode_data_url_compression_errors(compression, message):
 def test_parse_env_file():
     text = "A=1\nexport B=two\n# C=3\n\nD=\"quoted value\"\nE='x'\nF=a=b\n"
     assert summary_mod.parse_env_file(text) == {"A": "1", "B": "two", "D": "quoted value", "E": "x", "F": "a=b"}
+
+
+def test_an_add_nodes_env_without_contents_still_marks_an_add_nodes_config():
+    summary = summary_mod.summarize_add_nodes_ignition(
+        {"storage": {"files": [{"path": "/etc/assisted/add-nodes.env"}]}}
+    )
+    assert summary["add_nodes"] is True and summary["cluster_id"] is None

@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """_image.leftovers: what earlier runs left (found by label, a live run's objects kept, removal failures named,
-partial files) and _common.interrupt: SIGTERM raises Terminated so that a run cleans up."""
+partial files) and _common.module: SIGTERM raises Terminated so that a run cleans up."""
 
 import datetime
 import os
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.interrupt import Terminated, signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
@@ -122,8 +122,10 @@ def test_partial_files_of_this_module_only_are_removed(tmp_path):
     pxe = tmp_path / "boot-artifacts" / "x86_64"
     pxe.mkdir(parents=True)
     ours = [tmp_path / ".node.x86_64.iso.abc.part", tmp_path / ".node.x86_64.iso.json.k2.tmp",
-            pxe / ".initrd.img.q.part", tmp_path / "boot-artifacts" / ".x86_64.json.z.tmp"]  # fmt: skip
-    theirs = [tmp_path / ".bashrc.tmp", tmp_path / "node.x86_64.iso", tmp_path / "keep.part", pxe / "initrd.img"]
+            tmp_path / ".agentconfig.noarch.iso.x1.part", pxe / ".initrd.img.q.part",
+            tmp_path / "boot-artifacts" / ".x86_64.json.z.tmp"]  # fmt: skip
+    theirs = [tmp_path / ".bashrc.tmp", tmp_path / "node.x86_64.iso", tmp_path / "keep.part", pxe / "initrd.img",
+              tmp_path / ".agentconfig.noarch.iso"]  # fmt: skip
     for path in ours + theirs:
         path.write_text("x")
     assert sorted(leftovers.remove_partial_files(str(tmp_path), "boot-artifacts")) == sorted(str(p) for p in ours)

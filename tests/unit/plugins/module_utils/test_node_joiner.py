@@ -5,12 +5,13 @@
 import errno
 import json
 import os
+import types
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import pod_exec as _pod_exec
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import run as nj_run
 
 ZERO = "0001-01-01T00:00:00Z"
 NAMESPACE = {"metadata": {"name": "openshift-node-joiner-abcde", "uid": "uid-1"}}
@@ -95,8 +96,12 @@ def test_describe_failure_carries_stages_and_log_tail():
 
 
 def test_manifests_are_labelled_owned_and_restricted():
-    role = nj.cluster_role_manifest(NAMESPACE, "run1", (4, 21))
-    binding = nj.cluster_role_binding_manifest(NAMESPACE, "run1")
+    account, role, binding = nj.rbac_manifests(NAMESPACE, "run1", release((4, 21)))
+    assert account["metadata"] == {
+        "name": "node-joiner",
+        "namespace": "openshift-node-joiner-abcde",
+        "labels": nj.labels("run1"),
+    }
     for obj in (role, binding):
         owner = {"apiVersion": "v1", "kind": "Namespace", "name": "openshift-node-joiner-abcde", "uid": "uid-1"}
         assert obj["metadata"]["ownerReferences"] == [owner]
@@ -106,7 +111,7 @@ def test_manifests_are_labelled_owned_and_restricted():
         "name": "node-joiner",
         "namespace": "openshift-node-joiner-abcde",
     }
-    proxy = {"status": {"httpProxy": "http://p:3128", "noProxy": ".cluster.local"}}
+    proxy = {"http_proxy": "http://p:3128", "https_proxy": "", "no_proxy": ".cluster.local"}  # the facts' proxy_status
     pod = nj.node_joiner_pod_manifest(NAMESPACE, "run1", "img", True, proxy)
     container = pod["spec"]["containers"][0]
     assert container["env"] == [
@@ -132,9 +137,9 @@ def test_image_lookups():
         }
     }
     assert nj.node_joiner_image_from_references(json.dumps(stream)) == "b"
-    with pytest.raises(nj.ReportError):
+    with pytest.raises(nj.RunError):
         nj.node_joiner_image_from_references(json.dumps({"spec": {"tags": []}}))
-    with pytest.raises(nj.ReportError):
+    with pytest.raises(nj.RunError):
         nj.node_joiner_image_from_references("{")
 
 
@@ -170,7 +175,8 @@ class FakePod:
         self.content = content
         self.outcomes = list(outcomes)
 
-    def copy_file(self, _configuration, _namespace, _pod, _container, _path, fileobj, timeout=0):
+    def copy_file(self, pod, _path, fileobj, timeout=0):
+        assert (pod.namespace, pod.name) == ("openshift-node-joiner-abcde", "node-joiner")
         outcome = self.outcomes.pop(0)
         if outcome == "cut":
             fileobj.write(self.content[:10])
@@ -191,9 +197,9 @@ def fetcher(monkeypatch):
     def make(outcomes, content=b"iso bytes" * 1000):
         pod = FakePod(content, outcomes)
         monkeypatch.setattr(_pod_exec, "copy_file", pod.copy_file)
-        run = nj_run.NodeJoinerRun(None, None, "r")
+        run = nj.NodeJoinerRun(types.SimpleNamespace(configuration=None), "r")
         run.namespace = NAMESPACE
-        monkeypatch.setattr(run, "remote_sha256", lambda path: hashlib.sha256(content).hexdigest())
+        monkeypatch.setattr(_pod_exec, "remote_sha256", lambda *_args: hashlib.sha256(content).hexdigest())
         return run, pod
 
     return make
@@ -218,7 +224,7 @@ def test_fetch_succeeds_within_two_attempts(fetcher, tmp_path, outcomes):
 )
 def test_fetch_failures_leave_nothing(fetcher, tmp_path, outcomes, message):
     run, _pod = fetcher(outcomes)
-    with pytest.raises(nj_run.RunError) as caught:
+    with pytest.raises(_pod_exec.ExecError) as caught:
         run.fetch("/assets/node.x86_64.iso", str(tmp_path / "node.iso"))
     assert message in str(caught.value)
     assert os.listdir(str(tmp_path)) == []
@@ -243,7 +249,9 @@ def test_finish_edits_the_copy_before_the_rename(fetcher, tmp_path):
 def test_cluster_role_rules_follow_oc_of_the_release():
     def groups(minor):
         return {
-            (rule["apiGroups"][0], resource) for rule in nj.cluster_role_rules(minor) for resource in rule["resources"]
+            (rule["apiGroups"][0], resource)
+            for rule in nj.cluster_role_rules(release(minor))
+            for resource in rule["resources"]
         }
 
     for minor in ((4, 17), (4, 18), (4, 20)):
@@ -302,7 +310,7 @@ class ScriptedPod:
         if self.states:
             self.state = self.states.pop(0)
 
-    def exec(self, _pod, _container, command, timeout=120):
+    def exec(self, command, timeout=120):
         self.calls.append(command[-1])
         content = self.state.get(command[-1].rsplit("/", 1)[-1])
         if content is None:
@@ -323,7 +331,7 @@ def scripted(monkeypatch):
             def get(_target):
                 return {"status": {"phase": "Running"}}
 
-        run = nj_run.NodeJoinerRun(Api(), None, "r", build_timeout=timeout, wait_sleep=5, sleeper=pod.advance)
+        run = nj.NodeJoinerRun(Api(), "r", build_timeout=timeout, wait_sleep=5, sleeper=pod.advance)
         run.namespace = NAMESPACE
         monkeypatch.setattr(run, "exec", pod.exec)
         monkeypatch.setattr(run, "pod_log_tail", pod.log)
@@ -350,7 +358,7 @@ def test_4_17_polls_exit_code(scripted):
 def test_4_17_fails_fast_when_node_joiner_stopped_without_exit_code(scripted):
     log = "Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n"
     run, pod = scripted([{"log": "level=info msg=starting"}, {"log": log}], timeout=3600)
-    with pytest.raises(nj_run.RunError) as caught:
+    with pytest.raises(nj.RunError) as caught:
         run.wait_report(exit_code_only=True)
     assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.log_tail == log
     assert pod.calls == ["/assets/exit_code"] * 3  # one poll, then the re-check after the fatal line
@@ -361,9 +369,59 @@ def test_4_17_fatal_line_with_exit_code_written_just_before(scripted):
     states = iter([None, "1"])
     original = _pod_exec.ExecResult
 
-    def exec_(_pod, _container, command, timeout=120):
+    def exec_(command, timeout=120):
         value = next(states)
         return original(0, value.encode(), b"") if value else original(1, b"", b"")
 
     run.exec = exec_
     assert run.wait_report(exit_code_only=True) == (None, 1)
+
+
+# ----- the run's objects: created as oc creates them, deleted at the end, kept only for debugging -------------
+class RecordingApi:
+    """Creates (the namespace gets its generated name and uid) and deletes by path; ``refuse`` names paths whose
+    delete is forbidden."""
+
+    def __init__(self, refuse=()):
+        self.calls, self.refuse = [], refuse
+
+    def create(self, target, body):
+        self.calls.append(("create", target.path, body["kind"]))
+        return dict(body, metadata=dict(body["metadata"], name="openshift-node-joiner-abcde", uid="uid-1"))
+
+    def delete(self, target):
+        self.calls.append(("delete", target.path, target.resource))
+        if target.path in self.refuse:
+            raise nj.k8s.ApiAccessError("forbidden: %s" % target.path, 403, target)
+        return True
+
+
+RBAC_PATH = "/apis/rbac.authorization.k8s.io/v1/"
+
+
+def test_a_run_creates_its_objects_in_oc_order_and_deletes_them_all():
+    api = RecordingApi()
+    with nj.NodeJoinerRun(api, "r1", release((4, 17))) as run:
+        assert run.ns_name == "openshift-node-joiner-abcde"
+    assert api.calls == [
+        ("create", "/api/v1/namespaces", "Namespace"),
+        ("create", "/api/v1/namespaces/openshift-node-joiner-abcde/serviceaccounts", "ServiceAccount"),
+        ("create", RBAC_PATH + "clusterroles", "ClusterRole"),
+        ("create", RBAC_PATH + "clusterrolebindings", "ClusterRoleBinding"),
+        ("delete", RBAC_PATH + "clusterrolebindings/openshift-node-joiner-abcde", "clusterrolebindings"),
+        ("delete", RBAC_PATH + "clusterroles/openshift-node-joiner-abcde", "clusterroles"),
+        ("delete", "/api/v1/namespaces/openshift-node-joiner-abcde", "namespaces"),
+    ]
+    assert run.cleaned_up is True and run.left == [] and run.kept is False
+
+
+def test_a_failed_run_is_kept_with_keep_on_failure_and_a_refused_delete_is_named():
+    api = RecordingApi()
+    with pytest.raises(nj.RunError), nj.NodeJoinerRun(api, "r1", keep_on_failure=True) as run:
+        raise nj.RunError("node-joiner failed")
+    assert run.kept is True and not [call for call in api.calls if call[0] == "delete"]
+    api = RecordingApi(refuse=("/api/v1/namespaces/openshift-node-joiner-abcde",))
+    with nj.NodeJoinerRun(api, "r1") as run:
+        pass
+    assert run.left == ["Namespace/openshift-node-joiner-abcde"] and run.cleaned_up is False
+    assert run.cleanup_failures == ["forbidden: /api/v1/namespaces/openshift-node-joiner-abcde"]

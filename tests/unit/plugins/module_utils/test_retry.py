@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_common.retry (the policy, pure) and how _common.k8s applies it: reads and deletes after any transient failure,
-writes after a 429 only, creates that look before they repeat, updates after a fresh GET, connect's discovery."""
+"""The retry policy of _common.k8s (pure) and how its ApiClient applies it: reads and deletes after any transient
+failure, writes after a 429 only, creates that look before they repeat, updates after a fresh GET, connect's
+discovery."""
 
 import json
 
@@ -11,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError
 from urllib3.exceptions import ProtocolError
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common import retry
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
     ApiAccessError,
     ApiClient,
@@ -21,7 +22,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Login
 
-POLICY = retry.RetryPolicy(attempts=4, base=1, factor=2, cap=3, retry_after_cap=5, budget=20)
+POLICY = k8s.RetryPolicy(attempts=4, base=1, factor=2, cap=3, retry_after_cap=5, budget=20)
 
 
 # ----- the policy ----------------------------------------------------------------------------------
@@ -40,7 +41,7 @@ def test_retry_after_is_honoured_and_capped():
                                               (504, True), (501, False), (400, False), (403, False), (404, False),
                                               (409, False)])  # fmt: skip
 def test_what_is_transient(status, transient):
-    assert POLICY.transient(status) is transient
+    assert k8s.is_transient(status) is transient
 
 
 @pytest.mark.parametrize(
@@ -49,7 +50,7 @@ def test_what_is_transient(status, transient):
      None), ({"Retry-After": "-3"}, None), ({}, None), (None, None), ("not headers", None)],
 )  # fmt: skip
 def test_retry_after_seconds(headers, seconds):
-    assert retry.retry_after_seconds(headers) == seconds
+    assert k8s.retry_after_seconds(headers) == seconds
 
 
 class Boom(Exception):
@@ -59,7 +60,7 @@ class Boom(Exception):
 
 
 def classify(error):
-    return retry.Attempt(error.status, error.retry_after) if isinstance(error, Boom) else None
+    return k8s.Attempt(error.status, error.retry_after) if isinstance(error, Boom) else None
 
 
 def failing(*errors, result="done"):
@@ -78,23 +79,23 @@ def failing(*errors, result="done"):
 def test_call_retries_transient_failures_and_sleeps_the_backoff():
     slept = []
     function, calls = failing(Boom(503), Boom(None), Boom(429, retry_after=1))
-    assert retry.call(function, POLICY, classify, sleep=slept.append, rand=lambda: 1.0) == "done"
+    assert k8s.call(function, POLICY, classify, sleep=slept.append, rand=lambda: 1.0) == "done"
     assert len(calls) == 4 and slept == [1, 2, 1]
 
 
 def test_call_gives_up_after_the_attempts_with_the_last_error():
     function, calls = failing(*[Boom(500) for _attempt in range(10)])
     with pytest.raises(Boom):
-        retry.call(function, POLICY, classify, sleep=lambda _s: None)
+        k8s.call(function, POLICY, classify, sleep=lambda _s: None)
     assert len(calls) == POLICY.attempts
 
 
 def test_call_gives_up_when_the_waiting_budget_is_spent():
-    policy = retry.RetryPolicy(attempts=100, base=4, cap=4, budget=10)
+    policy = k8s.RetryPolicy(attempts=100, base=4, cap=4, budget=10)
     function, calls = failing(*[Boom(503) for _attempt in range(100)])
     slept = []
     with pytest.raises(Boom):
-        retry.call(function, policy, classify, sleep=slept.append, rand=lambda: 1.0)
+        k8s.call(function, policy, classify, sleep=slept.append, rand=lambda: 1.0)
     assert slept == [4, 4] and len(calls) == 3
 
 
@@ -102,7 +103,7 @@ def test_call_passes_other_errors_at_once():
     for error in (Boom(403), Boom(404), KeyError("bug")):
         function, calls = failing(error)
         with pytest.raises(type(error)):
-            retry.call(function, POLICY, classify, sleep=lambda _s: pytest.fail("no wait"))
+            k8s.call(function, POLICY, classify, sleep=lambda _s: pytest.fail("no wait"))
         assert len(calls) == 1
 
 
@@ -110,7 +111,7 @@ def test_call_with_a_narrower_retryable_and_a_retry_report():
     seen = []
     function, calls = failing(Boom(429), Boom(503))
     with pytest.raises(Boom) as caught:
-        retry.call(
+        k8s.call(
             function, POLICY, classify, lambda a: a.status == 429, sleep=lambda _s: None,
             on_retry=lambda n, a, w: seen.append((n, a.status)),
         )  # fmt: skip
@@ -136,10 +137,11 @@ class Scripted:
 
     def __init__(self, script):
         self.script = {key: list(value) for key, value in script.items()}
-        self.calls = []
+        self.calls, self.params = [], []
 
     def request(self, method, path, body=None, serialize=True, **params):
         self.calls.append((method, path))
+        self.params.append(params)
         answers = self.script[(method, path)]
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
         if callable(answer):
@@ -258,7 +260,7 @@ def test_a_create_refused_for_good_is_not_repeated():
     assert len(dynamic.calls) == 1
 
 
-# ----- update_fresh: the approval helper -----------------------------------------------------------
+# ----- update_fresh: a write on a fresh object (an approval, a merge-patch with the resourceVersion) -------------
 CSR = group_target("certificates.k8s.io", "v1", "certificatesigningrequests", "csr-1")
 APPROVAL = group_target("certificates.k8s.io", "v1", "certificatesigningrequests", "csr-1/approval", verb="update")
 
@@ -267,7 +269,7 @@ def approve(csr):
     conditions = (csr.get("status") or {}).get("conditions") or []
     if any(c.get("type") == "Approved" for c in conditions):
         return None
-    return dict(csr, status={"conditions": [*conditions, {"type": "Approved", "status": "True"}]})
+    return "PUT", APPROVAL, dict(csr, status={"conditions": [*conditions, {"type": "Approved", "status": "True"}]})
 
 
 PENDING = {"metadata": {"name": "csr-1", "resourceVersion": "1"}, "status": {}}
@@ -279,23 +281,49 @@ def test_an_approval_after_a_conflict_is_made_on_a_fresh_get():
     api, dynamic, _slept = client(
         {("GET", CSR.path): [PENDING], ("PUT", APPROVAL.path): [409, lambda body: bodies.append(body) or APPROVED]}
     )
-    assert api.update_fresh(CSR, APPROVAL, approve) == APPROVED
+    assert api.update_fresh(CSR, approve) == APPROVED
     assert [c[0] for c in dynamic.calls] == ["GET", "PUT", "GET", "PUT"]
 
 
 def test_an_approval_whose_put_was_lost_but_made_is_not_made_twice():
     api, dynamic, _slept = client({("GET", CSR.path): [PENDING, APPROVED], ("PUT", APPROVAL.path): ["reset"]})
-    assert api.update_fresh(CSR, APPROVAL, approve) == APPROVED
+    assert api.update_fresh(CSR, approve) == APPROVED
     assert [c[0] for c in dynamic.calls] == ["GET", "PUT", "GET"]
 
 
 def test_update_fresh_of_a_gone_object_and_of_a_refusal():
     api, _dynamic, _slept = client({("GET", CSR.path): [404]})
-    assert api.update_fresh(CSR, APPROVAL, approve) is None
+    assert api.update_fresh(CSR, approve) is None
     api, dynamic, _slept = client({("GET", CSR.path): [PENDING], ("PUT", APPROVAL.path): [403]})
     with pytest.raises(ApiAccessError) as caught:
-        api.update_fresh(CSR, APPROVAL, approve)
+        api.update_fresh(CSR, approve)
     assert caught.value.status == 403 and len(dynamic.calls) == 2
+
+
+def test_a_merge_patch_after_a_conflict_carries_the_fresh_resource_version():
+    node = core_target("nodes", "worker-0")
+    stale = {"metadata": {"name": "worker-0", "resourceVersion": "7", "labels": {}}}
+    fresh = {"metadata": {"name": "worker-0", "resourceVersion": "8", "labels": {}}}
+    sent = []
+
+    def label(obj):
+        if obj["metadata"]["labels"].get("zone") == "a":
+            return None
+        return (
+            "PATCH",
+            node,
+            {"metadata": {"labels": {"zone": "a"}, "resourceVersion": obj["metadata"]["resourceVersion"]}},
+        )
+
+    patched = {"metadata": {"name": "worker-0", "resourceVersion": "9", "labels": {"zone": "a"}}}
+    api, dynamic, _slept = client(
+        {("GET", node.path): [stale, fresh], ("PATCH", node.path): [409, lambda body: sent.append(body) or patched]}
+    )
+    assert api.update_fresh(node, label, content_type="application/merge-patch+json") == patched
+    assert [c[0] for c in dynamic.calls] == ["GET", "PATCH", "GET", "PATCH"]
+    assert sent[0]["metadata"]["resourceVersion"] == "8" and dynamic.params[-1]["content_type"].startswith(
+        "application"
+    )
 
 
 # ----- connect -------------------------------------------------------------------------------------

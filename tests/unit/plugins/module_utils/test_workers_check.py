@@ -1,14 +1,27 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The check step: sorting a host's variables, and every host against the others and the cluster."""
+"""The check step: the cluster, the cluster meant, sorting a host's variables, every host against the others and the
+cluster, and the host records and plan it returns."""
+
+import ast
+import os
+import pathlib
+import re
+import subprocess
+import sys
 
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import (
+    check_identity,
+    check_payload,
+    check_workers,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import known_host_keys
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import cluster_version
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS, CheckedHost
 
 CLUSTER = {
     "architecture": "amd64",
@@ -22,12 +35,13 @@ CLUSTER = {
     ],
 }
 SHARED = {"kubeconfig", "day2_workdir", "ansible_connection", "ntp_servers"}
+COLLECTION_PACKAGE = "ansible_collections.openshift_agent.day2"
 
 
 def host(name, **variables):
     base = {"ansible_host": "x", "inventory_hostname": name, "group_names": ["new_workers"], "kubeconfig": "/k"}
     base.update(variables)
-    return sort_variables(name, base, base.__getitem__, known_host_keys(), SHARED)
+    return sort_variables(name, base, base.__getitem__, HOST_KEYS, SHARED)
 
 
 def good(name="extra-worker-0", last=20, **extra):
@@ -51,36 +65,81 @@ def problems_of(*hosts, cluster=None, **kwargs):
 def test_variables_are_sorted_into_settings_typos_and_foreign_ones():
     found = host("w", ip="192.168.111.20", gatway="x", dns_server="y", rack="r12", kubeconfig="/k", ansible_user="u")
     assert found.settings == {"ip": "192.168.111.20"}
-    assert found.typos == [("dns_server", "dns_servers", "y"), ("gatway", "gateway", "x")]
+    assert [(p["field"], p["value"]) for p in found.problems] == [("dns_server", "y"), ("gatway", "x")]
+    assert 'did you mean "dns_servers"' in found.problems[0]["message"]
     assert found.foreign == ["rack"]
 
 
-def test_a_good_inventory_gives_every_step_its_input():
-    second = good("extra-worker-1", 21, bmc_address="redfish://bmc", bmc_password="pw")
+def test_a_good_inventory_gives_one_record_per_host():
+    second = good("extra-worker-1", 21, bmc_address="redfish://bmc", bmc_password="pw", rack="r1")
     result = check_workers([good(), second], CLUSTER)
-    assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0", "extra-worker-1"]
-    assert result["image_hosts"][0]["prefix_length"] == 24  # converted as the argument spec does
-    assert result["image_hosts"][0]["dns_servers"] == ["192.168.111.1"]
-    assert "bmc_password" not in str(result["image_hosts"]) and "pw" not in str(result)
-    assert result["boot_hosts"][1] == {
-        "name": "extra-worker-1",
-        "bmc_address": "redfish://bmc",
-        "bmc_username": None,
-        "bmc_password_set": True,
-        "bmc_verify_certs": None,
-    }
-    assert result["install_hosts"][0] == {
-        "name": "extra-worker-0",
-        "address": "192.168.111.20",
-        "mac_address": "52:54:00:6f:00:14",
-    }
-    assert result["join_nodes"][1] == {"name": "extra-worker-1", "addresses": ["192.168.111.21"]}
-    assert result["joined"] == [] and result["ignored"] == {}
+    assert [h["name"] for h in result["hosts"]] == ["extra-worker-0", "extra-worker-1"]
+    first = result["hosts"][0]
+    assert first["prefix_length"] == 24  # converted as the argument spec does
+    assert first["dns_servers"] == ["192.168.111.1"]
+    assert first["address"] == "192.168.111.20" and first["addresses"] == ["192.168.111.20"]
+    assert (first["state"], first["source"], first["bmc"], first["labels"], first["taints"]) == (
+        "new",
+        "inventory",
+        None,
+        {},
+        [],
+    )
+    assert "bmc_password" not in str(result["hosts"]) and "pw" not in str(result)
+    assert result["hosts"][1]["bmc_address"] == "redfish://bmc"
+    assert result["joined"] == [] and result["ignored"] == {"extra-worker-1": ["rack"]}
+    assert result["hosts"][0]["mac_address"] == "52:54:00:6f:00:14"
+    assert result["hosts"][1]["addresses"] == ["192.168.111.21"]
+
+
+def test_the_plan_summary_is_the_lines_the_preflight_step_prints():
+    cluster = dict(CLUSTER, name="lab", base_domain="example.test", version="4.21.1", ingress_domain="apps.lab")
+    cluster["warnings"] = ["a warning", "another"]
+    result = check_workers([good(rack="r1"), good("extra-worker-9", 29)], cluster, play={"node_labels": {"a": "b"}})
+    assert result["summary"] == [
+        "Cluster lab.example.test 4.21.1 (BareMetal, amd64), apps apps.lab",
+        "New workers: extra-worker-0 (boot: manual)",
+        "Of them from the day-1 agent-config (none given): none",
+        'Labels and taints: [{"name": "extra-worker-0", "labels": {"a": "b"}}, '
+        '{"name": "extra-worker-9", "labels": {"a": "b"}}]',
+        "Already joined: extra-worker-9",
+        'Variables left alone (not host keys of this collection): {"extra-worker-0": ["rack"]}',
+        "Cluster warnings: a warning; another",
+    ]
+    half = dict(CLUSTER, nodes=[{"name": "extra-worker-0", "roles": ["worker"], "internal_ips": [], "ready": False}])
+    result = check_workers([good(), good("extra-worker-1", 21)], half)
+    assert result["summary"][1] == "New workers: extra-worker-0 (half-joined), extra-worker-1 (boot: manual)"
+    assert [h["state"] for h in result["hosts"]] == ["half-joined", "new"]
+    assert result["hosts"][0]["bmc"] is None
+
+
+@pytest.mark.parametrize(
+    "cluster, require_healthy, says",
+    [
+        (
+            {"name": "lab", "supported": False, "unsupported_reasons": ["platform AWS", "no nodes"]},
+            False,
+            "Cluster lab cannot take day-2 workers: platform AWS; no nodes",
+        ),
+        (
+            {"name": "lab", "supported": True, "health": {"healthy": False, "problems": ["Node m is not Ready", "x"]}},
+            True,
+            "Cluster lab is not healthy: Node m is not Ready; x. Fix it first, or set day2_require_healthy=false to go "
+            "on anyway.",
+        ),
+    ],
+)
+def test_a_cluster_that_cannot_take_workers_is_refused_first(cluster, require_healthy, says):
+    with pytest.raises(Day2Error) as caught:
+        check_workers([good(gatway="x")], dict(CLUSTER, **cluster), require_healthy=require_healthy)
+    assert caught.value.message == says and not isinstance(caught.value, InventoryError)
+    unhealthy = dict(CLUSTER, health={"healthy": False, "problems": ["x"]})
+    assert check_workers([good()], unhealthy, require_healthy=False)["hosts"]
 
 
 def test_an_awx_empty_answer_means_unset():
     result = check_workers([good(vlan_id="", ipv6="", root_device_hints="")], CLUSTER)
-    assert "vlan_id" not in result["image_hosts"][0]
+    assert "vlan_id" not in result["hosts"][0] and "ipv6" not in result["hosts"][0]
 
 
 def test_a_typo_is_refused_naming_the_key_it_resembles_and_never_a_secret():
@@ -107,8 +166,8 @@ def test_an_address_is_required_to_follow_the_install():
 
 def test_a_ready_node_with_the_hosts_address_joined_already():
     result = check_workers([good("extra-worker-9", 29), good()], CLUSTER)
-    assert result["joined"] == ["extra-worker-9"]
-    assert [h["name"] for h in result["image_hosts"]] == ["extra-worker-0"]
+    assert [h["name"] for h in result["joined"]] == ["extra-worker-9"] and result["joined"][0]["state"] == "joined"
+    assert [h["name"] for h in result["hosts"]] == ["extra-worker-0"]
 
 
 def test_names_and_addresses_of_existing_nodes_are_refused():
@@ -122,7 +181,7 @@ def test_names_and_addresses_of_existing_nodes_are_refused():
 
 def test_the_replaced_node_may_keep_its_name_and_address():
     result = check_workers([good("worker-old", 30)], CLUSTER, replace_node="worker-old")
-    assert [h["name"] for h in result["image_hosts"]] == ["worker-old"]
+    assert [(h["name"], h["state"]) for h in result["hosts"]] == [("worker-old", "replace")]
 
 
 def test_an_address_outside_the_machine_networks_is_refused():
@@ -142,13 +201,12 @@ def test_an_empty_group_is_refused():
 
 
 def test_the_user_guide_documents_exactly_the_host_keys():
-    import pathlib
     import re
 
     guide = (pathlib.Path(__file__).resolve().parents[4] / "docs" / "user-guide.md").read_text()
     section = guide[guide.index("## 3. The inventory") : guide.index("## 4. The workflow")]
     documented = re.findall(r"^\| `([a-z_0-9]+)` \|", section, re.M)
-    assert documented == list(known_host_keys())
+    assert documented == list(HOST_KEYS)
 
 
 # --- issue 10: one pass before any write ------------------------------------------------------------------------
@@ -190,11 +248,11 @@ def test_a_ready_control_plane_node_with_the_hosts_address_is_refused_not_joined
 
 def test_the_raw_form_follows_the_first_static_address_or_the_ip_given():
     result = check_workers([raw()], CLUSTER)
-    assert result["install_hosts"][0]["address"] == "192.168.111.20"
-    assert result["join_nodes"][0]["addresses"] == ["192.168.111.20", "192.168.111.40"]
+    assert result["hosts"][0]["address"] == "192.168.111.20"
+    assert result["hosts"][0]["addresses"] == ["192.168.111.20", "192.168.111.40"]
     result = check_workers([raw(ip="192.168.111.40")], CLUSTER)
-    assert result["install_hosts"][0]["address"] == "192.168.111.40"
-    assert result["image_hosts"][0]["ip"] == "192.168.111.40"
+    assert result["hosts"][0]["address"] == "192.168.111.40" and result["hosts"][0]["ip"] == "192.168.111.40"
+    assert result["hosts"][0]["addresses"] == ["192.168.111.40", "192.168.111.20"]
     problems = problems_of(raw(ip="192.168.111.41"))
     assert [(p["field"], p["value"]) for p in problems] == [("ip", "192.168.111.41")]
 
@@ -228,33 +286,40 @@ def test_a_raw_form_without_a_static_address_needs_ip():
 
 def test_misplaced_play_variables_and_typos_are_refused_with_their_values():
     problems = problems_of(good(day2_boot_method="redfish", dns_server="192.168.111.1"))
-    assert [(p["field"], p["value"]) for p in problems] == [
-        ("dns_server", "192.168.111.1"),
+    assert [(p["field"], p["value"]) for p in problems] == [  # (in the order of their names)
         ("day2_boot_method", "redfish"),
+        ("dns_server", "192.168.111.1"),
     ]
-    assert "is a play variable of this collection; the roles read it from the play" in problems[1]["message"]
+    assert "is a play variable of this collection; the roles read it from the play" in problems[0]["message"]
+    assert 'is not a host variable of this collection; did you mean "dns_servers"' in problems[1]["message"]
 
 
 def test_redfish_needs_every_bmc_setting_and_gives_the_endpoint():
     bmc = {"bmc_address": "redfish-virtualmedia://bmc/redfish/v1/Systems/1", "bmc_username": "u", "bmc_password": "pw"}
     result = check_workers([good(**bmc)], CLUSTER, boot_method="redfish", iso_url="http://h/node.iso")
-    assert result["boot_hosts"][0]["bmc_base_url"] == "https://bmc"
-    assert result["boot_hosts"][0]["bmc_system_path"] == "/redfish/v1/Systems/1"
-    assert "pw" not in str(result["boot_hosts"])
-    problems = problems_of(good(bmc_address="ipmi://bmc"), boot_method="redfish", iso_url="")
+    endpoint = {"bmc_base_url": "https://bmc", "bmc_system_path": "/redfish/v1/Systems/1"}
+    assert result["hosts"][0]["bmc"] == endpoint and result["hosts"][0]["bmc_username"] == "u"
+    assert result["hosts"][0]["bmc"]["bmc_base_url"] == "https://bmc"
+    assert result["hosts"][0]["bmc"]["bmc_system_path"] == "/redfish/v1/Systems/1"
+    assert "pw" not in str(result)
+    assert result["boot"] == {"method": "redfish", "iso_url": "http://h/node.iso", "serve_iso": False}
+    served = check_workers([good(**bmc)], CLUSTER, boot_method="redfish")  # day2_serve_iso unset, no URL: served
+    assert served["boot"] == {"method": "redfish", "iso_url": "", "serve_iso": True}
+    problems = problems_of(good(bmc_address="ipmi://bmc"), boot_method="redfish", iso_url="", serve_iso=False)
     assert [(p["host"], p["field"]) for p in problems] == [
-        ("(play)", "iso_url"),
+        ("(play)", "day2_iso_url"),
         ("extra-worker-0", "bmc_address"),
         ("extra-worker-0", "bmc_username"),
         ("extra-worker-0", "bmc_password"),
     ]
     # Manual boot does not use the BMC settings: they are not required.
-    assert check_workers([good(bmc_address="ipmi://bmc")], CLUSTER)["boot_hosts"][0]["bmc_address"] == "ipmi://bmc"
+    manual = check_workers([good(bmc_address="ipmi://bmc")], CLUSTER)
+    assert manual["hosts"][0]["bmc_address"] == "ipmi://bmc" and manual["hosts"][0]["bmc"] is None
 
 
 def test_a_wrong_boot_method_names_the_value_and_the_choices():
     problems = problems_of(good(), boot_method="pxe")
-    assert problems[0]["message"].startswith('play: field "boot_method" value "pxe" is not a boot method')
+    assert problems[0]["message"].startswith('play: field "day2_boot_method" value "pxe" is not a boot method')
     assert "one of: manual, redfish" in problems[0]["message"]
 
 
@@ -273,9 +338,7 @@ def test_a_host_key_that_cannot_be_templated_is_a_problem_of_its_own():
             raise Day2Error("'lab_router' is undefined")
         return {"mac_address": "52:54:00:6f:00:14", "ip": "192.168.111.20", "prefix_length": 24}[key]
 
-    found = sort_variables(
-        "extra-worker-0", ["mac_address", "ip", "prefix_length", "gateway"], read, known_host_keys(), set()
-    )
+    found = sort_variables("extra-worker-0", ["mac_address", "ip", "prefix_length", "gateway"], read, HOST_KEYS, set())
     problems = problems_of(found)
     assert [(p["field"], p["value"]) for p in problems] == [("gateway", "(cannot be templated)")]
     assert "cannot be templated: 'lab_router' is undefined" in problems[0]["message"]
@@ -289,3 +352,158 @@ def test_a_group_that_is_not_in_the_inventory_names_the_close_one():
     assert 'did you mean "new_workers"? Set day2_hosts_group to it' in problems[0]["message"]
     problems = problems_of(group="spare", groups=["all", "spare"])
     assert "has no hosts" in problems[0]["message"]
+
+
+# --- the cluster meant ------------------------------------------------------------------------------------------
+
+IDENTITY = {
+    "name": "ostest",
+    "base_domain": "test.metalkube.org",
+    "version": "4.21.3",
+    "api_url": "https://api.ostest.test.metalkube.org:6443",
+}
+
+
+def identity_problems(name="", domain="", version=""):
+    found = Problems()
+    check_identity(IDENTITY, {"cluster_name": name, "base_domain": domain, "openshift_version": version}, found)
+    return found.items
+
+
+@pytest.mark.parametrize(
+    "name, domain, version",
+    [
+        ("", "", ""),
+        (None, None, None),
+        ("ostest", "", ""),
+        ("OSTEST", "test.metalkube.org.", "4.21"),
+        ("", "", "4.21.3"),
+    ],
+)
+def test_the_cluster_meant(name, domain, version):
+    assert identity_problems(name, domain, version) == []
+
+
+def test_another_name_is_refused_naming_both():
+    (problem,) = identity_problems(name="prod")
+    assert problem["host"] == "(play)" and problem["field"] == "day2_cluster_name" and problem["value"] == "prod"
+    assert problem["message"].startswith('play: field "day2_cluster_name" value "prod" is not the cluster')
+    assert '"ostest"' in problem["message"] and "api.ostest.test.metalkube.org" in problem["message"]
+
+
+def test_another_domain_and_version():
+    found = identity_problems(domain="example.com", version="4.20")
+    assert [p["field"] for p in found] == ["day2_base_domain", "day2_openshift_version"]
+    assert '"test.metalkube.org"' in found[0]["message"] and "runs 4.21.3" in found[1]["message"]
+    assert "runs 4.21.3" in identity_problems(version="4.21.2")[0]["message"]
+    assert identity_problems(version="4.2") and identity_problems(version="4")
+
+
+@pytest.mark.parametrize(
+    "version, says", [("4.21.x", "is not a version x.y or x.y.z"), (4.2, "is a number"), ("v4.21", "x.y")]
+)
+def test_a_malformed_version(version, says):
+    (problem,) = identity_problems(version=version)
+    assert says in problem["message"]
+
+
+def test_the_cluster_meant_is_checked_with_the_hosts():
+    problems = problems_of(good(gatway="x"), play={"cluster_name": "prod"})
+    assert [(p["host"], p["field"]) for p in problems] == [
+        ("(play)", "day2_cluster_name"),
+        ("extra-worker-0", "gatway"),
+    ]
+
+
+# --- workers of another architecture need a multi-architecture release payload ------------------------------------
+
+RELEASE = "quay.io/openshift-release-dev/ocp-release@sha256:4a7a"
+SINGLE = {"architecture": "amd64", "rpm_architecture": "x86_64", "release_architecture": "", "release_image": RELEASE}
+MULTI = dict(SINGLE, release_architecture="Multi")
+
+
+def checked(name, arch):
+    return CheckedHost(hostname=name, label=name, architecture=arch)
+
+
+def payload_problems(hosts, cluster):
+    found = Problems()
+    check_payload(hosts, cluster, found)
+    return found.items
+
+
+def test_another_architecture_on_a_single_architecture_payload_names_host_architecture_and_why():
+    found = payload_problems([checked("extra-worker-0", "x86_64"), checked("extra-worker-1", "aarch64")], SINGLE)
+    assert [(p["host"], p["field"], p["value"]) for p in found] == [("extra-worker-1", "cpu_architecture", "aarch64")]
+    message = found[0]["message"]
+    assert message.startswith('host extra-worker-1: field "cpu_architecture" value "aarch64" ')
+    for words in ("control plane's architecture (x86_64)", RELEASE, "single-architecture", "not Multi", "aarch64 ISO"):
+        assert words in message
+    assert "use x86_64 hardware" in message and "oc adm upgrade --to-multi-arch" in message
+
+
+def test_a_multi_architecture_payload_takes_both_and_the_same_architecture_always_passes():
+    assert payload_problems([checked("a", "x86_64"), checked("b", "aarch64")], MULTI) == []
+    assert payload_problems([checked("a", "x86_64"), checked("b", None)], SINGLE) == []
+    arm = dict(SINGLE, architecture="arm64", rpm_architecture="aarch64")
+    assert [p["host"] for p in payload_problems([checked("a", "x86_64"), checked("b", "aarch64")], arm)] == ["a"]
+
+
+@pytest.mark.parametrize("arch", ["s390x", "ppc64le"])
+def test_pairs_the_host_checks_refuse_are_not_reported_twice(arch):
+    assert payload_problems([checked("a", arch)], SINGLE) == []
+
+
+def test_facts_without_the_payload_architecture_are_not_guessed():
+    old = {key: value for key, value in SINGLE.items() if key != "release_architecture"}
+    assert payload_problems([checked("b", "aarch64")], old) == []
+
+
+def test_the_facts_carry_clusterversion_desired_architecture():
+    multi = {"status": {"desired": {"version": "4.21.1", "image": RELEASE, "architecture": "Multi"}}}
+    single = {"status": {"desired": {"version": "4.21.1", "image": RELEASE}}}
+    assert cluster_version(multi)["release_architecture"] == "Multi"
+    assert cluster_version(single)["release_architecture"] == ""
+
+
+def test_the_check_step_refuses_the_host_before_anything_is_written():
+    variables = {
+        "inventory_hostname": "extra-worker-1",
+        "group_names": ["new_workers"],
+        "mac_address": "52:54:00:6f:00:21",
+        "ip": "192.168.111.21",
+        "prefix_length": 24,
+        "cpu_architecture": "arm64",
+    }
+    hosts = [sort_variables("extra-worker-1", variables, variables.__getitem__, HOST_KEYS, set())]
+    cluster = dict(SINGLE, machine_networks=["192.168.111.0/24"], nodes=[])
+    with pytest.raises(InventoryError) as caught:
+        check_workers(hosts, cluster)
+    assert [(p["host"], p["value"]) for p in caught.value.problems] == [("extra-worker-1", "aarch64")]
+    assert check_workers(hosts, dict(cluster, release_architecture="Multi"))["hosts"][0]["name"] == "extra-worker-1"
+
+
+# --- cohesion: the check runs on the controller with the check code alone ------------------------------------------
+
+
+def test_the_check_step_imports_neither_the_pod_exec_nor_the_iso_reader():
+    # What the action plugin imports from module_utils (the plugin itself needs ansible's controller code, which
+    # ansible-test's module_utils units do not have), each in a fresh interpreter together.
+    here = pathlib.Path(__file__).resolve().parents  # .../ansible_collections/openshift_agent/day2/tests/unit/...
+    action = ast.parse((here[4] / "plugins" / "action" / "workers_check.py").read_text())
+    imports = [
+        ast.unparse(node)
+        for node in action.body
+        if isinstance(node, ast.ImportFrom) and ".module_utils." in node.module
+    ]
+    assert any("module_utils._check.workers import check_workers" in line for line in imports), imports
+    code = "\n".join(["import sys", *imports, "print(chr(10).join(sys.modules))"])
+    roots = [str(here[7])] if here[6].name == "ansible_collections" else []  # (ansible-test imports it by a finder)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(roots + [path for path in sys.path if path]))
+    loaded = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    ours = [name for name in loaded.stdout.split() if name.startswith(COLLECTION_PACKAGE + ".plugins.module_utils.")]
+    assert COLLECTION_PACKAGE + ".plugins.module_utils._check.workers" in ours
+    heavy = r"\._image\.(pod_exec|iso\w*|cpio|initrd|ignition|info|build|node_joiner|run|artifacts)$"
+    heavy += r"|\._(join|install)\b|\._boot\.serve"  # (_boot.redfish holds the BMC address rules, pure)
+    assert [name for name in ours if re.search(heavy, name)] == []

@@ -15,7 +15,7 @@ from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.te
 @pytest.fixture
 def api(monkeypatch):
     fake = FakeApi()
-    monkeypatch.setattr(access, "connect", lambda module: (None, fake))
+    monkeypatch.setattr(access.k8s, "connect", lambda module: (None, fake))
     return fake
 
 
@@ -40,7 +40,7 @@ def test_main_fails_with_the_missing_permissions(api, capsys):
         "access_check: the identity of the kubeconfig /nonexistent/kubeconfig with its current-context lacks 1 "
     )
     assert (
-        "- update certificatesigningrequests/approval.certificates.k8s.io (cluster-wide): join_workers" in result["msg"]
+        "- update certificatesigningrequests/approval.certificates.k8s.io (cluster-wide): csr_approve" in result["msg"]
     )
     assert [entry["resource"] for entry in result["missing"]] == ["certificatesigningrequests/approval"]
     assert result["plan"] == ["join"]

@@ -1,157 +1,115 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The agent_wait module: its argument spec (the port fallbacks) and runs of main() (the run is _install.wait)."""
+"""The documentation of agent_wait and csr_approve (plugins/modules/, doc fragment ``follow``) says what the engine
+takes and returns: every option with its type, default, choices, and every documented return key.
 
-import json
+The modules are documentation only; their argument specs are plugins/module_utils/_join/engine.py's
+AGENT_WAIT_OPTIONS and CSR_APPROVE_OPTIONS plus kubernetes.core's login options (fragment
+kubernetes.core.k8s_auth_options, not compared here). csr_approve's action plugin adds its eject options, compared in
+tests/unit/plugins/action/test_agent_wait_csr_approve.py (ansible-test runs module tests without the controller's
+plugins).
+"""
+
+import datetime
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+import yaml
 
-from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait
-from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import (
-    TO_REBOOT,
-    TOKEN,
-    USER,
-    Lab,
+from ansible_collections.openshift_agent.day2.plugins.doc_fragments import follow as follow_fragment
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import engine
+from ansible_collections.openshift_agent.day2.plugins.modules import agent_wait, csr_approve
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import TOKEN, free_port
+from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.csr_fake_api import (
+    FakeApi,
+    FakeClock,
+    api_client,
+    legit_client,
 )
-from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_agent_token import jwt
+
+FACES = [
+    pytest.param(agent_wait, engine.AGENT_WAIT_OPTIONS, id="agent_wait"),
+    pytest.param(csr_approve, engine.CSR_APPROVE_OPTIONS, id="csr_approve"),
+]
+# What csr_approve's action plugin adds to the engine's options (the eject of the virtual CD).
+EJECT_OPTIONS = {"eject", "bmc_verify_certs", "bmc_ca_path", "redfish_timeout"}
+
+
+def documented_options(module):
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert {"kubernetes.core.k8s_auth_options", "openshift_agent.day2.follow"} <= set(
+        doc["extends_documentation_fragment"]
+    )
+    options = dict(yaml.safe_load(follow_fragment.ModuleDocFragment.DOCUMENTATION)["options"])
+    options.update(doc.get("options") or {})
+    return options
+
+
+def test_the_fragment_is_the_shared_options():
+    fragment = yaml.safe_load(follow_fragment.ModuleDocFragment.DOCUMENTATION)["options"]
+    assert sorted(fragment) == sorted(engine.FOLLOW_OPTIONS)
+
+
+@pytest.mark.parametrize("module, spec", FACES)
+def test_every_option_is_documented_as_the_spec_takes_it(module, spec):
+    documented = documented_options(module)
+    assert sorted(set(documented) - (EJECT_OPTIONS if module is csr_approve else set())) == sorted(spec)
+    for name, option in spec.items():
+        doc = documented[name]
+        assert doc.get("type", "str") == option.get("type", "str"), name
+        assert doc.get("default") == option.get("default"), name
+        assert doc.get("choices") == option.get("choices"), name
+        assert doc.get("elements") == option.get("elements"), name
+        assert bool(doc.get("required")) == bool(option.get("required")), name
+        assert doc["description"], name
+
+
+@pytest.mark.parametrize("module, spec", FACES)
+def test_the_documented_defaults_are_the_engines(module, spec):
+    """An option the task leaves out gets what the docs say (engine.Options' defaults)."""
+    defaults = engine.options({k: v["default"] for k, v in spec.items() if "default" in v}, "ready", {})
+    assert defaults == engine.Options(target="ready", first_header=None)
+
+
+def test_the_token_never_shows():
+    assert engine.FOLLOW_OPTIONS["token"]["no_log"] is True
+
+
+def returned(module):
+    return set(yaml.safe_load(module.RETURN))
 
 
 @pytest.fixture
-def lab(tmp_path):
-    created = Lab(tmp_path)
-    yield created
-    created.close()
+def connected():
+    api = FakeApi(FakeClock())
+    filed = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+    api.put_csr(legit_client("worker-0", created=filed))
+    return api, (lambda: (type("Client", (), {"client": api})(), api_client(api)))
 
 
-def run_main(args, capsys):
-    with patch_module_args(args), pytest.raises(SystemExit):
-        agent_wait.main()
-    return json.loads(capsys.readouterr().out)
+def run_params(**more):
+    """One round (wait false) of a host that does not answer: every poll is refused at once."""
+    port = free_port()
+    values = {"hosts": [{"name": "worker-0", "address": "127.0.1.250"}], "token": TOKEN, "wait": False}
+    values.update(agent_port=port, kubelet_port=port, **more)
+    return values
 
 
-def test_main_returns_one_snapshot_without_changing_anything(lab, capsys):
-    lab.agent(0, TO_REBOOT)
-    result = run_main(
-        {
-            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
-            "token": TOKEN,
-            "agent_port": lab.port,
-            "wait": False,
-        },
-        capsys,
+def test_agent_wait_returns_what_it_documents(connected):
+    _api, connect = connected
+    run = engine.follow(run_params(until="rebooted"), False, connect, lambda line: None)
+    check = engine.follow(run_params(until="rebooted"), True, connect, lambda line: None)
+    assert returned(agent_wait) <= set(run) | set(check)
+    assert {"state", "reached", "problem", "phases", "phase_started", "summary", "agent"} <= set(
+        run["hosts"]["worker-0"]
     )
-    assert result["changed"] is False and "failed" not in result
-    assert result["polls"] == 1 and result["requests"] == 2
-    assert result["hosts"]["worker-0"]["status"] == "discovering"
-    assert result["auth_header"] == result["hosts"]["worker-0"]["auth_header"] == "Watcher-Authorization"
-    assert result["token_info"] == {
-        "source": "option",
-        "key": None,
-        "persona": None,
-        "expires": None,
-        "cluster_version": None,
-        "first_header": "Watcher-Authorization",
-    }
-    assert TOKEN not in json.dumps(result)
 
 
-def test_main_in_check_mode_predicts_without_a_request(lab, capsys):
-    agent = lab.agent(0, TO_REBOOT)
-    result = run_main(
-        {
-            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
-            "agent_port": lab.port,
-            "kubeconfig": "/nonexistent/kubeconfig",
-            "_ansible_check_mode": True,
-        },
-        capsys,
+def test_csr_approve_returns_what_it_documents(connected):
+    _api, connect = connected
+    run = engine.follow(run_params(), False, connect, lambda line: None)
+    check = engine.follow(run_params(), True, connect, lambda line: None)
+    assert returned(csr_approve) <= set(run) | set(check)
+    assert {"state", "failed_in", "problem", "phases", "phase_started", "rebooted_by", "approved", "summary"} <= set(
+        run["hosts"]["worker-0"]
     )
-    assert result["changed"] is False and "failed" not in result and agent.requests == []
-    assert [h["agent_url"] for h in result["would_follow"]] == [
-        "http://%s:%d/api/assisted-install/v2" % (lab.address(0), lab.port)
-    ]
-    assert result["hosts"]["worker-0"]["phase"] == "waiting" and result["token_info"]["source"] == "secret"
-
-
-def test_main_reports_the_header_that_worked_on_a_4_17_agent(lab, capsys):
-    agent = lab.agent(0, TO_REBOOT)
-    agent.header = USER
-    token = jwt({"infra_env_id": "e", "exp": 1893456000})
-    agent.token = token
-    result = run_main(
-        {
-            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
-            "token": token,
-            "agent_port": lab.port,
-            "wait": False,
-        },
-        capsys,
-    )
-    assert "failed" not in result and result["requests"] == 2
-    assert result["auth_header"] == "Authorization" and result["token_info"]["first_header"] == "Authorization"
-    assert token not in json.dumps(result)
-
-
-def test_main_fails_with_the_partial_result(lab, capsys):
-    agent = lab.agent(0, TO_REBOOT)
-    agent.token = "rotated"
-    result = run_main(
-        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "agent_port": lab.port}, capsys
-    )
-    assert result["failed"] is True and result["changed"] is False
-    assert result["msg"].startswith("agent_wait: host worker-0 (%s): the agent at" % lab.address(0))
-    assert "refused the token: in Watcher-Authorization: HTTP 401" in result["msg"]
-    assert "Rebuild the ISO with day2_iso (force: true)" in result["msg"]
-    assert result["token_info"]["source"] == "option"
-    assert result["hosts"]["worker-0"]["answered"] is True
-
-
-def test_the_agent_port_comes_from_the_environment_when_not_given(lab, capsys, monkeypatch):
-    lab.agent(0, TO_REBOOT)
-    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", str(lab.port))
-    result = run_main(
-        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "wait": False}, capsys
-    )
-    assert "failed" not in result and result["hosts"]["worker-0"]["answered"] is True
-    assert result["hosts"]["worker-0"]["status"] == "discovering"
-
-
-def test_the_kubelet_port_comes_from_the_environment_when_not_given(lab, capsys, monkeypatch):
-    lab.start_kubelet(0)  # no agent: the host rebooted from its disk
-    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", str(lab.port))
-    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_KUBELET_PORT", str(lab.kubelet_port))
-    result = run_main(
-        {"hosts": [{"name": "worker-0", "address": lab.address(0)}], "token": TOKEN, "wait": False}, capsys
-    )
-    assert "failed" not in result
-    assert result["hosts"]["worker-0"]["kubelet"] == "handshake" and result["hosts"]["worker-0"]["reached"] is True
-
-
-def test_a_given_port_wins_over_the_environment(lab, capsys, monkeypatch):
-    lab.agent(0, TO_REBOOT)
-    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", "1")
-    result = run_main(
-        {
-            "hosts": [{"name": "worker-0", "address": lab.address(0)}],
-            "token": TOKEN,
-            "agent_port": lab.port,
-            "wait": False,
-        },
-        capsys,
-    )
-    assert result["hosts"]["worker-0"]["answered"] is True
-
-
-def test_without_the_environment_the_ports_are_the_agent_and_kubelet_ones(monkeypatch):
-    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", raising=False)
-    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_KUBELET_PORT", raising=False)
-    with patch_module_args({"hosts": [{"name": "a", "address": "192.0.2.1"}], "token": TOKEN}):
-        module = agent_wait.AnsibleK8SModule(argument_spec=agent_wait.ARGUMENT_SPEC, check_k8s=False)
-    assert module.params["agent_port"] == 8090 and module.params["kubelet_port"] == 10250
-
-
-def test_a_port_in_the_environment_that_is_no_number_fails_clearly(capsys, monkeypatch):
-    monkeypatch.setenv("OPENSHIFT_AGENT_DAY2_AGENT_PORT", "eighty")
-    result = run_main({"hosts": [{"name": "a", "address": "192.0.2.1"}], "token": TOKEN}, capsys)
-    assert result["failed"] is True and "agent_port" in result["msg"]
+    assert set(check["would_approve"][0]) == {"name", "node", "signer", "created"}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import info as info_module
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as info_module
 from ansible_collections.openshift_agent.day2.plugins.modules import iso_info
 
 _spec = importlib.util.spec_from_file_location(
@@ -63,9 +63,10 @@ def test_check_mode_gives_the_same_answer(node_iso, capsys):
     assert checked == normal
 
 
-def test_group_authentication_defaults_are_accepted(node_iso, capsys):
-    result = run_main({"path": node_iso, "kubeconfig": "/nonexistent/kubeconfig", "validate_certs": False}, capsys)
-    assert "failed" not in result and result["cluster_id"]
+def test_it_takes_no_cluster_login_options(node_iso, capsys):
+    # it reads a local file only: it is no member of the action group, so no module_defaults login reaches it
+    result = run_main({"path": node_iso, "kubeconfig": "/nonexistent/kubeconfig"}, capsys)
+    assert result["failed"] is True and "Unsupported parameters" in result["msg"] and "kubeconfig" in result["msg"]
 
 
 @pytest.mark.parametrize(
@@ -89,7 +90,7 @@ def test_a_read_error_names_the_file(node_iso, capsys, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(info_module, "describe_image", refuse)
+    monkeypatch.setattr(info_module, "_describe", refuse)
     result = run_main({"path": node_iso}, capsys)
     assert result["msg"] == "iso_info: %s: cannot read it (Permission denied); expected %s" % (
         node_iso,
@@ -107,7 +108,8 @@ def test_bad_min_validity(node_iso, capsys):
 def test_documentation_is_valid_yaml_and_lists_every_return_value(node_iso, capsys):
     doc = yaml.safe_load(iso_info.DOCUMENTATION)
     assert set(doc["options"]) == {"path", "min_validity"}
-    assert "openshift_agent.day2.attributes.READ_ONLY" in doc["extends_documentation_fragment"]
+    assert doc["extends_documentation_fragment"] == ["openshift_agent.day2.attributes.READ_ONLY"]
+    assert doc["version_added"] == "0.1.0" and iso_info.ARGUMENT_SPEC.keys() == doc["options"].keys()
     returned = set(yaml.safe_load(iso_info.RETURN))
     result = run_main({"path": node_iso}, capsys)
     assert set(result) - {"changed", "invocation"} == returned

@@ -1,0 +1,97 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of openshift_agent.day2.boot_hosts (documented in plugins/modules/boot_hosts.py).
+
+It runs on the controller because a host's BMC password is read from its variables at the moment of the Redfish
+call and never passed through module arguments; the Redfish calls go through community.general's modules, the
+decisions are ``_boot/redfish.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import BOOT_METHODS, Bmc, login
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+
+ARGUMENT_SPEC = {
+    "method": {"type": "str", "default": "manual", "choices": list(BOOT_METHODS)},
+    "hosts": {"type": "list", "elements": "dict", "required": True},
+    "artifacts": {"type": "list", "elements": "dict", "default": []},
+    "standing": {"type": "dict", "default": {}},
+    "image_url": {"type": "str", "default": "", "no_log": True},
+    "image_url_shown": {"type": "str", "default": ""},
+    "verify_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "str", "default": ""},
+    "timeout": {"type": "int", "default": 60},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        task_vars = task_vars or {}
+        check = (
+            "Check mode: nothing is built or booted; a run would ask you at this point: "
+            if self._task.check_mode
+            else ""
+        )
+        hosts, lines = [], []
+        for host in [h for h in args["hosts"] if h.get("state") != "half-joined"]:  # half-joined: installed already
+            stands = (args["standing"].get(str(host["name"]).lower()) or {}).get("agent") or {}
+            if stands.get("phase", "waiting") == "waiting":
+                hosts.append(host)
+            else:  # booting it again would reinstall it, or restart a disk write
+                where = f" at {stands['stage']}" if stands.get("stage") else ""
+                lines.append(
+                    f"{host['name']} is {stands['phase']} already (agent: {stands.get('status') or 'gone'}{where}): "
+                    "not booted again, its install is followed"
+                )
+        if args["method"] == "manual" or not hosts:
+            paths = ", ".join(str(a.get("path")) for a in args["artifacts"]) or "(the ISO)"
+            if hosts:
+                lines[:0] = [
+                    check + "Boot each of these hosts from the ISO once (virtual media, USB or PXE), with the disk as "
+                    "the next boot device: " + ", ".join(str(h["name"]) for h in hosts),
+                    "The ISO: " + paths,
+                    "The next step follows every host's install as soon as it boots.",
+                ]
+            result.update(changed=False, booted=[], msg=lines)
+            return result
+
+        def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return self._execute_module(name, module_args=arguments, task_vars=task_vars)
+
+        booted: list[str] = []
+        try:
+            for host in hosts:
+                credentials = login(host, task_vars["hostvars"], args["verify_certs"], args["ca_path"], args["timeout"])
+                bmc = Bmc(host["name"], host.get("bmc") or {}, credentials, run_module)
+                if self._task.check_mode:
+                    lines.append(
+                        f"Check mode: {host['name']} would be booted {bmc.plan(bmc.inspect(), args['image_url_shown'])}"
+                    )
+                    continue
+                if not args["image_url"]:
+                    raise Day2Error(
+                        f"host {host['name']}: there is no ISO URL to insert: set day2_iso_url, or leave it empty "
+                        "and day2_serve_iso unset (this run serves it)"
+                    )
+                bmc.boot(args["image_url"])
+                booted.append(host["name"])
+                lines.append(
+                    f"{host['name']}: booted from {args['image_url_shown'] or 'the ISO'} through its BMC {bmc.baseuri}"
+                )
+        except Day2Error as error:
+            result.update(failed=True, msg=f"boot_hosts: {error.message}", booted=booted)
+            return result
+        result.update(changed=bool(booted), booted=booted, msg=lines)
+        return result

@@ -1,0 +1,797 @@
+# Copyright (c) openshift_agent.day2 contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one engine behind agent_wait and csr_approve: one loop follows every new host, each on its own.
+
+Every round (``wait_sleep``) polls the agents of the hosts that have not rebooted yet (``agent``; the kubelet port
+when the agent does not answer). agent_wait stops there, at the target it was given (discovered, validated,
+installing, rebooted). csr_approve (target ``ready``) then reads the CSRs and Nodes once and moves every host on:
+
+- waiting (nothing answered) -> installing (its agent answers) -> rebooted (its kubelet answers on the installed
+  system: a TLS handshake, or the alert internal_error that a kubelet without a serving certificate sends, as
+  openshift/installer pkg/agent/monitoraddnodes.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c isKubeletRunningOnNode
+  counts it; or its Node or an approved client CSR exists);
+- settling: ``settle_seconds`` after the kubelet answered, before the first approval (a second key shows up here);
+  then its client CSRs with the kubelet's key are approved (``csr.host_csrs``); CSRs created before the live ISO's
+  agent last answered are not the installed system's;
+- half-joined: its Node exists, not Ready: its labels and taints are set as soon as the Node registers, its serving
+  CSR is approved; joined: the Node is Ready and carries its labels and taints;
+- failed: stopped with the reason (agent failure, a second key, a timeout); the other hosts go on.
+
+``decide`` is the one decision of what to approve; check mode (``predict``) asks it too. Each approval reads the
+CSR again first (``ApiClient.update_fresh``), so nothing is approved twice, and a re-run takes every host where it
+stands. ``say`` prints one progress line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import email.utils
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
+    format_rfc3339,
+    parse_duration,
+    parse_rfc3339,
+    utcnow,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
+    API_ERRORS,
+    ApiAccessError,
+    ApiClient,
+    Target,
+    condition_true,
+    core_target,
+    group_target,
+    is_transient,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import (
+    NEVER_ANSWERED,
+    TARGETS,
+    AgentClient,
+    AuthChoice,
+    HostProgress,
+    agent_url,
+    bracketed,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
+    SECRET_NAME,
+    SECRET_NAMESPACE,
+    AgentToken,
+    AgentTokenError,
+    watch_token,
+)
+
+WAITING, INSTALLING, REBOOTED, SETTLING = "waiting", "installing", "rebooted", "settling"
+HALF_JOINED, JOINED, FAILED = "half-joined", "joined", "failed"
+PHASES = (WAITING, INSTALLING, REBOOTED, SETTLING, HALF_JOINED, JOINED, FAILED)
+APPROVED_BY = "openshift_agent.day2.csr_approve"
+APPROVAL_REASON = "OpenshiftAgentDay2Approved"
+Json = dict[str, Any]
+Moment = datetime.datetime
+CSRS = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
+SECRET_TARGET = core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
+MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, as kubectl patch --type merge sends it
+
+
+# What reading the API server's Date header raises: a failed request, no or a garbled header.
+SERVER_DATE_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, AttributeError, TypeError, ValueError, IndexError)
+
+
+class JoinError(Day2Error):
+    """The loop stopped; ``result`` holds every host's state so far."""
+
+
+@dataclasses.dataclass
+class Options:
+    """How the loop runs (the options of agent_wait and csr_approve, checked)."""
+
+    target: str = "ready"
+    wait: bool = True
+    settle_seconds: int = 10
+    boot_timeout: int = 1800
+    install_timeout: int = 5400
+    join_timeout: int = 1800
+    wait_sleep: int = 5
+    validation_grace: int = 600
+    clock_skew: int = 2
+    max_failed_hosts: int = 0
+    request_timeout: int = 5
+    agent_port: int = 8090
+    kubelet_port: int = 10250
+    first_header: str | None = None
+
+
+def options(params: Json, target: str, environ: dict[str, str]) -> Options:
+    """Options from the module parameters; the ports fall back to the environment (the lab's only switch)."""
+    for name in ("settle_seconds", "wait_sleep", "request_timeout", "boot_timeout", "install_timeout"):
+        if name in params and params[name] < 1:
+            raise InputError(f"{name} must be at least 1 second, got {params[name]}")
+    if params.get("max_failed_hosts", 0) < 0 or params.get("clock_skew", 0) < 0:
+        raise InputError("max_failed_hosts and clock_skew cannot be negative")
+    try:
+        grace = parse_duration(params.get("validation_grace", 600))
+    except ValueError as error:
+        raise InputError(f"validation_grace: {error}")
+    given = {f.name: params[f.name] for f in dataclasses.fields(Options) if params.get(f.name) is not None}
+    given.update(target=target, validation_grace=grace)
+    try:
+        given["agent_port"] = params.get("agent_port") or int(environ.get("OPENSHIFT_AGENT_DAY2_AGENT_PORT") or 8090)
+        given["kubelet_port"] = params.get("kubelet_port") or int(
+            environ.get("OPENSHIFT_AGENT_DAY2_KUBELET_PORT") or 10250
+        )
+    except ValueError as error:
+        raise InputError(
+            "agent_port/kubelet_port: OPENSHIFT_AGENT_DAY2_AGENT_PORT and OPENSHIFT_AGENT_DAY2_KUBELET_PORT must be "
+            f"port numbers ({error}); unset them or give agent_port and kubelet_port"
+        )
+    given["first_header"] = None if params.get("first_header") in (None, "auto") else params["first_header"]
+    return Options(**given)
+
+
+def host_records(hosts: list[Json], installed_after: Json | None = None) -> list[Json]:
+    """The hosts to follow (name, address, addresses, ...) checked, names lower-cased as the kubelet registers them;
+    ``installed_after`` (per host, RFC 3339) becomes the host's ``installed_after`` datetime."""
+    after = {str(name).lower(): value for name, value in (installed_after or {}).items() if value}
+    records, problems = [], []
+    for index, host in enumerate(hosts):
+        name = str(host.get("name") or "").strip().lower()
+        addresses = [str(a) for a in host.get("addresses") or [host.get("address")] if a]
+        where = "hosts[%d] (%s)" % (index, name or "no name")
+        if not name or not host.get("address"):
+            problems.append(f"{where}: expected name and address, found {sorted(k for k in host if host[k])}")
+        elif any(wildcard in name for wildcard in "*?"):
+            problems.append(f"{where}: a wildcard in the name; name every host, there is no approve-all")
+        elif any(parse_ip(a) is None for a in addresses):
+            problems.append(
+                f"{where}: addresses {addresses} must be IP addresses (a serving certificate is checked against them)"
+            )
+        else:
+            try:
+                moment = parse_rfc3339(str(after.pop(name))) if name in after else None
+            except ValueError as error:
+                problems.append(f"installed_after[{name}]: {error}")
+                continue
+            records.append(
+                dict(host, name=name, address=str(host["address"]), addresses=addresses, installed_after=moment)
+            )
+    names = [record["name"] for record in records]
+    problems += [
+        f"host {n} is listed twice; list every host once" for n in sorted({n for n in names if names.count(n) > 1})
+    ]
+    problems += [f"installed_after names hosts that are not followed: {', '.join(sorted(after))}"] if after else []
+    problems += ["hosts is empty: give at least one {name, address}"] if not hosts else []
+    if problems:
+        raise InputError("; ".join(problems))
+    return records
+
+
+def _taint(taint: Json) -> tuple[str, str, str]:
+    return (str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or ""))
+
+
+def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json | None:
+    """The merge patch that gives ``node`` its labels and taints, or None when it has them. For every taint key
+    given, the Node's taints of that key become exactly the given ones; taints of other keys (the lifecycle
+    controller's node.kubernetes.io/not-ready) are kept. A merge patch replaces a list whole, so it carries the
+    Node's resourceVersion: should a controller change the taints in between, the API server answers 409 and the
+    Node is read again."""
+    metadata = node.get("metadata") or {}
+    have = metadata.get("labels") or {}
+    patch: Json = {}
+    missing = {key: value for key, value in labels.items() if have.get(key) != value}
+    if missing:
+        patch["metadata"] = {"labels": missing}
+    current = (node.get("spec") or {}).get("taints") or []
+    keys = {str(t.get("key")) for t in taints}
+    if taints and sorted(_taint(t) for t in current if str(t.get("key")) in keys) != sorted(
+        {_taint(t) for t in taints}
+    ):
+        written = [dict({"key": k, "effect": e}, **({"value": v} if v else {})) for k, v, e in map(_taint, taints)]
+        patch["spec"] = {"taints": [t for t in current if str(t.get("key")) not in keys] + written}
+        if metadata.get("resourceVersion"):
+            patch.setdefault("metadata", {})["resourceVersion"] = metadata["resourceVersion"]
+    return patch or None
+
+
+def describe_marks(labels: Json, taints: list[Json]) -> str:
+    """``labels a=b; taints k=v:NoSchedule`` for a progress line."""
+    shown = ["labels " + ", ".join(f"{key}={value}" for key, value in sorted(labels.items()))] if labels else []
+    written = (f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints)
+    return "; ".join(shown + (["taints " + ", ".join(written)] if taints else []))
+
+
+def decide(keys: policy.HostCsrs, node: Json | None, rebooted: bool, settled: bool) -> list[policy.ParsedCSR]:
+    """The CSRs of one host to approve now: its kubelet's client CSRs once it rebooted and settled (while it has no
+    Node and no approved client CSR), its serving CSR once its client certificate is issued."""
+    if node is None and not keys.approved:
+        return list(keys.client) if rebooted and settled else []
+    return list(keys.serving)
+
+
+class Host:
+    """Everything the loop knows about one host: its agent's progress, the phase and when each began, the
+    approvals made for it, and why it failed."""
+
+    def __init__(self, record: Json, options: Options, started: Moment) -> None:
+        self.name, self.address, self.addresses = record["name"], record["address"], record["addresses"]
+        self.labels = dict(record.get("labels") or record.get("node_labels") or {})
+        self.taints = list(record.get("taints") or record.get("node_taints") or [])
+        self.installed_after: Moment | None = record.get("installed_after")
+        self.progress = HostProgress(self.name, self.address, options.agent_port)
+        self.agent: AgentClient | None = None
+        self.phase = JOINED if record.get("state") == "joined" else WAITING
+        self.phase_started = {WAITING: started}
+        self.rebooted_at: Moment | None = None  # when this run first saw it run its installed system
+        self.rebooted_by: str | None = None
+        self.approved: list[Json] = []
+        self.failure: str | None = None
+        self.failed_in: str | None = None
+        self.waiting_for: str | None = None
+        self.marked = not (self.labels or self.taints)
+        self.disk_written = False
+        self._shown: tuple[Any, ...] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.phase in (JOINED, FAILED)
+
+    def set_phase(self, phase: str, now: Moment) -> None:
+        if not self.done and phase != self.phase:
+            self.phase = phase
+            self.phase_started.setdefault(phase, now)
+
+    def rebooted(self, how: str, now: Moment) -> None:
+        if self.rebooted_at is None:
+            self.rebooted_at, self.rebooted_by = now, how
+        if self.phase in (WAITING, INSTALLING):
+            self.set_phase(REBOOTED, now)
+
+    def fail(self, message: str, now: Moment) -> None:
+        if not self.done:
+            self.failure, self.failed_in = message, self.phase
+            self.set_phase(FAILED, now)
+
+    def expected(self, offset: float) -> policy.Expected:
+        """The host as the policy sees it; ``not_before`` is the last time the live ISO's agent answered or the
+        given installed_after, the later one, in the API server's clock."""
+        known = [when for when in (self.progress.last_answer, self.installed_after) if when is not None]
+        not_before = max(known) + datetime.timedelta(seconds=offset) if known else None
+        return policy.Expected(self.name, frozenset(parse_ip(a) for a in self.addresses), frozenset(), not_before)
+
+    def status_line(self) -> str | None:
+        """The line to show when something shown changed since the last call, else None."""
+        p = self.progress
+        key = (self.phase, p.status, p.stage, p.percentage, self.waiting_for)
+        if key == self._shown:
+            return None
+        self._shown = key
+        parts = [self.phase]
+        if p.status and self.phase in (WAITING, INSTALLING, REBOOTED):
+            stage = f" at {p.stage}" if p.stage else ""
+            parts.append(f"agent: {p.status}{stage}{f' ({p.percentage}%)' if p.percentage is not None else ''}")
+        return "; ".join(parts + [text for text in (self.waiting_for, self.failure) if text])
+
+    def durations(self, end: Moment) -> dict[str, float]:
+        seen = sorted(self.phase_started.items(), key=lambda item: (item[1], PHASES.index(item[0])))
+        return {
+            phase: round(((seen[i + 1][1] if i + 1 < len(seen) else end) - begun).total_seconds(), 1)
+            for i, (phase, begun) in enumerate(seen)
+            if phase not in (JOINED, FAILED)
+        }
+
+    def summary_line(self, end: Moment) -> str:
+        phases = ", ".join("{} {}s".format(*item) for item in self.durations(end).items()) or "no phase seen"
+        approvals = ", ".join("{kind} {name}".format(**a) for a in self.approved) or "none"
+        text = f"{self.name}: {self.phase} ({phases}); approved in this run: {approvals}"
+        text += f"; agent token in {self.progress.auth_header}" if self.progress.auth_header else ""
+        return text + (f"; {self.failure}" if self.failure else "")
+
+    def summary(self, end: Moment) -> Json:
+        return {
+            "name": self.name,
+            "address": self.address,
+            "state": self.phase,
+            "reached": self.progress.phase(),
+            "failed_in": self.failed_in,
+            "problem": self.failure,
+            "phases": self.durations(end),
+            "phase_started": {phase: format_rfc3339(when) for phase, when in self.phase_started.items()},
+            "rebooted_by": self.rebooted_by,
+            "approved": list(self.approved),
+            "summary": self.summary_line(end),
+            "agent": self.progress.result(),
+        }
+
+
+class Cluster:
+    """The CSRs and Nodes of the cluster, through the collection's ApiClient (its retry policy)."""
+
+    def __init__(self, client: ApiClient, dynamic_client: Any = None) -> None:
+        self.client, self._dynamic = client, dynamic_client
+
+    def csrs(self) -> list[Json]:
+        return (self.client.request("GET", CSRS) or {}).get("items") or []
+
+    def nodes(self) -> dict[str, Json]:
+        items = (self.client.request("GET", core_target("nodes")) or {}).get("items") or []
+        return {str((node.get("metadata") or {}).get("name")): node for node in items}
+
+    def approve(self, listed: Json, message: str, moment: Moment) -> bool:
+        """Approve a CSR after a fresh read: never one that is no longer pending, or another object of that name."""
+        name = str(listed["metadata"]["name"])
+        approval = Target(
+            f"{CSRS.path}/{name}/approval",
+            "update",
+            "certificatesigningrequests/approval",
+            "certificates.k8s.io",
+            name,
+        )
+        condition = {
+            "type": "Approved",
+            "status": "True",
+            "reason": APPROVAL_REASON,
+            "message": message,
+            "lastUpdateTime": format_rfc3339(moment),
+        }
+        sent: list[str] = []
+
+        def change(fresh: Json) -> tuple[str, Target, Any] | None:
+            sent.clear()  # only the write of the last try counts: one refused with 409 approved nothing
+            if fresh.get("spec") != listed.get("spec") or policy.parse_csr(fresh).state != policy.PENDING:
+                return None
+            sent.append(name)
+            status = dict(fresh.get("status") or {})
+            status["conditions"] = [*list(status.get("conditions") or []), condition]
+            return "PUT", approval, dict(fresh, status=status)
+
+        return self.client.update_fresh(
+            group_target("certificates.k8s.io", "v1", CSRS.resource, name), change
+        ) is not None and bool(sent)
+
+    def mark(self, name: str, labels: dict[str, str], taints: list[Json]) -> bool:
+        """Give Node ``name`` its labels and taints (one merge patch, read again after a conflict); True when sent."""
+        sent: list[str] = []
+
+        def change(node: Json) -> tuple[str, Target, Any] | None:
+            patch = node_patch(node, labels, taints)
+            sent[:] = [name] if patch else []  # only the write of the last try counts
+            return None if patch is None else ("PATCH", core_target("nodes", name, verb="patch"), patch)
+
+        self.client.update_fresh(core_target("nodes", name), change, content_type=MERGE_PATCH)
+        return bool(sent)
+
+    def server_offset(self) -> float | None:
+        """Seconds the API server's clock is ahead of this one (the Date header of GET /version, to about a
+        second), or None: CSR creation times are the server's clock."""
+        try:
+            before = time.time()
+            response = self._dynamic.request("GET", "/version", serialize=False)
+            after = time.time()
+            headers = getattr(response, "headers", None) or {}
+            date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
+        except SERVER_DATE_ERRORS:
+            return None
+        return date.timestamp() + 0.5 - (before + after) / 2  # the header has whole seconds
+
+
+class JoinRun:
+    """One run of the loop over ``hosts`` (records from host_records)."""
+
+    def __init__(
+        self,
+        hosts: list[Json],
+        options: Options,
+        say: Callable[[str], None],
+        token: AgentToken | None = None,
+        cluster: Cluster | None = None,
+        server_offset: float = 0.0,
+        on_disk_written: Callable[[str], str] | None = None,
+        still_wanted: Callable[[], bool] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], Moment] = utcnow,
+    ) -> None:
+        self.options, self.say, self.cluster = options, say, cluster
+        self.server_offset = server_offset
+        self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
+        self._sleep, self._now = sleep, now
+        self.started = now()
+        self.hosts = [Host(record, options, self.started) for record in hosts]
+        auth = AuthChoice(token, options.first_header) if token is not None else None
+        for host, record in zip(self.hosts, hosts):
+            ports = (options.agent_port, options.kubelet_port)
+            mac = record.get("mac_address") or (record.get("interfaces") or [{}])[0].get("mac_address")
+            host.agent = AgentClient(host.name, host.address, mac, ports, auth, options.request_timeout)
+        self.approved: list[Json] = []
+        self.marked: list[str] = []  # the Nodes whose labels or taints this run set
+        self.api_errors = self.rounds = 0
+        self.warnings: list[str] = []
+
+    @property
+    def joining(self) -> bool:
+        return self.options.target == "ready"
+
+    def finished(self, host: Host) -> bool:
+        """Joined with its labels and taints, failed, or (agent_wait) at the target."""
+        if not self.joining:
+            return host.phase == FAILED or host.progress.reached(self.options.target)
+        return host.phase == FAILED or (host.phase == JOINED and host.marked)
+
+    def run(self) -> Json:
+        with ThreadPoolExecutor(max_workers=max(1, min(32, len(self.hosts)))) as pool:
+            while True:
+                self.rounds += 1
+                polled = [
+                    h
+                    for h in self.hosts
+                    if not self.finished(h) and h.rebooted_at is None and not (self.joining and h.phase == JOINED)
+                ]
+                for host, seen in zip(polled, pool.map(lambda h: h.agent.poll(), polled)):
+                    self._observed(host, seen, self._now())
+                if self.joining:
+                    self._look_at_cluster(self._now())
+                self._eject(self._now())
+                self._check_timeouts(self._now())
+                self._show(self._now())
+                if all(self.finished(host) for host in self.hosts) or not self.options.wait:
+                    break
+                if self.still_wanted is not None and not self.still_wanted():
+                    raise JoinError(
+                        "the run that started this loop is gone (ansible-playbook was stopped): stopping; "
+                        "run the playbook again to go on",
+                        self.result(self._now()),
+                    )
+                self._sleep(self.options.wait_sleep)
+        return self._finish(self._now())
+
+    def _observed(self, host: Host, seen: Any, now: Moment) -> None:
+        host.progress.observe(seen, now)
+        if host.progress.answered and host.phase == WAITING:
+            host.set_phase(INSTALLING, now)
+        if seen.kubelet:
+            host.rebooted(f"its kubelet answers ({seen.kubelet})", now)
+        target = self.options.target if not self.joining else "rebooted"
+        failure = None if seen.kubelet else host.progress.failure(self.options.validation_grace, now, target)
+        if failure:
+            host.fail(failure, now)
+
+    def _look_at_cluster(self, now: Moment) -> None:
+        assert self.cluster is not None
+        active = [host for host in self.hosts if not host.done or not host.marked]
+        if not active:
+            return
+        try:
+            parsed = [(policy.parse_csr(obj), obj) for obj in self.cluster.csrs()]
+            nodes = self.cluster.nodes()
+        except ApiAccessError as error:
+            if not is_transient(error.status):
+                raise JoinError(f"cannot read CSRs and Nodes: {error}", self.result(now))
+            self.api_errors += 1
+            return
+        server_now = now + datetime.timedelta(seconds=self.server_offset)
+        csrs = [csr for csr, _obj in parsed]
+        expected = {host.name: host.expected(self.server_offset) for host in self.hosts}
+        flood = policy.flood(csrs, frozenset(expected), server_now)
+        if flood:
+            for host in active:
+                if host.phase == JOINED:  # the marks of a host that joined earlier approve nothing
+                    self._mark(host, nodes.get(host.name), now)
+                host.fail(f"flood guard: {flood}", now)
+            return
+        objects = {str(csr.name): obj for csr, obj in parsed}
+        skew = datetime.timedelta(seconds=self.options.clock_skew)
+        for host in active:
+            node = nodes.get(host.name)
+            self._mark(host, node, now)
+            context = policy.Context({host.name: expected[host.name]}, frozenset(nodes), server_now, skew)
+            if not host.done:
+                self._move_on(host, node, policy.host_csrs(csrs, context, host.name), objects, now)
+
+    def _mark(self, host: Host, node: Json | None, now: Moment) -> None:
+        """Labels and taints as soon as the Node registers, before it is Ready; a conflict is read again."""
+        if host.marked:
+            return
+        if node is None:
+            if host.phase == JOINED:  # joined in an earlier run, its Node since deleted: nothing to mark
+                host.marked = True
+                self.warnings.append(f"{host.name}: its Node is gone; its labels and taints were not set")
+            return
+        try:
+            if self.cluster and self.cluster.mark(host.name, host.labels, host.taints):
+                self.marked.append(host.name)
+                self.say(
+                    f"{format_rfc3339(now)} {host.name}: labels and taints set on its Node "
+                    f"({describe_marks(host.labels, host.taints)})"
+                )
+            host.marked = True
+        except ApiAccessError as error:
+            if error.status != 409 and not is_transient(error.status):
+                raise JoinError(f"cannot set the labels and taints of Node {host.name}: {error}", self.result(now))
+
+    def _move_on(self, host: Host, node: Json | None, keys: policy.HostCsrs, objects: Json, now: Moment) -> None:
+        if node is not None:
+            host.rebooted("its Node exists", now)
+        elif keys.approved:
+            host.rebooted("a client CSR of it is approved", now)
+        problem = keys.problem(host.name)
+        if problem:
+            host.fail(problem, now)
+            return
+        if node is not None and condition_true(node, "Ready"):
+            if host.marked:
+                host.waiting_for = None
+                host.set_phase(JOINED, now)
+            else:
+                host.waiting_for = "Node Ready; setting its labels and taints"
+            return
+        if host.rebooted_at is None:
+            pending = ", ".join(str(csr.name) for csr in keys.pending)
+            host.waiting_for = f"client CSR {pending} pending; approved once its kubelet answers" if pending else None
+            return
+        settled_at = host.rebooted_at + datetime.timedelta(seconds=self.options.settle_seconds)
+        chosen = decide(keys, node, True, now >= settled_at)
+        if node is None and not keys.approved:
+            host.set_phase(SETTLING, now)
+            if now < settled_at:
+                host.waiting_for = f"settle period until {format_rfc3339(settled_at)} (a second key stops the host)"
+            elif not chosen:
+                refused = "; ".join("{}: {}".format(*item) for item in sorted(keys.refused.items()))
+                host.waiting_for = "waiting for its kubelet's client CSR" + (
+                    f" (refused: {refused})" if refused else ""
+                )
+            else:
+                host.waiting_for = "client certificate approved; waiting for the Node"
+        else:
+            host.set_phase(HALF_JOINED, now)
+            host.waiting_for = (
+                "waiting for its Node" if node is None else "Node NotReady; waiting for its serving CSR or Ready"
+            )
+        for csr in chosen:
+            self._approve(
+                host, objects[str(csr.name)], "client" if csr.signer == policy.CLIENT_SIGNER else "serving", now
+            )
+
+    def _approve(self, host: Host, listed: Json, kind: str, now: Moment) -> None:
+        assert self.cluster is not None
+        name = listed["metadata"]["name"]
+        message = f"Approved by {APPROVED_BY}: {kind} CSR of new host {host.name} (kubelet answered, one public key)"
+        try:
+            done = self.cluster.approve(listed, message, now + datetime.timedelta(seconds=self.server_offset))
+        except ApiAccessError as error:
+            if is_transient(error.status) or error.status in (404, 409):
+                self.api_errors += 1
+                return  # changed meanwhile, or still pending: the next round decides again
+            raise JoinError(
+                f"cannot approve CSR {name} of {host.name}: {error}. The identity needs update on "
+                "certificatesigningrequests/approval "
+                "and approve on the kubelet signers (docs/rbac.md)",
+                self.result(now),
+            )
+        if done:
+            entry = {"name": name, "node": host.name, "kind": kind, "approved_at": format_rfc3339(now)}
+            host.approved.append(entry)
+            self.approved.append(entry)
+            self.say(f"{format_rfc3339(now)} {host.name}: approved {kind} CSR {name}")
+
+    def _eject(self, now: Moment) -> None:
+        """The virtual CD goes once the disk is written (the agent reports Rebooting, or the installed system
+        answers), not before: the installer reads the ISO until then."""
+        for host in self.hosts:
+            if self.on_disk_written is None or host.disk_written or host.phase == FAILED:
+                continue
+            if host.progress.disk_written or host.rebooted_at is not None:
+                host.disk_written = True
+                try:
+                    said = self.on_disk_written(host.name)
+                except Day2Error as error:
+                    said = f"could not eject the virtual CD: {error.message}"
+                    self.warnings.append(f"{host.name}: {said}")
+                self.say(f"{format_rfc3339(now)} {host.name}: the disk is written; {said}")
+
+    def _check_timeouts(self, now: Moment) -> None:
+        elapsed = (now - self.started).total_seconds()
+        o = self.options
+        for host in self.hosts:
+            if self.finished(host):
+                continue
+            heard = host.progress.answered or host.rebooted_at is not None
+            if not heard and elapsed >= o.boot_timeout:
+                never = NEVER_ANSWERED % (host.address, o.agent_port)
+                host.fail(
+                    f"nothing answered within day2_boot_timeout ({o.boot_timeout} s): {never}; its kubelet port "
+                    f"{o.kubelet_port} did not answer either. Boot it (check its console) and run again",
+                    now,
+                )
+            elif host.rebooted_at is None and elapsed >= o.install_timeout:
+                what = "rebooted into the installed system" if self.joining else f"at {o.target}"
+                host.fail(f"not {what} within {o.install_timeout} s: {host.progress.describe()}", now)
+            elif host.rebooted_at is not None and (now - host.rebooted_at).total_seconds() >= o.join_timeout:
+                host.fail(
+                    f"not Ready within {o.join_timeout} s after it rebooted ({host.rebooted_by}): "
+                    f"{host.waiting_for or host.phase}",
+                    now,
+                )
+
+    def _show(self, now: Moment) -> None:
+        for host in self.hosts:
+            line = host.status_line()
+            if line:
+                self.say(f"{format_rfc3339(now)} {host.name}: {line}")
+
+    def result(self, now: Moment) -> Json:
+        return {
+            "changed": bool(self.approved or self.marked),
+            "hosts": {host.name: host.summary(now) for host in self.hosts},
+            "approved": list(self.approved),
+            "joined": sorted(h.name for h in self.hosts if h.phase == JOINED),
+            "reached": sorted(
+                h.name
+                for h in self.hosts
+                if not self.joining and h.phase != FAILED and h.progress.reached(self.options.target)
+            ),
+            "failed_hosts": sorted(h.name for h in self.hosts if h.phase == FAILED),
+            "duration": round((now - self.started).total_seconds(), 1),
+            "rounds": self.rounds,
+            "api_errors": self.api_errors,
+            "server_clock_offset": round(self.server_offset, 3),
+            "warnings": list(self.warnings),
+            "summary": [host.summary_line(now) for host in self.hosts],
+        }
+
+    def _finish(self, now: Moment) -> Json:
+        for host in self.hosts:
+            self.say(f"summary {host.summary_line(now)}")
+        result = self.result(now)
+        failed = [host for host in self.hosts if host.phase == FAILED]
+        if len(failed) > self.options.max_failed_hosts:
+            done = (
+                f"{len(result['joined'])} joined"
+                if self.joining
+                else f"{len(result['reached'])} reached {self.options.target}"
+            )
+            reasons = " | ".join(f"{host.name}: {host.failure}" for host in failed)
+            raise JoinError(
+                f"{len(failed)} of {len(self.hosts)} host(s) failed (day2_max_failed_hosts is "
+                f"{self.options.max_failed_hosts}), {done}: {reasons}",
+                result,
+            )
+        if failed:
+            names = ", ".join(h.name for h in failed)
+            result["warnings"].append(
+                f"{len(failed)} host(s) failed, within day2_max_failed_hosts ({self.options.max_failed_hosts}): {names}"
+            )
+        return result
+
+    def predict(self) -> Json:
+        """Check mode: whom the loop would follow where and, from the cluster's CSRs and Nodes as they are, which
+        CSRs ``decide`` accepts now (a run approves a host's client CSRs once its kubelet answered and the settle
+        period passed). Nothing is asked of an agent and nothing is written."""
+        o = self.options
+        follow = [
+            {
+                "name": h.name,
+                "agent_url": agent_url(h.address, o.agent_port),
+                "addresses": h.addresses,
+                "kubelet": "%s:%d" % (bracketed(h.address), o.kubelet_port),
+                "until": o.target if o.target in TARGETS else "ready",
+            }
+            for h in self.hosts
+        ]
+        would: list[Json] = []
+        if self.joining and self.cluster is not None:
+            now = self._now() + datetime.timedelta(seconds=self.server_offset)
+            csrs = [policy.parse_csr(obj) for obj in self.cluster.csrs()]
+            nodes = self.cluster.nodes()
+            skew = datetime.timedelta(seconds=o.clock_skew)
+            expected = {h.name: h.expected(self.server_offset) for h in self.hosts}
+            if policy.flood(csrs, frozenset(expected), now) is None:
+                for host in self.hosts:
+                    context = policy.Context({host.name: expected[host.name]}, frozenset(nodes), now, skew)
+                    keys = policy.host_csrs(csrs, context, host.name)
+                    if host.phase != JOINED and keys.problem(host.name) is None:
+                        chosen = decide(keys, nodes.get(host.name), True, True)
+                        would += [
+                            {"name": c.name, "node": host.name, "signer": c.signer, "created": c.created_text}
+                            for c in chosen
+                        ]
+        lines = []
+        for entry in follow:
+            mine = ", ".join(w["name"] for w in would if w["node"] == entry["name"])
+            now_or_not = (
+                f"now, once its kubelet answers: {mine}" if mine else "none yet (no CSR of this host is pending)"
+            )
+            then = f"would approve {now_or_not}; its serving certificate may carry {', '.join(entry['addresses'])}"
+            if not self.joining:
+                then = "nothing is asked of its agent in check mode"
+            until = "its Node is Ready" if self.joining else f"it is {o.target}"
+            lines.append(
+                f"Check mode: {entry['name']} would be followed at {entry['agent_url']} (then its kubelet at "
+                f"{entry['kubelet']}) until {until}; {then}"
+            )
+        return {"changed": bool(would), "would_follow": follow, "would_approve": would, "msg": lines}
+
+
+# The options of the two faces of the loop (their documentation: plugins/modules/agent_wait.py, csr_approve.py).
+FOLLOW_OPTIONS: dict[str, Json] = {
+    "hosts": {"type": "list", "elements": "dict", "required": True},
+    "cluster": {"type": "dict", "default": {}},
+    "wait_sleep": {"type": "int", "default": 5},
+    "boot_timeout": {"type": "int", "default": 1800},
+    "install_timeout": {"type": "int", "default": 5400},
+    "validation_grace": {"type": "raw", "default": 600},
+    "max_failed_hosts": {"type": "int", "default": 0},
+    "request_timeout": {"type": "int", "default": 5},
+    "agent_port": {"type": "int"},
+    "kubelet_port": {"type": "int"},
+    "token": {"type": "str", "no_log": True},
+    "first_header": {"type": "str", "default": "auto", "choices": ["auto", "Watcher-Authorization", "Authorization"]},
+}
+AGENT_WAIT_OPTIONS = dict(
+    FOLLOW_OPTIONS,
+    until={"type": "str", "default": "rebooted", "choices": list(TARGETS)},
+    wait={"type": "bool", "default": True},
+)
+CSR_APPROVE_OPTIONS = dict(
+    FOLLOW_OPTIONS,
+    settle_seconds={"type": "int", "default": 10},
+    join_timeout={"type": "int", "default": 1800},
+    clock_skew={"type": "int", "default": 2},
+    installed_after={"type": "dict", "default": {}},
+)
+
+
+def follow(
+    params: Json,
+    check_mode: bool,
+    connect: Callable[[], tuple[Any, ApiClient]],
+    say: Callable[[str], None],
+    **hooks: Any,
+) -> Json:
+    """One run of agent_wait (``until`` in params) or csr_approve: check the options, read the agent token, follow.
+    ``connect`` gives (kubernetes.core client, ApiClient); ``hooks`` are JoinRun's on_disk_written, still_wanted."""
+    target = params.get("until") or "ready"
+    records = host_records(params["hosts"], params.get("installed_after"))
+    run_options = options(params, target, dict(os.environ))
+    joining = target == "ready"
+    if check_mode and not joining:  # every request to an agent carries the token; the Secret may not exist yet
+        return JoinRun(records, run_options, say).predict()
+    # agent_wait given the token needs no cluster: the API only serves to read the token (and csr_approve's CSRs)
+    connected = connect() if joining or not params.get("token") else None
+    cluster = Cluster(connected[1], connected[0].client) if connected else None
+    if check_mode:
+        return JoinRun(records, run_options, say, cluster=cluster).predict()
+    warnings = []
+    try:
+        if params.get("token") or cluster is None:
+            token = AgentToken(params["token"].strip())
+        else:
+            token = watch_token(cluster.client.get(SECRET_TARGET))
+    except AgentTokenError as error:
+        if not joining:
+            raise
+        token = None
+        warnings.append(f"the agents are not asked ({error}); a host counts as rebooted when its kubelet answers")
+    version = (params.get("cluster") or {}).get("version")
+    if token is not None and run_options.first_header is None:
+        run_options.first_header = token.header(version)
+    offset = cluster.server_offset() if joining and cluster else 0.0
+    if offset is None:
+        warnings.append("the API server sent no Date header: its clock is taken to be this one's")
+    o = run_options
+    how = f"settle {o.settle_seconds}s, boot timeout {o.boot_timeout}s, at most {o.max_failed_hosts} failed"
+    face = APPROVED_BY if joining else "openshift_agent.day2.agent_wait"
+    say(
+        f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} "
+        f"({how if joining else 'until ' + target})"
+    )
+    run = JoinRun(records, run_options, say, token, cluster if joining else None, offset or 0.0, **hooks)
+    run.warnings.extend(warnings)
+    result = run.run()
+    result["token_info"] = dict(token.info(), first_header=run_options.first_header) if token else None
+    return result
