@@ -11,17 +11,23 @@ from conftest import LABCTL, REPO, lab_env, run_playbook
 PLAYBOOK = REPO / "playbooks" / "add_workers.yml"
 
 
-def console_boots_when_media_are_ready(lab, workdir, hosts, pxe=False, timeout=300):
+def console_boots_when_media_are_ready(lab, workdir, hosts, pxe=False, timeout=300, told=None):
     """A person at the console: boots every host once the ISO (or the PXE files) is complete.
 
-    The sidecar of an artifact is written last, so its presence means the artifact is whole.
+    The sidecar of an artifact is written last, so its presence means the artifact is whole. Given ``told``, the
+    run's log file, the person waits for the boot instruction too, as a user who follows the playbook does.
     """
     media = workdir / ("boot-artifacts/x86_64" if pxe else "node.x86_64.iso")
 
-    def boot():
+    def ready():
         sidecar = media.parent / (media.name + ".json")
+        if not sidecar.exists():
+            return False
+        return told is None or (told.exists() and "Boot each of these hosts" in told.read_text(errors="replace"))
+
+    def boot():
         deadline = time.monotonic() + timeout
-        while not sidecar.exists() and time.monotonic() < deadline:
+        while not ready() and time.monotonic() < deadline:
             time.sleep(0.2)
         subprocess.run(
             [str(LABCTL), "boot", "--state", str(lab.state), "--pxe" if pxe else "--iso", str(media), *hosts],

@@ -188,7 +188,7 @@ def manual_inventory(lab, path):
 def test_no_secret_at_vvvv_on_the_manual_path(lab_factory, tmp_path, run):
     lab = lab_factory("--hosts", "2", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0")
     hosts = [h["name"] for h in lab.info["hosts"]]
-    console = console_boots_when_media_are_ready(lab, run.workdir, hosts)
+    console = console_boots_when_media_are_ready(lab, run.workdir, hosts, told=run.log)
     run.run(lab, manual_inventory(lab, tmp_path / "inventory.yml"))
     console.join(timeout=5)
     assert "Boot each of these hosts" in run.output
