@@ -539,7 +539,10 @@ class JoinRun:
         if node is None and not keys.approved:
             host.set_phase(SETTLING, now)
             if now < settled_at:
-                host.waiting_for = f"settle period until {format_rfc3339(settled_at)} (a second key stops the host)"
+                host.waiting_for = (
+                    f"settle period until {format_rfc3339(settled_at)} "
+                    "(a CSR from any other key in this time stops this host)"
+                )
             elif not chosen:
                 refused = "; ".join("{}: {}".format(*item) for item in sorted(keys.refused.items()))
                 host.waiting_for = "waiting for its kubelet's client CSR" + (
