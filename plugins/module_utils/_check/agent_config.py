@@ -20,7 +20,10 @@ import os
 import re
 from typing import Any
 
-import yaml  # (this runs on the controller, whose ansible-core requires PyYAML)
+try:
+    import yaml
+except ImportError:  # pragma: no cover - the controller's ansible-core requires PyYAML
+    yaml = None  # type: ignore[assignment]
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, secret_name
@@ -56,16 +59,17 @@ FIELD_NAMES = dict(
 )
 
 
-class _Loader(yaml.SafeLoader):
+def _loader() -> Any:
     """A YAML loader that, like the installer's, keeps ``10:20:30:40:50:59`` a text (YAML 1.1's base-60 integer
     would otherwise turn an unquoted all-digit MAC into a number)."""
 
-    def integer(self, node: Any) -> Any:
-        text = self.construct_scalar(node)
-        return text if ":" in text else self.construct_yaml_int(node)
+    class Loader(yaml.SafeLoader):
+        def integer(self, node: Any) -> Any:
+            text = self.construct_scalar(node)
+            return text if ":" in text else self.construct_yaml_int(node)
 
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.integer)
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.integer)
+    return Loader
 
 
 def _fields(
@@ -134,7 +138,7 @@ def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
     try:
         with open(path, encoding="utf-8") as stream:
-            document = yaml.load(stream, Loader=_Loader)
+            document = yaml.load(stream, Loader=_loader())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         what = "is not YAML: %s" if isinstance(error, yaml.YAMLError) else "cannot be read: %s"
         fix = "fix the file" if isinstance(error, yaml.YAMLError) else "give the path of the file"

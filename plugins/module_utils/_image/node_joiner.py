@@ -344,8 +344,8 @@ class NodeJoinerRun:
         elif self.namespace:
             # The owner references make the cluster-scoped RBAC go with the namespace; it is deleted explicitly
             # too, so nothing lingers while the garbage collector catches up.
-            _removed, failures = delete_run_objects(self.api, [(kind, self.ns_name or "") for kind, *_ in RUN_KINDS])
-            self.left, self.cleanup_failures = [name for name, _ in failures], [reason for _, reason in failures]
+            failures = delete_run_objects(self.api, [(kind[0], self.ns_name or "") for kind in RUN_KINDS])[1]
+            self.left, self.cleanup_failures = [f[0] for f in failures], [f[1] for f in failures]
             self.cleaned_up = not failures
 
     @property

@@ -265,7 +265,8 @@ class AgentClient:
         self._may_switch = True
 
     def _send(self, url: str, header: str) -> tuple[int, bytes]:
-        assert self.auth is not None
+        if self.auth is None:
+            raise AssertionError("no agent token")
         connection = http.client.HTTPConnection(self.address, self.port, timeout=self.timeout)
         self.requests += 1
         try:
@@ -278,7 +279,8 @@ class AgentClient:
             connection.close()
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
-        assert self.auth is not None
+        if self.auth is None:
+            raise AssertionError("no agent token")
         url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
         header = self.header or self.auth.preferred()
         status, body = self._send(url, header)

@@ -30,7 +30,7 @@ import email.utils
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
@@ -462,13 +462,13 @@ class JoinRun:
             host.fail(failure, now)
 
     def _look_at_cluster(self, now: Moment) -> None:
-        assert self.cluster is not None
+        cluster = cast(Cluster, self.cluster)  # only called with a cluster
         active = [host for host in self.hosts if not host.done or not host.marked]
         if not active:
             return
         try:
-            parsed = [(policy.parse_csr(obj), obj) for obj in self.cluster.csrs()]
-            nodes = self.cluster.nodes()
+            parsed = [(policy.parse_csr(obj), obj) for obj in cluster.csrs()]
+            nodes = cluster.nodes()
         except ApiAccessError as error:
             if not is_transient(error.status):
                 raise JoinError(f"cannot read CSRs and Nodes: {error}", self.result(now))
@@ -561,11 +561,11 @@ class JoinRun:
             )
 
     def _approve(self, host: Host, listed: Json, kind: str, now: Moment) -> None:
-        assert self.cluster is not None
+        cluster = cast(Cluster, self.cluster)  # only called with a cluster
         name = listed["metadata"]["name"]
         message = f"Approved by {APPROVED_BY}: {kind} CSR of new host {host.name} (kubelet answered, one public key)"
         try:
-            done = self.cluster.approve(listed, message, now + datetime.timedelta(seconds=self.server_offset))
+            done = cluster.approve(listed, message, now + datetime.timedelta(seconds=self.server_offset))
         except ApiAccessError as error:
             if is_transient(error.status) or error.status in (404, 409):
                 self.api_errors += 1

@@ -479,7 +479,9 @@ def test_the_first_approval_waits_for_the_settle_period_after_the_kubelet_answer
     result, _failure = run_to_end(join_run(api, clock, hosts("worker-0"), polls, lines, settle_seconds=settle))
     assert result["approved"][0]["approved_at"] == at(5 + settle)
     assert (
-        "%s worker-0: settling; settle period until %s (a CSR from any other key in this time stops this host)" % (at(5), at(5 + settle)) in lines
+        "%s worker-0: settling; settle period until %s (a CSR from any other key in this time stops this host)"
+        % (at(5), at(5 + settle))
+        in lines
     )
     assert result["hosts"]["worker-0"]["phase_started"]["rebooted"] == at(5)
 
