@@ -50,9 +50,11 @@ description:
     agent token expiry and the nodes-config it was built from (secrets redacted, for C(--diff)); it holds no secret.
     The expiry is that of the tokens of Secret C(openshift-config/agent-auth-token), read before and after
     node-joiner runs; when the Secret changed in between (node-joiner wrote new tokens, or another run did at the
-    same time), it is the artifact's own (the ISO's C(add-nodes.env), the PXE initrd's). A re-run with the same
-    inputs, intact files and a token valid for at least O(min_token_validity) reports C(changed=false) and sends no
-    write request to the cluster.
+    same time), it is the artifact's own - the earlier of its C(add-nodes.env) and its tokens' C(exp) claim (the
+    ISO's, the PXE initrd's). A re-run with the same inputs, intact files and a token valid for at least
+    O(min_token_validity) reports C(changed=false) and sends no write request to the cluster; for a node ISO the
+    token's validity is the earlier of the recorded expiry and the ISO's own, because node-joiner 4.17 writes a fresh
+    48 hours into C(add-nodes.env) when it reuses an older token.
   - The ISO carries the cluster pull secret and the agent auth token; it is written with mode C(0600). Keep it as you
     would keep the pull secret. It stops working when its token expires (48 hours after it was issued).
 notes:
@@ -262,7 +264,8 @@ artifacts:
       description: sha256 of the inputs (nodes-config, release image, cluster ID, options).
       type: str
     token_expiry:
-      description: When the agent token in the artifact expires (RFC 3339).
+      description: When the agent token in the artifact expires (RFC 3339); of a reused node ISO, the earlier of the
+        sidecar's record and the ISO's own.
       type: str
     cluster_id:
       description: Cluster ID found in the ISO (node ISO only).

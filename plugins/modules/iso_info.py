@@ -17,8 +17,10 @@ description:
   - Reads node-joiner's layout on OpenShift 4.17 to 4.21 - C(coreos/igninfo.jso) and C(coreos/kargs.jso) (file
     extensions cut to 3 characters, Rock Ridge, no Joliet), a gzip cpio zero-padded in C(images/ignition.img) -
     as well as the base ISO's C(.json) names, xz or plain cpio, Joliet or ISO 9660 primary names only.
-  - The token expiry comes from C(/etc/assisted/add-nodes.env) (C(AUTH_TOKEN_EXPIRY) from 4.18,
-    C(AGENT_AUTH_TOKEN_EXPIRY) on 4.17), else from the earliest C(exp) of the tokens the image carries.
+  - The token expiry is the earlier of C(/etc/assisted/add-nodes.env) (C(AUTH_TOKEN_EXPIRY) from 4.18,
+    C(AGENT_AUTH_TOKEN_EXPIRY) on 4.17) and the earliest C(exp) claim of the tokens the image carries (decoded, not
+    verified). On 4.17 node-joiner writes a fresh 48 hours into C(add-nodes.env) even when it reuses an older token,
+    whose C(exp) is what the node's agent enforces.
   - Never contacts a cluster and never returns a secret - no token, no pull secret - although the image holds both.
   - Fails, naming the file and what was expected, on anything else - a file that is neither an ISO 9660 image nor
     an initrd, an ISO without C(coreos/igninfo.json) (or C(igninfo.jso)), an undecodable embed area, a config that
@@ -102,7 +104,8 @@ token_expiry:
   type: str
   sample: "2025-05-03T12:00:00Z"
 token_expiry_source:
-  description: Where RV(token_expiry) was read (the variable of C(add-nodes.env), or the tokens' C(exp) claim).
+  description: Where RV(token_expiry) was read (the variable of C(add-nodes.env), or the tokens' C(exp) claim and,
+    when C(add-nodes.env) says later, that value).
   returned: always
   type: str
 valid:

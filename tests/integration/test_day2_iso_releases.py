@@ -1,11 +1,18 @@
 """day2_iso against lab clusters of other releases and variants: 4.16 refused, 4.17's exit_code and no --pxe, the
 run's objects (proxy, labels, restricted pod spec, the ClusterRole of the release)."""
 
+import base64
+import json
 import os
 import subprocess
+import time
+import uuid
+from datetime import datetime, timezone
 
 import yaml
-from conftest import REPO
+from conftest import REPO, run_module
+from lab import authtoken
+from lab import jwt as lab_jwt
 from test_day2_iso import ISO_SIZE, cluster_writes, day2_iso, leftovers
 
 
@@ -89,3 +96,55 @@ def test_run_objects_carry_the_proxy_the_labels_and_the_restricted_pod_spec(lab_
     # 4.21 (the lab's default): oc grants the ICSP rule in operator.openshift.io (OCPBUGS-61491)
     assert rules[("operator.openshift.io",), ("imagecontentsourcepolicies",)] == ["get", "list"]
     assert yaml.safe_load(by_kind["ConfigMap"]["data"]["nodes-config.yaml"])["hosts"][0]["hostname"] == "extra-worker-0"
+
+
+def seed_417_token(lab, exp):
+    """Secret openshift-config/agent-auth-token as node-joiner 4.17 writes it, its one token expiring at ``exp``."""
+    key = lab_jwt.new_key()
+    token = authtoken.mint(key, {"infra_env_id": str(uuid.uuid4()), "exp": exp})
+    public_b64 = base64.b64encode(lab_jwt.public_pem(key).encode()).decode()
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": "agent-auth-token", "namespace": "openshift-config", "annotations": {"updatedAt": ""}},
+        "data": {name: base64.b64encode(value.encode()).decode() for name, value in
+                 (("agentAuthToken", token), ("authTokenPublicKey", public_b64))},
+    }  # fmt: skip
+    code = (
+        "import json, kubernetes.config as c, kubernetes.client as k; c.load_kube_config(%r); "
+        "k.CoreV1Api().create_namespaced_secret('openshift-config', json.loads(%r))"
+    ) % (lab.kubeconfig, json.dumps(secret))
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", code], check=True)
+
+
+def test_4_17_a_reused_token_whose_expiry_node_joiner_did_not_update_is_judged_by_its_exp(lab_factory, tmp_path):
+    """node-joiner 4.17 reuses a token with more than 24 h left but writes a fresh 48 h into add-nodes.env."""
+    v417 = lab_factory("--variant", "v417", "--hosts", "3", "--iso-size", str(ISO_SIZE))
+    exp = int(time.time()) + 25 * 3600
+    seed_417_token(v417, exp)
+    claim = datetime.fromtimestamp(exp, tz=timezone.utc)
+    first = day2_iso(v417, tmp_path)
+    assert not first.get("failed"), first.get("msg")
+    iso = tmp_path / "node.x86_64.iso"
+    assert first["artifacts"][0]["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # the ISO's add-nodes.env says 48 h (the lab's 4.17 node-joiner, as upstream's); iso_info goes by the claim
+    info = run_module("openshift_agent.day2.iso_info", {"path": str(iso)})[0]
+    assert info["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ") and 24.9 < info["valid_for"] <= 25
+    stated = info["token_expiry_source"].split("AGENT_AUTH_TOKEN_EXPIRY=")[1].rstrip(")")
+    assert info["token_expiry_source"].startswith("exp claim of the tokens in /etc/assisted/rendezvous-host.env")
+    left = (datetime.strptime(stated, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc) - claim).total_seconds()
+    assert 23 * 3600 <= left < 23.1 * 3600  # 48 h from the build, 25 h from the seed
+    # 25 h left: kept with the default 24 h, rebuilt for 30 h, and the reason says when the token expires
+    assert day2_iso(v417, tmp_path)["changed"] is False
+    again = day2_iso(v417, tmp_path, min_token_validity="30h")
+    reason = again["artifacts"][0]["reason"]
+    assert again["changed"] is True and again["artifacts"][0]["reused"] is False
+    assert "expires at %s," % claim.isoformat() in reason and "less than min_token_validity (30h00m)" in reason
+    # a sidecar that recorded add-nodes.env's 48 h (as day2_iso did before) still does not keep the ISO
+    sidecar = tmp_path / "node.x86_64.iso.json"
+    record = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps(dict(record, token_expiry=stated)))
+    third = day2_iso(v417, tmp_path, min_token_validity="30h")
+    assert third["changed"] is True and "(read from the artifact itself" in third["artifacts"][0]["reason"]
+    assert leftovers(v417) == []

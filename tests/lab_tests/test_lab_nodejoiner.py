@@ -23,11 +23,10 @@ from nj_helpers import (
     read_report,
 )
 
-# variant -> (report.json, agentconfig ISO next to the node ISO, Secret data keys, claim, annotations, expiry var)
+# variant -> (report.json, Secret data keys, claim, annotations, expiry var)
 EXPECTED = {
     "v417": (
         False,
-        True,
         ["agentAuthToken", "authTokenPublicKey"],
         "infra_env_id",
         ["updatedAt"],
@@ -36,7 +35,6 @@ EXPECTED = {
     **{
         v: (
             True,
-            False,
             ["agentAuthToken", "authTokenPublicKey", "userAuthToken", "watcherAuthToken"],
             "auth_scheme",
             ["expiresAt", "updatedAt"],
@@ -57,12 +55,12 @@ def parse_time(text):
 
 @pytest.mark.parametrize("variant", VERSION_VARIANTS)
 def test_iso_run_per_release(tmp_path, iso_cache, variant):
-    report, config_iso, keys, claim, annotations, expiry_var = EXPECTED[variant]
+    report, keys, claim, annotations, expiry_var = EXPECTED[variant]
     run, assets, secrets = make_run(tmp_path, iso_cache, variant)
     assert execute(run) == 0
     assert (assets / "exit_code").read_text() == "0" and oct(os.stat(assets / "exit_code").st_mode)[-3:] == "600"
-    assert (assets / "report.json").exists() is report
-    assert (assets / "agentconfig.noarch.iso").exists() is config_iso
+    written = [".addnodesparams", "exit_code", "node.x86_64.iso", "nodes-config.yaml"]
+    assert sorted(os.listdir(assets)) == sorted(written + (["report.json"] if report else []))  # no config ISO
     assert json.loads((assets / ".addnodesparams").read_text()) == {}
     # The Secret
     secret = secrets.puts[0]
@@ -95,11 +93,20 @@ def nodejoiner_rfc(epoch):
     return datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def test_417_also_writes_the_config_iso(tmp_path, iso_cache):
-    run, assets, _secrets = make_run(tmp_path, iso_cache, "v417")
-    assert execute(run) == 0
-    files, _modes = iso.read_config_iso(str(assets / "agentconfig.noarch.iso"))
-    assert "/etc/assisted/manifests/infraenv.yaml" in files and "/etc/assisted/add-nodes.env" not in files
+@pytest.mark.parametrize("variant, fresh", [("v417", True), ("v418", False), ("v421", False)])
+def test_a_reused_token_keeps_its_exp_and_417_writes_a_fresh_expiry_beside_it(tmp_path, iso_cache, variant, fresh):
+    """4.17 reuses the Secret's token but writes the now + 48 h it computed first into add-nodes.env."""
+    first, _assets, secrets = make_run(tmp_path / "a", iso_cache, variant)
+    assert execute(first) == 0
+    later = NOW + 20 * HOUR
+    second, assets, _secrets = make_run(tmp_path / "b", iso_cache, variant, secrets=secrets, clock=lambda: later)
+    assert execute(second) == 0 and second.auth["reused"] and second.token == first.token
+    assert jwt.verify(second.token, secrets.public_pem(), now=later)["exp"] == NOW + 48 * HOUR
+    files = ign.files_by_path(iso.read_embedded_ignition(str(assets / "node.x86_64.iso")))
+    env = ign.read_env_file(files["/etc/assisted/add-nodes.env"])
+    written = parse_time(env[EXPECTED[variant][-1]])
+    assert written == (later + 48 * HOUR if fresh else NOW + 48 * HOUR)
+    assert "Reusing existing auth token (valid up to %s)" % nodejoiner_rfc(NOW + 48 * HOUR) in second.log_text()
 
 
 def test_report_stages_and_result(tmp_path, iso_cache):

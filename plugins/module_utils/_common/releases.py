@@ -17,7 +17,8 @@ from typing import Any
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
 
 # The first release whose node-joiner adds nodes: oc refuses older clusters (nodeJoinerMinimumSupportedVersion,
-# openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820).
+# defined in openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820, checked in
+# basenodeimagecommand.go there).
 MINIMUM = (4, 17)
 
 
@@ -31,11 +32,13 @@ class Release:
     # 4.18 takes both -- pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2.
     pxe: bool
     config_iso: bool
-    # Completion: report.json besides exit_code from 4.18 (addnodes.go@de45fedd...); 4.17 writes exit_code only,
-    # and a config ISO with every run -- addnodes.go@1b10d1c09e8015e354af740458d30ceafd2ffb80.
+    # Completion: report.json besides exit_code from 4.18 (addnodes.go@de45fedd...); 4.17 persists the node ISO
+    # (AgentImage) and then writes exit_code only -- addnodes.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c.
     report_json: bool
-    # The token expiry in the ISO's add-nodes.env: AGENT_AUTH_TOKEN_EXPIRY on 4.17 (installer PR #8802),
-    # AUTH_TOKEN_EXPIRY from 4.18 -- pkg/asset/agent/image/ignition.go@00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9.
+    # The token expiry in the ISO's add-nodes.env: AGENT_AUTH_TOKEN_EXPIRY on 4.17 (installer PR #8802; 4.17 keeps a
+    # fresh 48 h there when it reuses an older token, authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d, so the
+    # tokens' exp decides: _image/ignition.py), AUTH_TOKEN_EXPIRY from 4.18 -- pkg/asset/agent/image/
+    # ignition.go@5e705f0f658f4030865683bee11bc0e45bf61cfb and @00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9.
     expiry_variable: str
     # The agent API's watcherAuth scheme, header Watcher-Authorization: none on 4.17 -- openshift/assisted-service
     # swagger.yaml@c18512cd02435454b6c92e8a708ddd5b1f188dcd; from 4.18 the monitor sends the watcher token in it --
@@ -43,10 +46,12 @@ class Release:
     # openshift/assisted-service pkg/auth/agent_local_authz_handler.go@73206081d00ddfc1a2d9b385b1560564642b79ee.
     watcher_header: bool
     # oc looks up the node-joiner image in ConfigMap openshift-config/installer-images (images.json, "installer")
-    # before the release payload from 4.18 -- openshift/oc
+    # before the release payload from 4.18 (OCPBUGS-53106) -- openshift/oc
     # pkg/cli/admin/nodeimage/basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f; oc 4.17 does not --
-    # create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf. The installer ships the ConfigMap from 4.19
-    # (basenodeimagecommand.go@b2a93a639c07ebf4d547d10877b6c13f65583248, OCPBUGS-53106).
+    # create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf. The cluster gets the ConfigMap from the release payload,
+    # openshift/installer images/baremetal/manifests/0000_90_baremetal-installer_01_images.configmap.yaml@
+    # b68be1e8d99ac6af3a5733f252cbe3ee7244af60, from 4.19 ("the configMap was added to installer in 4.19", oc's
+    # basenodeimagecommand.go@6febe619...).
     installer_images_configmap: bool
     # (API group, resource) of the image-content rule oc grants node-joiner's ClusterRole: 4.17-4.20 list
     # "config.openshift.io imagecontentpolicies" -- create.go@d76df14... (4.17),

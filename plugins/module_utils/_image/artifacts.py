@@ -11,10 +11,13 @@ the "before" of the next run's --diff). It holds no secret. A re-run with the sa
 their sha256 and a token valid long enough reuses the artifact.
 
 The token expiry comes from Secret openshift-config/agent-auth-token, read before and after node-joiner runs: when
-the Secret did not change, node-joiner used its tokens, and their ``exp`` claims are the truth (on 4.17 the ISO's
-add-nodes.env may overstate it). When it changed -- node-joiner wrote new tokens, or another run refreshed them at
-the same time -- only the artifact knows which tokens it carries, so its own claim is read (the Secret's new expiry
-when the artifact has none to read: the config ISO).
+the Secret did not change, node-joiner used its tokens, and their ``exp`` claims are the truth. When it changed --
+node-joiner wrote new tokens, or another run refreshed them at the same time -- only the artifact knows which tokens
+it carries, so its own expiry is read: the earlier of its add-nodes.env and its tokens' ``exp`` (``ignition.py``;
+the Secret's new expiry when the artifact has none to read: the config ISO). The reuse decision takes the earlier of
+the recorded expiry and the node ISO's own: node-joiner 4.17 writes a fresh 48 h into add-nodes.env when it reuses
+an older token (openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d),
+and a sidecar written from that value must not keep an expired ISO in use.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any
+from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
@@ -92,7 +95,8 @@ class Artifacts:
         if self.params["force"]:
             reuse, reason = False, "force is set"
         else:
-            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity)
+            own = (lambda path: iso_facts(path)["token_expiry"]) if self.node_iso else None
+            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, own)
         return Plan(arch, nodes_config, nodes_config if shown is None else shown, digest, reuse, reason)
 
     def reused(self, plan: Plan) -> dict[str, Any]:
@@ -190,7 +194,7 @@ class Artifacts:
             "reason": plan.reason,
             "sidecar": sidecar_path(path),
             "inputs_digest": plan.digest,
-            "token_expiry": record.get("token_expiry"),
+            "token_expiry": min(filter(None, (record.get("token_expiry"), facts.get("token_expiry"))), default=None),
             "stages": stages,
         }
 
@@ -272,12 +276,17 @@ def write_sidecar(artifact_path: str, record: dict[str, Any]) -> str:
 
 
 def reuse_decision(
-    artifact_path: str, digest: str, now: datetime.datetime, min_validity_seconds: float
+    artifact_path: str,
+    digest: str,
+    now: datetime.datetime,
+    min_validity_seconds: float,
+    own_expiry: Callable[[str], str | None] | None = None,
 ) -> tuple[bool, str]:
     """Return (reusable, reason) for the artifact at ``artifact_path`` (an ISO, or a directory of PXE files).
 
     Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, and the
-    agent token it recorded is valid for at least ``min_validity_seconds`` after ``now``.
+    agent token is valid for at least ``min_validity_seconds`` after ``now``: the expiry recorded, or the one
+    ``own_expiry(artifact_path)`` reads from the artifact itself when that is earlier.
     """
     record, sidecar = read_sidecar(artifact_path), sidecar_path(artifact_path)
     if record is None:
@@ -301,11 +310,19 @@ def reuse_decision(
         expiry = None
     if expiry is None:
         return False, f"the agent token expiry of {artifact_path} is unknown"
+    try:
+        own = parse_rfc3339(own_expiry(artifact_path)) if own_expiry else None
+    except (ValueError, Day2Error):
+        own = None
+    source = ""
+    if own is not None and own < expiry:
+        source = f" (read from the artifact itself; the sidecar recorded {expiry.isoformat()})"
+        expiry = own
     left = (expiry - now).total_seconds()
     if left < min_validity_seconds:
         return False, (
-            f"the agent token in {artifact_path} expires at {expiry.isoformat()}, {_human(left)} from now, less than "
-            f"min_token_validity ({_human(min_validity_seconds)})"
+            f"the agent token in {artifact_path} expires at {expiry.isoformat()}{source}, {_human(left)} from now, "
+            f"less than min_token_validity ({_human(min_validity_seconds)})"
         )
     return True, f"inputs unchanged, {artifact_path} intact, token valid until {expiry.isoformat()}"
 

@@ -7,9 +7,13 @@ Never returns a secret: tokens are only decoded for their ``exp`` claim. The fil
 @3075c3231aef1a206c4ce065b74b61187ecf6229 for 4.17) writes them:
 
 * ``/etc/assisted/add-nodes.env``: ``CLUSTER_ID``, ``CLUSTER_NAME``, ``CLUSTER_API_VIP_DNS_NAME`` and the token
-  expiry, ``AUTH_TOKEN_EXPIRY`` from 4.18 (installer PR #9039), ``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17 (PR #8802).
-  Without either, the earliest ``exp`` of the tokens in ``/etc/assisted/rendezvous-host.env`` and
-  ``/usr/local/share/assisted-service/assisted-service.env`` (every add-nodes token expires after 48 hours).
+  expiry, ``AUTH_TOKEN_EXPIRY`` from 4.18 (installer PR #9039; ``getAddNodesEnv`` at
+  ignition.go@5e705f0f658f4030865683bee11bc0e45bf61cfb), ``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17 (PR #8802; the 4.17-era
+  ignition.go@3075c32... above predates it). The token expiry is the earlier of that and the earliest ``exp`` of the
+  tokens in ``/etc/assisted/rendezvous-host.env`` and ``/usr/local/share/assisted-service/assisted-service.env``
+  (decoded, never verified): node-joiner 4.17 writes a fresh now + 48 h into add-nodes.env even when it reuses an
+  older token, whose ``exp`` is what the host's agent enforces
+  (pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d, ``createOrUpdateAuthTokenSecret``).
 * ``/etc/assisted/hostconfig/<hostname or host-<i>>/mac_addresses``: every MAC of one host, lower case, one per
   line -- pkg/asset/agent/agentconfig/agenthosts.go@110b87b60aac7ca91fec8bec3a205faf373fe22a (``HostConfigFiles``);
   ``role`` beside it when set.
@@ -176,19 +180,27 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     files = ignition_files(ignition)
     env_text = file_text(files, ADD_NODES_ENV_PATH)
     env = parse_env_file(env_text)
-    expiry = expiry_source = None
+    stated = None  # (moment, where) of add-nodes.env
     for variable in EXPIRY_VARIABLES:
         try:
             moment = clock.parse_rfc3339(env.get(variable))
         except ValueError:
             moment = None
-        if moment and not expiry:
-            expiry, expiry_source = clock.format_rfc3339(moment), f"{ADD_NODES_ENV_PATH} {variable}"
-    if expiry is None:  # the earliest exp of the tokens the image carries
-        envs = [parse_env_file(file_text(files, path)) for path in TOKEN_ENV_PATHS]
-        moments = [AgentToken(env[name]).expiry for env in envs for name in TOKEN_VARIABLES if env.get(name)]
-        expiry = min((clock.format_rfc3339(moment) for moment in moments if moment), default=None)
-        expiry_source = expiry and f"exp claim of the tokens in {', '.join(TOKEN_ENV_PATHS)}"
+        if moment and not stated:
+            stated = moment, f"{ADD_NODES_ENV_PATH} {variable}"
+    envs = [parse_env_file(file_text(files, path)) for path in TOKEN_ENV_PATHS]
+    claimed = min(
+        filter(None, (AgentToken(e[name]).expiry for e in envs for name in TOKEN_VARIABLES if e.get(name))),
+        default=None,
+    )
+    expiry = expiry_source = None
+    if stated and (claimed is None or stated[0] <= claimed):
+        expiry, expiry_source = clock.format_rfc3339(stated[0]), stated[1]
+    elif claimed:  # no add-nodes.env expiry, or one later than the tokens' (4.17 reusing a token)
+        expiry = clock.format_rfc3339(claimed)
+        expiry_source = f"exp claim of the tokens in {', '.join(TOKEN_ENV_PATHS)}" + (
+            f" (earlier than {stated[1]}={clock.format_rfc3339(stated[0])})" if stated else ""
+        )
     try:
         images = json.loads(parse_env_file(file_text(files, IMAGES_ENV_PATH)).get("OS_IMAGES") or "[]")
     except ValueError:

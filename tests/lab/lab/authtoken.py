@@ -4,12 +4,18 @@
   openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d;
 - 4.18+: ``agentAuthToken``, ``userAuthToken``, ``watcherAuthToken`` with claims ``auth_scheme`` (``agentAuth``,
   ``userAuth``, ``watcherAuth``) and ``exp``; annotations ``updatedAt`` and ``expiresAt`` -- installer PR #9210,
-  authconfig_test.go ("for OCP 4.18+"), persona names from authconfig.go@5e705f0f658f4030865683bee11bc0e45bf61cfb.
+  authconfig_test.go ("for OCP 4.18+"); persona names, ``auth_scheme`` and ``expiresAt`` from
+  authconfig.go@5e705f0f658f4030865683bee11bc0e45bf61cfb (whose own Secret holds only ``watcherAuthToken``).
 
 Common: ES256 with a fresh P-256 key whose private half is thrown away; ``authTokenPublicKey`` is base64 of the
 PEM labelled ``EC PUBLIC KEY``; tokens live 48 h; a Secret whose token has more than 24 h left is reused
 (its tokens and public key), otherwise new ones replace it (``updatedAt`` = now); a missing Secret is created
 (``updatedAt`` = ""). Go's ``jwt.MapClaims`` encode with sorted keys, so the lab mints them that way too.
+
+The expiry the run writes into ``add-nodes.env`` (``expiry``): the tokens' own ``exp``, except that 4.17 keeps the
+now + 48 h it computed first when it reuses an older token (``profile.fresh_expiry_on_reuse``; ``exp`` stays the
+token's) -- authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d, while
+authconfig.go@5e705f0f658f4030865683bee11bc0e45bf61cfb takes the reused token's.
 """
 
 import base64
@@ -71,7 +77,8 @@ def resolve(profile, secret, now, infra_env_id=None):
     """Decide what the run uses and what it writes.
 
     Returns ``(auth, secret to write or None)``; ``auth`` is ``{agent, user, watcher, expiry, exp,
-    public_key_b64, reused}``. Raises TokenSecretError for a Secret missing its token.
+    public_key_b64, reused}``: ``exp`` the tokens' claim, ``expiry`` what add-nodes.env says (RFC 3339). Raises
+    TokenSecretError for a Secret missing its token.
     """
     data = (secret or {}).get("data") or {}
     # The key whose exp decides: the agent token on 4.17, the watcher token from 4.18.
@@ -96,7 +103,8 @@ def resolve(profile, secret, now, infra_env_id=None):
         exp = jwt.unverified_claims(_decode(data, decisive))["exp"]
         if now < exp - TOKEN_REUSE_MARGIN:
             tokens = {name: _decode(data, name) for name in profile.token_keys}
-            return _auth(profile, tokens, _decode(data, "authTokenPublicKey"), exp, True), None
+            written = int(now) + TOKEN_LIFETIME if profile.fresh_expiry_on_reuse else exp
+            return _auth(profile, tokens, _decode(data, "authTokenPublicKey"), exp, True, written), None
     tokens, public_b64, exp = new_tokens(profile, now, infra_env_id)
     encoded = {name: base64.b64encode(value.encode()).decode() for name, value in tokens.items()}
     encoded["authTokenPublicKey"] = base64.b64encode(public_b64.encode()).decode()
@@ -119,13 +127,13 @@ def resolve(profile, secret, now, infra_env_id=None):
     return _auth(profile, tokens, public_b64, exp, False), written
 
 
-def _auth(profile, tokens, public_b64, exp, reused):
+def _auth(profile, tokens, public_b64, exp, reused, written=None):
     agent = tokens.get("agentAuthToken", "")
     return {
         "agent": agent,
         "user": tokens.get("userAuthToken", ""),
         "watcher": tokens.get("watcherAuthToken", ""),
-        "expiry": rfc3339(exp),
+        "expiry": rfc3339(exp if written is None else written),
         "exp": exp,
         "public_key_b64": public_b64,
         "reused": reused,

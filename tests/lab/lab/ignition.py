@@ -6,7 +6,9 @@ pkg/asset/agent/image/ignition.go at 3075c3231aef1a206c4ce065b74b61187ecf6229 (4
 5e705f0f658f4030865683bee11bc0e45bf61cfb (4.18-era) and 00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9 (newest, 4.19+).
 
 - ``/etc/assisted/add-nodes.env``: ``CLUSTER_ID``, ``CLUSTER_NAME``, ``CLUSTER_API_VIP_DNS_NAME``, then the expiry
-  (``profile.expiry_variable``: ``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17, ``AUTH_TOKEN_EXPIRY`` from 4.18);
+  (``profile.expiry_variable``: ``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17, installer PR #8802 -- the 4.17-era
+  ignition.go@3075c32... above predates it and writes the three cluster lines only; ``AUTH_TOKEN_EXPIRY`` from 4.18,
+  ``getAddNodesEnv`` at 5e705f0... and 00f6ab7...); its value is ``auth["expiry"]`` (``lab.authtoken``);
 - ``/etc/assisted/rendezvous-host.env``: 4.17 ``AGENT_AUTH_TOKEN`` and ``PULL_SECRET_TOKEN`` (both the one token);
   4.18+ ``PULL_SECRET_TOKEN`` (agentAuth token) and ``USER_AUTH_TOKEN``; 4.19+ also ``AIUI_APP_API_URL``, ``AIUI_URL``;
 - ``/usr/local/share/assisted-service/assisted-service.env``: ``AUTH_TYPE=agent-installer-local``,

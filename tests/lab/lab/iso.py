@@ -143,8 +143,10 @@ def ignition_archive(ignition, compression="gzip"):
     """The compressed cpio holding ``config.ign`` (mode 0100644), zero-padded to a multiple of 4 bytes.
 
     gzip is what node-joiner writes (openshift/assisted-image-service
-    pkg/isoeditor/isoutil.go@a55e383a69c5e0ba00d4ca875e8d2b9ed520efcc, ``generateCompressedCPIO``); xz (CRC32
-    check, the only one the kernel knows) is what ``coreos-installer iso ignition embed`` writes.
+    pkg/isoeditor/ignition.go@39bd9999768d3a3341915e0b5a135f12c8c4ed79, ``IgnitionContent.Archive``; later
+    versions move the gzip, cpio and pad into ``generateCompressedCPIO`` of isoutil.go, which ``Archive`` calls:
+    ignition.go and isoutil.go@a55e383a69c5e0ba00d4ca875e8d2b9ed520efcc); xz (CRC32 check, the only one the kernel
+    knows) is what ``coreos-installer iso ignition embed`` writes.
     """
     config = ignition if isinstance(ignition, bytes) else json.dumps(ignition, separators=(",", ":")).encode()
     archive = cpio_newc([("config.ign", config, 0o100644)])

@@ -4,8 +4,8 @@ Independent of the HTTP server: the cluster comes from a ``lab.clusterinfo`` sou
 is read and written through two callables, and the base ISO comes from a callable. What it writes into the
 assets directory follows ``NewAddNodesCommand`` (openshift/installer pkg/nodejoiner/addnodes.go):
 
-- 4.17 (@1b10d1c09e8015e354af740458d30ceafd2ffb80): ``node.<arch>.iso`` **and** ``agentconfig.noarch.iso``, then
-  ``exit_code`` (``0``/``1``, no newline, 0600); no report.json;
+- 4.17 (@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c, ``AgentImage`` only): ``node.<arch>.iso``, then ``exit_code``
+  (``0``/``1``, no newline, 0600); no config ISO, no report.json;
 - 4.18+ (@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2): ``--pxe`` and ``--config-iso`` together fail with
   ``invalid configuration found`` before anything is written; otherwise one target (``boot-artifacts/``,
   ``agentconfig.noarch.iso`` or ``node.<arch>.iso``), ``report.json`` stage by stage, then ``exit_code``.
@@ -230,8 +230,6 @@ class NodeJoinerRun:
                     "info",
                     "Generated ISO at %s. The ISO is valid up to %s" % (self._container_path(name), auth["expiry"]),
                 )
-                if self.profile.config_iso_always:  # 4.17 persists the ConfigImage asset too
-                    await self._write_config_iso(config)
         except nodeiso.NodeIsoError as exc:
             raise NodeJoinerError(str(exc), "failed to write asset (%s) to disk" % target)
         finally:
@@ -273,7 +271,7 @@ class NodeJoinerRun:
         except authtoken.TokenSecretError as exc:
             raise NodeJoinerError(str(exc), *context)
         if written is None:
-            self._log("debug", "Reusing existing auth token (valid up to %s)" % auth["expiry"])
+            self._log("debug", "Reusing existing auth token (valid up to %s)" % authtoken.rfc3339(auth["exp"]))
         else:
             action = "Updated" if secret else "Created"
             try:

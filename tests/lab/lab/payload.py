@@ -1,9 +1,10 @@
 """The release payload as the lab's pods see it: which image is the node-joiner, what the release image prints.
 
 ``oc adm node-image create`` finds the node-joiner image in ConfigMap ``openshift-config/installer-images``
-(``images.json`` key ``installer``; shipped from 4.19, ``lab.versions``), else in the release payload's
-``baremetal-installer`` tag (openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@
-b2a93a639c07ebf4d547d10877b6c13f65583248; 4.17: only the tag, create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf).
+(``images.json`` key ``installer``; oc reads it from 4.18, the installer ships it from 4.19, ``lab.versions``),
+else in the release payload's ``baremetal-installer`` tag (openshift/oc pkg/cli/admin/nodeimage/
+basenodeimagecommand.go@6febe61977471b066f08d513424b226b82ee518f and @b2a93a639c07ebf4d547d10877b6c13f65583248;
+4.17: only the tag, create.go@d76df14ea3d7ff9916ea576b6335cd3a220cd1bf).
 """
 
 from __future__ import annotations

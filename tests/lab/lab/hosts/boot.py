@@ -10,8 +10,10 @@ The layout read is node-joiner's add-nodes Ignition (openshift/installer pkg/ass
   the same on release-4.21 3977af16577a830b9c9c8822fe8f2925b38eac9c); its hostname is the content of
   ``/etc/assisted/hostnames/<its MAC>`` (installer data/data/agent/files/usr/local/bin/set-hostname.sh@
   28fe68eef75b9366b94eaffeee89d149410b09bc);
-- ``CLUSTER_ID`` and the token expiry (``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17, ``AUTH_TOKEN_EXPIRY`` from 4.18) are in
-  ``/etc/assisted/add-nodes.env``;
+- ``CLUSTER_ID`` and the token expiry (``AGENT_AUTH_TOKEN_EXPIRY`` on 4.17, installer PR #8802, not yet in the
+  ignition.go@3075c32... above; ``AUTH_TOKEN_EXPIRY`` from 4.18, ignition.go@5e705f0...) are in
+  ``/etc/assisted/add-nodes.env``; the agent itself judges a token by its ``exp`` claim only (``hosts.auth``), so
+  a 4.17 ISO whose add-nodes.env overstates the expiry (``lab.authtoken``) is refused at the claim's time;
 - assisted-service reads ``INFRA_ENV_ID`` and ``EC_PUBLIC_KEY_PEM`` (base64 of the PEM; empty: the service does
   not start) from ``/usr/local/share/assisted-service/assisted-service.env`` (installer
   data/data/agent/systemd/units/assisted-service.service.template@2e7e078d016b5b25f332ca05dab770b124d22367;

@@ -119,3 +119,26 @@ def test_rebuilt_when_something_is_wrong(artifact, change, expected, request):
 def test_an_artifact_never_built_does_not_exist(tmp_path):
     reuse, reason = art.reuse_decision(str(tmp_path / "node.x86_64.iso"), "d1", NOW, DAY)
     assert not reuse and reason.endswith("node.x86_64.iso does not exist")
+
+
+def test_the_artifacts_own_earlier_expiry_decides(iso):
+    """A sidecar holding the fresh 48 h a 4.17 node-joiner wrote beside a reused token: the token's exp decides."""
+    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, lambda path: _expiry_in(23))
+    assert not reuse
+    assert "expires at 2025-05-02T11:00:00+00:00 (read from the artifact itself; the sidecar recorded " in reason
+    assert "less than min_token_validity (24h00m)" in reason
+    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, lambda path: _expiry_in(30))
+    assert reuse and "token valid until 2025-05-02T18:00:00+00:00" in reason
+
+
+@pytest.mark.parametrize("own", [lambda path: _expiry_in(60), lambda path: None, lambda path: "garbage"])
+def test_a_later_or_unreadable_own_expiry_leaves_the_recorded_one(iso, own):
+    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, own)
+    assert reuse and "token valid until 2025-05-03T04:00:00+00:00" in reason
+
+
+def test_an_unreadable_artifact_leaves_the_recorded_expiry(iso):
+    def broken(path):
+        raise art.IsoError(f"{path} is not an ISO")
+
+    assert art.reuse_decision(iso, "d1", NOW, DAY, broken)[0]

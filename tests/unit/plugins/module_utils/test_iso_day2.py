@@ -4,9 +4,11 @@
 node-joiner-laid-out ISOs and initrds), the sidecar, per-release rules and what a failure returns."""
 
 import base64
+import datetime
 import importlib.util
 import os
 import shutil
+import time
 
 import pytest
 
@@ -223,6 +225,37 @@ def test_a_secret_that_changed_during_the_run_leaves_the_iso_to_say(node_iso, tm
     artifacts = _artifacts(tmp_path, api=Secrets(old if before else None, new))
     result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
     assert result["token_expiry"] == "2031-01-01T00:00:00Z"  # the ISO's own add-nodes.env
+
+
+@pytest.fixture(scope="module")
+def reused_417_iso(tmp_path_factory):
+    """A 4.17 node ISO whose token node-joiner reused: add-nodes.env says 48 h from now, the token's exp 23 h."""
+    work, now = tmp_path_factory.mktemp("reused"), int(time.time())
+    stated, claim = (
+        datetime.datetime.fromtimestamp(now + hours * 3600, tz=datetime.timezone.utc) for hours in (48, 23)
+    )
+    path = str(work / "node.x86_64.iso")
+    ignition = layout.add_nodes_ignition(
+        hosts=HOSTS, expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry=stated.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        token_exp=now + 23 * 3600,
+    )  # fmt: skip
+    layout.build_node_iso(str(work), path, ignition)
+    return path, stated, claim
+
+
+def test_a_417_iso_whose_token_was_reused_is_judged_by_the_tokens_exp(reused_417_iso, tmp_path):
+    path, stated, claim = reused_417_iso
+    refreshed = _secret(agentAuthToken={"infra_env_id": "x", "exp": int(claim.timestamp()) + 3600})
+    artifacts = _artifacts(tmp_path, api=Secrets(None, refreshed))  # changed during the run: the ISO says
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": path}), "image")
+    assert result["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ")
+    plan = artifacts.plan("x86_64", "x")
+    assert not plan.reuse and "expires at %s," % claim.isoformat() in plan.reason and "24h00m" in plan.reason
+    # a sidecar that recorded add-nodes.env's 48 h (as day2_iso did before) does not keep the ISO in use
+    record = read_sidecar(result["path"])
+    art.write_sidecar(result["path"], dict(record, token_expiry=stated.strftime("%Y-%m-%dT%H:%M:%SZ")))
+    plan = artifacts.plan("x86_64", "x")
+    assert not plan.reuse and "expires at %s (read from the artifact itself" % claim.isoformat() in plan.reason
 
 
 # --- PXE files -------------------------------------------------------------------------------------------

@@ -92,6 +92,23 @@ def test_expiry_from_the_tokens_when_the_env_does_not_say(variable, expiry):
     assert summary["token_expiry_source"].startswith("exp claim of the tokens in /etc/assisted/rendezvous-host.env")
 
 
+def test_a_reused_417_token_is_judged_by_its_exp_claim_not_the_later_add_nodes_env():
+    # node-joiner 4.17 reused a token 20 h old: add-nodes.env says 48 h from the build, the token 28 h
+    summary = summarize(expiry_variable="AGENT_AUTH_TOKEN_EXPIRY", expiry="2030-03-18T21:46:40Z", token_exp=1900000000)
+    assert summary["token_expiry"] == "2030-03-17T17:46:40Z"
+    assert summary["token_expiry_source"] == (
+        "exp claim of the tokens in /etc/assisted/rendezvous-host.env, "
+        "/usr/local/share/assisted-service/assisted-service.env "
+        "(earlier than /etc/assisted/add-nodes.env AGENT_AUTH_TOKEN_EXPIRY=2030-03-18T21:46:40Z)"
+    )
+
+
+def test_an_add_nodes_env_expiry_earlier_than_the_tokens_wins():
+    summary = summarize(expiry="2030-03-17T17:00:00Z", token_exp=1900000000)
+    assert summary["token_expiry"] == "2030-03-17T17:00:00Z"
+    assert summary["token_expiry_source"] == "/etc/assisted/add-nodes.env AUTH_TOKEN_EXPIRY"
+
+
 def test_never_returns_a_secret():
     config = layout.add_nodes_ignition(hosts=HOSTS)
     text = json.dumps(summary_mod.summarize_add_nodes_ignition(config))
