@@ -219,11 +219,15 @@ def _json(image: IsoImage, path: str) -> tuple[dict[str, Any] | None, str]:
     return value, stored
 
 
+def is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
 def _kargs(image: IsoImage) -> tuple[tuple[KargsRegion, ...], str | None, str | None]:
     info, stored = _json(image, "coreos/kargs.json")
     if info is None:
         return (), None, None
-    where, is_text = "%s: %s" % (image.path, stored), lambda value: isinstance(value, str)
+    where = "%s: %s" % (image.path, stored)
     default = _field(info, "default", is_text, "a string", where)
     size = _field(info, "size", _count(1, KARGS_MAX_SIZE), "an integer from 1 to %d" % KARGS_MAX_SIZE, where)
     if len(default.encode()) > size:
