@@ -6,7 +6,8 @@
 # (lint and format check, configured in pyproject.toml) over every Python file; mypy over the collection's
 # module_utils and action plugins (typed; run through .collections so the ansible_collections imports resolve);
 # ansible-lint (profile production, configured in .ansible-lint) with the collection resolved through .collections
-# (the link .ci/setup.sh makes); `antsibull-changelog lint` for the changelog fragments.
+# (the link .ci/setup.sh makes); `antsibull-changelog lint` for the changelog fragments; the release tarball's file list
+# (.ci/tarball.py: nothing that needs the absent lab).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,6 +24,7 @@ run python .ci/layout.py
 run python .ci/codelines.py
 run python .ci/modules_md.py --check
 run python .ci/role_readmes.py --check
+run python .ci/tarball.py
 run ruff check .
 run ruff format --check .
 (cd .collections && run mypy --config-file "$ROOT/pyproject.toml" \

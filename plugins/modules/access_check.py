@@ -4,7 +4,7 @@
 DOCUMENTATION = r"""
 module: access_check
 short_description: Check that the identity may do everything the run will do, before anything is written
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:

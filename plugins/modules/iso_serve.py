@@ -4,7 +4,7 @@
 DOCUMENTATION = r"""
 module: iso_serve
 short_description: Serve the node ISO to the BMCs from the controller for the duration of the boot
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:

@@ -4,7 +4,7 @@
 DOCUMENTATION = r"""
 module: workers_check
 short_description: Check the new workers' inventory variables against each other and the cluster
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - openshift_agent.day2 developers (@openshift-agent-day2)
 description:
