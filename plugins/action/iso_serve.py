@@ -57,18 +57,24 @@ class ActionModule(ActionBase):
             path = str(args["artifacts"][0]["path"])
             if args["timeout"] < 60:
                 raise Day2Error("iso_serve: timeout must be at least 60 seconds, got %d" % args["timeout"])
+            bmc_urls = [
+                str(h["bmc"]["bmc_base_url"]) for h in args["hosts"] if (h.get("bmc") or {}).get("bmc_base_url")
+            ]
+            scheme = "HTTPS" if args["tls_cert"] else "HTTP"
             if self._task.check_mode:
-                result.update(changed=True, url="", msg=f"Check mode: {path} would be served to the BMCs")
+                host, port = server.listen_address(args["address"], bmc_urls)
+                result.update(
+                    changed=True,
+                    url="",
+                    msg=f"Check mode: {path} would be served over {scheme} on {host}:{port or '(a free port)'} only. "
+                    "The ISO holds the pull secret: only the BMC network should reach that address.",
+                )
                 return result
             started = server.start(
                 path,
                 args["workdir"],
                 args["address"],
-                [
-                    str(host["bmc"]["bmc_base_url"])
-                    for host in args["hosts"]
-                    if (host.get("bmc") or {}).get("bmc_base_url")
-                ],
+                bmc_urls,
                 # This worker's parent is ansible-playbook itself: the server lives no longer than the run.
                 watch_pid=os.getppid(),
                 max_seconds=args["timeout"],
@@ -77,9 +83,9 @@ class ActionModule(ActionBase):
             )
             result.update(started, changed=True)
             result["msg"] = (
-                f"Serving {path} to the BMCs at {started['display_url']} (listening on {started['address']}) until "
-                "the disks are written or the run ends. The ISO holds the pull secret: only the BMC network should "
-                "reach this address."
+                f"Serving {path} over {scheme} to the BMCs at {started['display_url']}, listening on "
+                f"{started['address']} only, until the disks are written or the run ends. The ISO holds the pull "
+                "secret: only the BMC network should reach this address."
             )
         except Day2Error as error:
             result.update(error.result, failed=True, msg=error.message)

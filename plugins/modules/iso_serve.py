@@ -46,8 +46,9 @@ options:
   address:
     description:
       - Where the server listens, C(host:port), C([v6]:port), C(host) or C(:port). Port 0 (or none) takes a free
-        port. The URL names this host; with no host (or C(0.0.0.0), C(::)) the server listens on every address
-        and the URL names the controller's address that routes to the first BMC of O(hosts).
+        port. The server listens on this one address, which the URL names; with no host (or C(0.0.0.0), C(::)) it
+        listens on the controller's address that routes to the first BMC of O(hosts), never on every address (the
+        ISO holds the pull secret).
     type: str
     default: ""
   hosts:

@@ -3,6 +3,7 @@ the ISO itself (iso_serve), boots every host through community.general's redfish
 once its disk is written, and leaves no server process behind, even when the run is killed mid-boot."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -55,8 +56,9 @@ def test_redfish_run_serves_the_iso_and_ejects_after_each_disk_is_written(lab_fa
     rc, output = run_playbook(PLAYBOOK, *redfish_args(lab, workdir), env=lab_env(lab), timeout=600)
     assert rc == 0, output[-6000:]
     said = " ".join(output.split())  # the callback may wrap a message
-    assert "Serving %s/node.x86_64.iso to the BMCs at http://127.0.0.1:" % workdir in said
+    assert "Serving %s/node.x86_64.iso over HTTP to the BMCs at http://127.0.0.1:" % workdir in said
     assert "/(secret)/node.x86_64.iso" in said
+    assert re.search(r"listening on 127\.0\.0\.1:\d+ only", said), said  # one address, not every one
     assert lab.info["redfish"]["password"] not in output
     state = redfish_state(lab)
     names = sorted(h["name"] for h in lab.info["hosts"])

@@ -70,8 +70,8 @@ def route_source(targets: list[str]) -> str | None:
 
 
 def url_host(bind: str, bmc_urls: list[str]) -> str:
-    """The host part of the URL the BMCs download from: the bound address, or (bound to all addresses) the one
-    that routes to the BMCs."""
+    """The address the server listens on and the BMCs download from: the one given, else (none, or every address
+    given) the controller's address that routes to the BMCs. Never every address: the ISO holds the pull secret."""
     if bind not in ("", "0.0.0.0", "::"):
         return bind
     source = route_source(bmc_urls)
@@ -81,6 +81,15 @@ def url_host(bind: str, bmc_urls: list[str]) -> str:
             "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
         )
     return source
+
+
+def listen_address(address: str, bmc_urls: list[str]) -> tuple[str, int]:
+    """The one address and the port (0: any free one) the server listens on."""
+    try:
+        bind, port = parse_address(address)
+    except ValueError as error:
+        raise ServeError(f"iso_serve: address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
+    return url_host(bind, bmc_urls), port
 
 
 def _bracket(host: str) -> str:
@@ -111,11 +120,7 @@ def start(
         raise ServeError(f"iso_serve: path {iso} is not a file; build the ISO first (the image step)")
     if bool(cert) != bool(key):
         raise ServeError("iso_serve: tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
-    try:
-        bind, port = parse_address(address)
-    except ValueError as error:
-        raise ServeError(f"iso_serve: address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
-    host = url_host(bind, bmc_urls)
+    host, port = listen_address(address, bmc_urls)
     pidfile = os.path.join(workdir, "iso-serve.pid")
     stop(pidfile)
     token_file = os.path.join(workdir, "iso-serve.token")
@@ -126,7 +131,7 @@ def start(
     log = os.path.join(workdir, "iso-serve.log")
     name = os.path.basename(iso)
     command = [sys.executable, SERVE_PROGRAM, "--file", iso, "--name", name, "--token-file", token_file]
-    command += ["--bind", bind or "0.0.0.0", "--port", str(port), "--pidfile", pidfile, "--log", log]
+    command += ["--bind", host, "--port", str(port), "--pidfile", pidfile, "--log", log]
     command += ["--watch-pid", str(watch_pid), "--max-seconds", str(max_seconds)]
     watch_start = start_time_of(watch_pid)
     if watch_start:
@@ -156,16 +161,18 @@ def start(
                 "pid": process.pid,
                 "pidfile": pidfile,
                 "log": log,
-                "address": "%s:%d" % (_bracket(bind or "0.0.0.0"), info["port"]),
+                "address": "%s:%d" % (_bracket(host), info["port"]),
             }
         if process.poll() is not None:
             raise ServeError(
-                f"iso_serve: the server for {iso} on {address or '(all addresses)'} exited ({process.returncode}): "
+                f"iso_serve: the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "
                 f"{_tail(log)}; choose a free address and port in day2_serve_address"
             )
         time.sleep(0.05)
     process.kill()
-    raise ServeError(f"iso_serve: the server on {address} did not start within {START_SECONDS:.0f} s; see {log}")
+    raise ServeError(
+        f"iso_serve: the server on {_bracket(host)}:{port} did not start within {START_SECONDS:.0f} s; see {log}"
+    )
 
 
 def _tail(log: str) -> str:

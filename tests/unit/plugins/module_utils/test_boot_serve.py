@@ -178,3 +178,32 @@ def test_url_host_routes_to_the_bmcs():
     assert server.url_host("0.0.0.0", ["https://127.0.0.1:8000/redfish/v1"]) == "127.0.0.1"
     with pytest.raises(server.ServeError, match="set day2_serve_address"):
         server.url_host("", [])
+
+
+def _listening(port):
+    """The local addresses of the sockets listening on ``port`` (Linux /proc/net/tcp, hex little-endian)."""
+    found = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:
+            found.append(".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+    return found
+
+
+@pytest.mark.parametrize("address", ["", "0.0.0.0:0"])
+def test_the_server_listens_on_one_address_never_on_every_one(tmp_path, iso, address):
+    """Unset, or given as every address, the server binds the controller's address towards the BMCs alone (the ISO
+    holds the pull secret)."""
+    watched = _watched()
+    try:
+        started = server.start(
+            str(iso), str(tmp_path), address, ["https://127.0.0.5:8000/redfish/v1"], watched.pid, 600
+        )
+        port = int(started["address"].rsplit(":", 1)[1])
+        assert _listening(port) == ["127.0.0.1"]
+        assert started["address"] == "127.0.0.1:%d" % port
+        server.stop(started["pidfile"])
+    finally:
+        watched.kill()
+        watched.wait()
