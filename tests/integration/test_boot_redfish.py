@@ -3,8 +3,8 @@ the ISO itself (iso_serve), boots every host through community.general's redfish
 once its disk is written, and leaves no server process behind, even when the run is killed mid-boot."""
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 
