@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import trustme
@@ -183,7 +184,7 @@ def test_url_host_routes_to_the_bmcs():
 def _listening(port):
     """The local addresses of the sockets listening on ``port`` (Linux /proc/net/tcp, hex little-endian)."""
     found = []
-    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         local, state = line.split()[1], line.split()[3]
         address, hex_port = local.split(":")
         if state == "0A" and int(hex_port, 16) == port:
