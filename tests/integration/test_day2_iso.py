@@ -459,7 +459,7 @@ def test_build_timeout(lab, clean, tmp_path):
     lab.control("POST", "/faults", {"nodejoiner": "timeout"})
     started = time.monotonic()
     result = day2_iso(lab, tmp_path, build_timeout=3)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 300  # the 3 s build timeout ended it, not the fault's 600 s hang
     assert_failed_and_clean(
         lab,
         result,

@@ -58,7 +58,7 @@ def test_watch_without_resource_version_starts_with_current_objects_and_times_ou
     started = time.monotonic()
     stream = lab.api("GET", "/api/v1/nodes", params={"watch": "1", "timeoutSeconds": "1"}, stream=True)
     events = [json.loads(line) for line in stream.iter_lines() if line]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # ended by timeoutSeconds=1: a watch without it never ends
     assert {event["object"]["metadata"]["name"] for event in events} >= {"master-0", "master-1", "master-2"}
     assert all(event["type"] == "ADDED" for event in events)
 
@@ -137,7 +137,7 @@ def test_watch_cut_fault_resets_streams(lab, no_faults):
     with pytest.raises(requests.exceptions.RequestException):
         for _line in stream.iter_lines():
             pass
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # ended by the 0.5 s cut, not by the 30 s timeoutSeconds
 
 
 def test_dump_has_objects_requests_and_approvals(lab):
