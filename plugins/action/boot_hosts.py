@@ -26,7 +26,12 @@ ARGUMENT_SPEC = {
     "verify_certs": {"type": "bool", "default": True},
     "ca_path": {"type": "str", "default": ""},
     "timeout": {"type": "int", "default": 60},
+    "inspect": {"type": "bool", "default": False},
 }
+
+
+# Hosts the plan finds installed: booting them again would reinstall them.
+INSTALLED = {"joined": "its Node is Ready", "half-joined": "its Node exists; its certificates are approved next"}
 
 
 class ActionModule(ActionBase):
@@ -44,10 +49,14 @@ class ActionModule(ActionBase):
             if self._task.check_mode
             else ""
         )
+        if args["inspect"]:
+            return dict(result, **self._inspect(args, task_vars))
         hosts, lines = [], []
-        for host in [h for h in args["hosts"] if h.get("state") != "half-joined"]:  # half-joined: installed already
+        for host in args["hosts"]:
             stands = (args["standing"].get(str(host["name"]).lower()) or {}).get("agent") or {}
-            if stands.get("phase", "waiting") == "waiting":
+            if host.get("state") in INSTALLED:
+                lines.append(f"{host['name']} is {host['state']} already ({INSTALLED[host['state']]}): not booted")
+            elif stands.get("phase", "waiting") == "waiting":
                 hosts.append(host)
             else:  # booting it again would reinstall it, or restart a disk write
                 where = f" at {stands['stage']}" if stands.get("stage") else ""
@@ -67,14 +76,10 @@ class ActionModule(ActionBase):
             result.update(changed=False, booted=[], msg=lines)
             return result
 
-        def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            return self._execute_module(name, module_args=arguments, task_vars=task_vars)
-
         booted: list[str] = []
         try:
             for host in hosts:
-                credentials = login(host, task_vars["hostvars"], args["verify_certs"], args["ca_path"], args["timeout"])
-                bmc = Bmc(host["name"], host.get("bmc") or {}, credentials, run_module)
+                bmc = self._bmc(host, args, task_vars)
                 if self._task.check_mode:
                     lines.append(
                         f"Check mode: {host['name']} would be booted {bmc.plan(bmc.inspect(), args['image_url_shown'])}"
@@ -95,3 +100,30 @@ class ActionModule(ActionBase):
             return result
         result.update(changed=bool(booted), booted=booted, msg=lines)
         return result
+
+    def _bmc(self, host: dict[str, Any], args: dict[str, Any], task_vars: dict[str, Any]) -> Bmc:
+        def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return self._execute_module(name, module_args=arguments, task_vars=task_vars)
+
+        credentials = login(host, task_vars["hostvars"], args["verify_certs"], args["ca_path"], args["timeout"])
+        return Bmc(host["name"], host.get("bmc") or {}, credentials, run_module, str(host.get("source") or "inventory"))
+
+    def _inspect(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """Preflight: every BMC asked about its system, virtual CD and boot override with its login (GET requests
+        only, in check mode too), before anything is written; every refusal at once."""
+        lines, problems = [], []
+        for host in args["hosts"] if args["method"] == "redfish" else []:
+            if host.get("state") in INSTALLED:
+                continue
+            try:
+                media = self._bmc(host, args, task_vars).inspect()
+            except Day2Error as error:
+                problems.append(error.message)
+                continue
+            lines.append(
+                f"{host['name']}: its BMC answers: system {media.system_uri} (power {media.power}), "
+                f"virtual CD {media.cd.get('Id') or '?'}{' (holds a medium)' if media.cd.get('Image') else ''}"
+            )
+        if problems:
+            return {"failed": True, "changed": False, "msg": "boot_hosts: " + "; ".join(problems), "problems": problems}
+        return {"changed": False, "msg": lines}

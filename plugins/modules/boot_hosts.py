@@ -18,7 +18,13 @@ description:
     host on, or restarts it when it is on.
   - A host's BMC settings come from its record (C(bmc_base_url) and C(bmc_system_path), worked out from its
     C(bmc_address) by M(openshift_agent.day2.workers_check), C(bmc_username), C(bmc_verify_certs)); its password is
-    read from its variable C(bmc_password) at the moment of the call, never passed through module arguments.
+    read at the moment of the call from its variable C(bmc_password) (set on the host or its group), or, for a host
+    of an agent-config.yaml, from the file's C(bmc.password); it is never passed through module arguments.
+  - Only the hosts that need it are booted or named to boot. A host the plan finds joined or half-joined, or whose
+    agent already answers (O(standing)), is named with where it stands, and not booted again.
+  - With O(inspect=true) (the preflight step), it boots nothing; it asks every BMC, with its login, about its system,
+    virtual media and boot override (GET requests only) and fails, naming every host, field and fix at once, on a
+    wrong login, an unreachable BMC, an unknown system or a system without a virtual CD.
   - The virtual CD is ejected later, once the host's disk is written, by M(openshift_agent.day2.csr_approve)
     (its C(eject) option takes RV(booted)).
   - It is an action plugin and always runs on the controller.
@@ -38,6 +44,17 @@ options:
     type: list
     elements: dict
     default: []
+  standing:
+    description:
+      - Where each host stands, by lower-case name, as M(openshift_agent.day2.agent_wait) with
+        O(openshift_agent.day2.agent_wait#module:wait=false) returns it in C(hosts); a host whose agent phase is
+        not C(waiting) is not booted again.
+    type: dict
+    default: {}
+  inspect:
+    description: Ask every BMC (GET requests only) instead of booting; see the description.
+    type: bool
+    default: false
   image_url:
     description:
       - The URL the BMCs download the ISO from (M(openshift_agent.day2.iso_serve)'s C(url), or your own server). It
@@ -84,16 +101,29 @@ EXAMPLES = r"""
     hosts: "{{ day2_plan.hosts }}"
     image_url: https://files.example.com/node.x86_64.iso
   register: booted
+
+- name: Before anything is written, ask every BMC with its login (GET requests only)
+  openshift_agent.day2.boot_hosts:
+    method: redfish
+    hosts: "{{ day2_plan.hosts }}"
+    inspect: true
 """
 
 RETURN = r"""
 booted:
   description: The hosts booted through their BMC (for M(openshift_agent.day2.csr_approve)'s C(eject)).
-  returned: success and failure
+  returned: success and failure, unless O(inspect=true)
+  type: list
+  elements: str
+problems:
+  description: With O(inspect=true), every BMC's refusal, each naming the host, the field and the fix.
+  returned: failure
   type: list
   elements: str
 msg:
-  description: What to boot (manual), or what was done (or in check mode would be done) per host.
+  description:
+    - What to boot (manual), or what was done (or in check mode would be done) per host, and where each host stands
+      that is not booted. With O(inspect=true), what each BMC answered.
   returned: success
   type: list
   elements: str

@@ -7,7 +7,9 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
+import yaml
 from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_playbook
 from lab.waiting import wait_for
 from test_add_workers import PLAYBOOK, playbook_args
@@ -128,3 +130,57 @@ def test_a_host_back_in_the_iso_is_named_with_the_fix_and_no_server_is_left(lab_
     # The run failed in the join step: the server saw the run end and exited.
     wait_for(lambda: servers_of(workdir) == [], timeout=10)
     assert not (workdir / "iso-serve.token").exists()
+
+
+def agent_config_with_bmcs(lab, tmp_path, wrong_password_for=None):
+    """The shipped example agent-config.yaml, each host given the bmc settings of the lab's BMC emulator (its
+    address, username and password in the file, as a day-1 file holds them), and an inventory of the login only."""
+    document = yaml.safe_load((REPO / "playbooks" / "agent-config.example.yaml").read_text())
+    inventory = yaml.safe_load(Path(lab.inventory).read_text())["all"]["children"]["new_workers"]["hosts"]
+    for host in document["hosts"]:
+        given = inventory[host["hostname"]]
+        password = "wrong-password" if host["hostname"] == wrong_password_for else given["bmc_password"]
+        host["bmc"] = {"address": given["bmc_address"], "username": given["bmc_username"], "password": password}
+    path = tmp_path / "agent-config.yaml"
+    path.write_text(yaml.safe_dump(document))
+    login = tmp_path / "inventory.yml"
+    login.write_text(yaml.safe_dump({"all": {"vars": {"kubeconfig": lab.kubeconfig}}}))
+    return path, login
+
+
+def agent_config_args(lab, workdir, config, login):
+    args = redfish_args(lab, workdir)
+    args[args.index(lab.inventory)] = str(login)
+    return [*args, "-e", "day2_agent_config=%s" % config]
+
+
+def test_agent_config_hosts_boot_through_the_bmcs_of_their_file(lab_factory, tmp_path):
+    """Hosts that exist only in an agent-config.yaml: their bmc.password is read from the file at the moment of use."""
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
+    config, login = agent_config_with_bmcs(lab, tmp_path)
+    workdir = tmp_path / "work"
+    rc, output = run_playbook(PLAYBOOK, *agent_config_args(lab, workdir, config, login), env=lab_env(lab), timeout=600)
+    assert rc == 0, output[-6000:]
+    said = " ".join(output.split())
+    assert "extra-worker-0: its BMC answers: system /redfish/v1/Systems/" in said  # preflight's read-only question
+    assert lab.info["redfish"]["password"] not in output
+    hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
+    assert all(hosts[name]["booted_by"] == "redfish" for name in ("extra-worker-0", "extra-worker-1")), hosts
+    nodes = {o["metadata"]["name"]: o for o in lab.dump()["objects"] if o["kind"] == "Node"}
+    for name in ("extra-worker-0", "extra-worker-1"):
+        ready = [c for c in nodes[name]["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", name
+
+
+def test_a_wrong_bmc_password_in_the_file_is_refused_before_any_write(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0")
+    config, login = agent_config_with_bmcs(lab, tmp_path, wrong_password_for="extra-worker-1")
+    lab.reset_log()
+    rc, output = run_playbook(PLAYBOOK, *agent_config_args(lab, tmp_path / "work", config, login), env=lab_env(lab))
+    assert rc != 0, output[-6000:]
+    said = " ".join(output.split())
+    assert 'host extra-worker-1: field "bmc.password": the BMC at 127.0.0.1:' in said, said[-4000:]
+    assert "check bmc.username and bmc.password against the BMC's accounts in %s" % config in said
+    assert "wrong-password" not in output and lab.info["redfish"]["password"] not in output
+    assert lab.writes() == [], lab.writes()  # only reads and access reviews reached the API server
+    assert not any(h.get("booted_by") for h in lab.control("GET", "/hosts"))

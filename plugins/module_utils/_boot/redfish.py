@@ -231,11 +231,20 @@ def pick_media(system_path: str, systems: dict[str, Any], managers: dict[str, An
 
 
 def login(host: dict[str, Any], hostvars: Any, verify: bool, ca_path: str, timeout: int) -> dict[str, Any]:
-    """redfish_info/redfish_command's login for ``host`` (a host record); its password from its variables, read at
-    this moment and never passed around."""
+    """redfish_info/redfish_command's login for ``host`` (a host record); its password from its variables (host or
+    group), else from its agent-config.yaml (``bmc.password``), read at this moment and never passed around."""
+    known = host["name"] in hostvars  # (a host of an agent-config file alone is not in the inventory)
+    password = (hostvars[host["name"]].get("bmc_password") if known else "") or ""
+    if not password and host.get("source") not in (None, "inventory"):  # an agent-config host: from its file
+        # (imported here: _check imports this module for the BMC addresses)
+        from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import (
+            agent_config_password,
+        )
+
+        password = agent_config_password(str(host["source"]), str(host["name"]))
     found = {
         "username": host.get("bmc_username") or "",
-        "password": (hostvars.get(host["name"]) or {}).get("bmc_password") or "",
+        "password": password,
         "validate_certs": verify if host.get("bmc_verify_certs") is None else host["bmc_verify_certs"],
         "timeout": timeout,
     }
@@ -251,8 +260,10 @@ class Bmc:
         endpoint: dict[str, str],
         login: dict[str, Any],
         run: Callable[[str, dict[str, Any]], dict[str, Any]],
+        source: str = "inventory",
     ) -> None:
         self.host, self.endpoint, self.login, self._run = host, endpoint, login, run
+        self.file = "" if source == "inventory" else source  # an agent-config host: fields named as the file does
         self.baseuri = endpoint["bmc_base_url"].split("://", 1)[1]
 
     def _call(self, module: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +278,8 @@ class Bmc:
                 "bmc_address",
                 "check that this controller reaches the BMC over HTTPS and that it speaks Redfish",
             )
+        if self.file:
+            field, fix = field.replace("bmc_", "bmc."), fix.replace("bmc_", "bmc.") + f" in {self.file}"
         raise Day2Error(
             f'host {self.host}: field "{field}": the BMC at {self.baseuri} refused {module.rsplit(".", 1)[-1]} '
             f"{arguments.get('command')}: {message}; {fix}"

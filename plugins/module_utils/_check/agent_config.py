@@ -41,7 +41,7 @@ HOST_FIELDS = {
     "rootDeviceHints": "root_device_hints",
     "interfaces": "interfaces",
     "networkConfig": "network_config",
-    "BMC": "BMC",
+    "bmc": "BMC",  # (Go field BMC, no JSON tag: decoded regardless of case, written bmc in the docs)
 }
 INTERFACE_FIELDS = {"name": "name", "macAddress": "mac_address"}
 BMC_FIELDS = {
@@ -55,7 +55,7 @@ ROLES = ("master", "worker")
 FIELD_NAMES = dict(
     {key: field for field, key in HOST_FIELDS.items() if key != field},
     mac_address="interfaces",
-    **{key: "BMC." + field for field, key in BMC_FIELDS.items()},
+    **{key: "bmc." + field for field, key in BMC_FIELDS.items()},
 )
 
 
@@ -120,9 +120,9 @@ def _host(index: int, item: Any, path: str, problems: Problems) -> HostVariables
         for i, nic in enumerate(interfaces)
     ]
     if bmc is not None and not isinstance(bmc, dict):
-        problems.add(name, "BMC", "(not shown)", "is not a mapping", "write address, username, password")
+        problems.add(name, "bmc", "(not shown)", "is not a mapping", "write address, username, password")
     elif bmc is not None:
-        fields.update(_fields(bmc, BMC_FIELDS, name, "BMC.", problems))
+        fields.update(_fields(bmc, BMC_FIELDS, name, "bmc.", problems))
         if isinstance(fields.get("bmc_verify_certs"), bool):  # (disableCertificateVerification)
             fields["bmc_verify_certs"] = not fields["bmc_verify_certs"]
     settings = {key: value for key, value in fields.items() if key != "name" and value not in (None, "")}
@@ -163,6 +163,13 @@ def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -
     for name in sorted({name for name in names if names.count(name) > 1}):
         problems.add(name, "hostname", name, f"is listed more than once in {path}", "give each host once")
     return [host for host in found if names.count(host.name) == 1], sorted(set(fields) & set(DAY1_FIELDS))
+
+
+def agent_config_password(path: str, name: str) -> str:
+    """Host ``name``'s ``bmc.password`` in the agent-config file at ``path``, read at the moment of its use (the
+    host records never carry it); empty when the file or the host has none."""
+    hosts, _left_alone = read_agent_config(path, None, Problems())
+    return next((str(h.settings.get("bmc_password") or "") for h in hosts if h.name == name), "")
 
 
 def in_file_words(problem: dict[str, Any], path: str) -> dict[str, Any]:
