@@ -256,7 +256,7 @@ class Host:
 
     def fail(self, message: str, now: Moment) -> None:
         if not self.done:
-            self.failure, self.failed_in = message, self.phase
+            self.failure, self.failed_in, self.waiting_for = message, self.phase, None
             self.set_phase(FAILED, now)
 
     def expected(self, offset: float) -> policy.Expected:
