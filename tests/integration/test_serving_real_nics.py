@@ -10,6 +10,7 @@ is read from the lab's own records (approvals log, CSRs, Nodes).
 
 import base64
 import ipaddress
+from pathlib import Path
 
 import yaml
 from conftest import REPO, lab_env, run_playbook
@@ -57,7 +58,7 @@ def test_a_host_given_only_ip_gets_both_families_and_an_address_outside_the_mach
     lab = lab_factory(
         "--variant", "dualstack", "--hosts", "2", "--install-seconds", "6", "--agent-port", "0", "--kubelet-port", "0"
     )
-    inventory = yaml.safe_load(open(lab.inventory))
+    inventory = yaml.safe_load(Path(lab.inventory).read_text())
     hosts = inventory["all"]["children"]["new_workers"]["hosts"]
     first = hosts["extra-worker-0"]
     hosts["extra-worker-0"] = only_ip_with_ipv6_autoconf(first)

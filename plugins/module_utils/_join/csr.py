@@ -258,7 +258,8 @@ class Network:
         cidrs = [n.get("cidr") if isinstance(n, dict) else n for n in facts.get("machine_networks") or []]
         bad = [cidr for cidr in cidrs if parse_network(cidr) is None]
         if bad:
-            raise InputError(f"cluster: field machine_networks value {bad[0]!r} is not a CIDR: give day1_facts' facts")
+            what = "is not a CIDR such as 192.168.111.0/24: give the facts of day1_facts"
+            raise InputError(f"cluster: field machine_networks value {bad[0]!r} {what}")
         vips = {str(parse_ip(v)): kind for key, kind in VIP_KINDS for v in facts.get(key) or [] if parse_ip(v)}
         return cls(tuple(parse_network(cidr) for cidr in cidrs), vips)
 
@@ -685,21 +686,13 @@ def each_host(
     for name, addresses in holders:
         for address in map(str, addresses):
             owners[address] = owners.get(address, frozenset()) | {name}
-    return {
-        name: host_csrs(
-            csrs,
-            Context(
-                {name: dataclasses.replace(host, reported=reported.get(name, frozenset()))},
-                frozenset(nodes),
-                now,
-                clock_skew,
-                owners,
-                network or Network(),
-            ),
-            name,
+    found = {}
+    for name, host in expected.items():
+        seen = {name: dataclasses.replace(host, reported=reported.get(name, frozenset()))}
+        found[name] = host_csrs(
+            csrs, Context(seen, frozenset(nodes), now, clock_skew, owners, network or Network()), name
         )
-        for name, host in expected.items()
-    }
+    return found
 
 
 def flood(csrs: list[ParsedCSR], hosts: frozenset[str], now: datetime.datetime) -> str | None:
