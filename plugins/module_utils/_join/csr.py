@@ -579,7 +579,7 @@ class HostCsrs:
     client CSRs with another key than ``key``; ``ambiguous``: pending client CSRs of several keys while none is
     approved; ``serving``: the serving CSR to approve (the newest pending one, none once one of this installation
     is approved); ``refused``: CSRs of the host that fail a check, name -> "reason: message" (the pending serving
-    CSRs among them in ``refused_serving``).
+    CSRs among them in ``refused_serving`` while no serving CSR of this installation is approved).
     """
 
     approved: list[ParsedCSR] = dataclasses.field(default_factory=list)
@@ -667,6 +667,7 @@ def host_csrs(csrs: list[ParsedCSR], ctx: Context, host: str) -> HostCsrs:
             found.client = sorted(found.pending, key=_order)
     if serving_candidates and not serving_done:
         found.serving = [max(serving_candidates, key=_order)]
+    found.refused_serving = [] if serving_done else found.refused_serving
     return found
 
 

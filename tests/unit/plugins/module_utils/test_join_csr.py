@@ -807,6 +807,12 @@ def test_a_refused_pending_serving_csr_is_reported_and_a_refused_approved_one_ig
     approved = serving_csr("worker-1", ips=["127.0.111.99"], name="approved-foreign", conditions=APPROVED)
     found = sort_host([pending, approved], "worker-1")
     assert list(found.refused) == ["pending-foreign"] and found.serving == []
+    assert sort_host([pending], "worker-1").refused_serving == ["pending-foreign"]
+    # once a serving CSR of this installation is approved, a refused one is someone else's, not a missing certificate
+    assert found.refused_serving == []
+    genuine = serving_csr("worker-1", ips=["127.0.111.21"], name="genuine", conditions=APPROVED)
+    found = sort_host([pending, genuine], "worker-1")
+    assert list(found.refused) == ["pending-foreign"] and found.refused_serving == []
 
 
 def node(name, *addresses):

@@ -691,6 +691,15 @@ def test_a_node_ready_without_its_serving_certificate_joins_with_a_warning_namin
     ]
 
 
+def test_a_rogue_serving_csr_refused_after_the_hosts_own_was_approved_is_no_warning():
+    clock = FakeClock()
+    state = [*dual_stack_state("worker-0"), serving_csr("worker-0", ips=["127.0.111.99"], name="worker-0.rogue")]
+    api = FakeApi(clock, state, nodes=[dual_stack_node("worker-0")], kubelet=True)
+    result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK))
+    assert failure is None and api.approval_log == ["worker-0.serving"] and result["joined"] == ["worker-0"]
+    assert result["warnings"] == [] and list(result["hosts"]["worker-0"]["refused"]) == ["worker-0.rogue"]
+
+
 def test_check_mode_predicts_the_dual_stack_serving_csr_with_the_same_networks():
     clock = FakeClock()
     api = FakeApi(clock, dual_stack_state("worker-0"), nodes=[dual_stack_node("worker-0")], kubelet=True)
