@@ -117,6 +117,11 @@ class ParsedCSR:
         return self.dns_sans + [str(ip) for ip in self.ip_sans] + self.other_sans
 
     @property
+    def kind(self) -> str:
+        """``client`` or ``serving``, by its signer."""
+        return "client" if self.signer == CLIENT_SIGNER else "serving"
+
+    @property
     def created_text(self) -> str | None:
         return format_rfc3339(self.created) if self.created is not None else None
 

@@ -526,12 +526,12 @@ class JoinRun:
             host.fail(problem, now)
             return
         host.refused = dict(keys.refused)
-        note = keys.refusals()
         if node is not None and condition_true(node, "Ready"):
             if host.marked:
                 host.waiting_for = None
-                host.set_phase(JOINED, now)  # Ready without a serving certificate: oc logs and exec then fail
-                self.warnings += [f"{host.name}: joined, its serving CSR pending{note}"] if keys.refused_serving else []
+                host.set_phase(JOINED, now)
+                if keys.refused_serving:  # Ready without a serving certificate: oc logs and exec then fail
+                    self.warnings.append(f"{host.name}: joined, its serving CSR pending{keys.refusals()}")
             else:
                 host.waiting_for = "Node Ready; setting its labels and taints"
             return
@@ -544,22 +544,18 @@ class JoinRun:
         if node is None and not keys.approved:
             host.set_phase(SETTLING, now)
             if now < settled_at:
-                host.waiting_for = (
-                    f"settle period until {format_rfc3339(settled_at)} "
-                    "(a CSR from any other key in this time stops this host)"
-                )
+                stop = "a CSR from any other key in this time stops this host"
+                host.waiting_for = f"settle period until {format_rfc3339(settled_at)} ({stop})"
             elif not chosen:
-                host.waiting_for = "waiting for its kubelet's client CSR" + note
+                host.waiting_for = "waiting for its kubelet's client CSR" + keys.refusals()
             else:
                 host.waiting_for = "client certificate approved; waiting for the Node"
         else:
             host.set_phase(HALF_JOINED, now)
             waiting = "waiting for its Node" if node is None else "Node NotReady; waiting for its serving CSR or Ready"
-            host.waiting_for = waiting + note
+            host.waiting_for = waiting + keys.refusals()
         for csr in chosen:
-            self._approve(
-                host, objects[str(csr.name)], "client" if csr.signer == policy.CLIENT_SIGNER else "serving", now
-            )
+            self._approve(host, objects[str(csr.name)], csr.kind, now)
 
     def _approve(self, host: Host, listed: Json, kind: str, now: Moment) -> None:
         cluster = cast(Cluster, self.cluster)  # only called with a cluster
