@@ -14,16 +14,20 @@ options:
         ignored.
       - C(name), the Node name (compared in lower case, as the kubelet registers it; no wildcards), and C(address),
         where the host's agent and kubelet answer, are required; C(mac_address) finds the host in its agent's
-        answer; C(addresses), every IP address its serving certificate may carry (default C([address])); C(labels)
-        and C(taints), what its Node carries (M(openshift_agent.day2.csr_approve)); C(state) C(joined) for a host
-        that joined in an earlier run (only its labels and taints are converged).
+        answer; C(addresses), its inventory addresses (default C([address])), the IP addresses its serving
+        certificate may carry besides those its own Node reports that O(cluster) allows; C(labels) and C(taints),
+        what its Node carries (M(openshift_agent.day2.csr_approve)); C(state) C(joined) for a host that joined in
+        an earlier run (only its labels and taints are converged).
     type: list
     elements: dict
     required: true
   cluster:
     description:
-      - The day-1 facts of M(openshift_agent.day2.day1_facts); only C(version) is read, to choose the header of a
-        token whose claims do not say it. Nothing else is read from the cluster for it.
+      - The day-1 facts of M(openshift_agent.day2.day1_facts). C(version) chooses the header of a token whose
+        claims do not say it. For M(openshift_agent.day2.csr_approve), C(machine_networks), C(api_vips) and
+        C(ingress_vips) say which addresses a host's own Node reports may go into its serving certificate (one
+        inside a machine network, no VIP and no other Node's, docs/csr-approval.md). Without them a serving
+        certificate carries only inventory addresses. Nothing else is read from the cluster for it.
     type: dict
     default: {}
   wait_sleep:

@@ -22,8 +22,13 @@ description:
   - Every pending client CSR of the host with the kubelet's public key is approved, so a copy of the kubelet's CSR
     cannot strand the kubelet's own. A second public key for a host, before or after an approval, stops that host
     at once, naming the CSR with the other key and its requestor. Then its serving CSR is approved when every check
-    passes (signer, requestor, groups, subject, SANs against the host's addresses, usages, signature, key type,
-    age); docs/csr-approval.md says what is checked and why. A CSR is never denied (it may be someone else's).
+    passes (signer, requestor, groups, subject, usages, signature, key type, age, SANs); docs/csr-approval.md says
+    what is checked and why. A CSR is never denied (it may be someone else's).
+  - "An IP SAN of a serving CSR is an address of the host's inventory record (O(hosts) C(addresses)) or one its
+    own Node reports in C(status.addresses) (a second NIC, the IPv6 address of a dual-stack host given only C(ip))
+    that is inside a machine network of O(cluster), no API or ingress VIP and no other Node's or new host's. DNS
+    SANs are the node name only. A refused CSR stays pending; the host's progress line and RV(hosts) C(refused)
+    name it, the SAN and why, and a host whose Node is Ready without its serving certificate joins with a warning."
   - The labels and taints of a host are set on its Node as soon as it registers, before it is Ready (one merge patch;
     for every taint key given, the Node's taints of that key become exactly the given ones); a host given with
     C(state=joined) only gets its labels and taints converged.
@@ -139,8 +144,9 @@ hosts:
     - Per host by name, C(state) (C(joined), C(failed), or the phase it was in - C(waiting), C(installing),
       C(rebooted), C(settling), C(half-joined)), C(failed_in), C(problem), C(phases) (seconds spent in each phase
       this run saw), C(phase_started), C(rebooted_by) (what showed the reboot), C(approved) (the CSRs approved for it
-      in this run), C(summary) (the line printed at the end) and C(agent) (as M(openshift_agent.day2.agent_wait)
-      returns it).
+      in this run), C(refused) (its CSRs the policy refused when it was last looked at, name to reason and message,
+      e.g. a serving CSR with a SAN outside the machine networks), C(summary) (the line printed at the end) and
+      C(agent) (as M(openshift_agent.day2.agent_wait) returns it).
   returned: success and failure
   type: dict
 approved:

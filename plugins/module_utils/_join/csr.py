@@ -10,7 +10,9 @@ of one host together:
 - client CSRs by public key: a kubelet makes its bootstrap key once and files every client CSR with it, so every
   pending copy with the kubelet's key is approved (a replay cannot strand the kubelet), and a second key, before or
   after an approval, means someone else holds the bootstrap credential: nothing more is approved for that host;
-- serving CSRs: one approval per run, the newest pending one.
+- serving CSRs: one approval per run, the newest pending one. An IP SAN is the host's when it is an inventory
+  address of the host, or an address its own Node reports in status.addresses that is inside a machine network, no
+  VIP and no other Node's or new host's (``Network``, ``each_host``: the cluster's Nodes go in).
 
 ``flood`` stops every approval while more CSRs name the new hosts than their kubelets would file. Nothing is ever
 denied: a CSR we do not approve may be someone else's, so it is only refused with a reason.
@@ -27,7 +29,8 @@ import traceback
 from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import as_utc, format_rfc3339
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, parse_network
 
 try:
     from cryptography import x509
@@ -112,6 +115,11 @@ class ParsedCSR:
     @property
     def all_sans(self) -> list[str]:
         return self.dns_sans + [str(ip) for ip in self.ip_sans] + self.other_sans
+
+    @property
+    def kind(self) -> str:
+        """``client`` or ``serving``, by its signer."""
+        return "client" if self.signer == CLIENT_SIGNER else "serving"
 
     @property
     def created_text(self) -> str | None:
@@ -231,23 +239,57 @@ def dns_key(name: str) -> str:
 
 @dataclasses.dataclass
 class Expected:
-    """A new worker as the policy sees it: its Node name, the addresses and DNS names its serving certificate may
-    carry, and ``not_before`` (server clock), before which no CSR of its current installation exists."""
+    """A new worker as the policy sees it: its Node name, its inventory addresses and the DNS names its serving
+    certificate may carry, ``not_before`` (server clock), before which no CSR of its current installation exists,
+    and ``reported``: the IP addresses its own Node reports in status.addresses."""
 
     name: str
     addresses: frozenset[Any] = frozenset()
     dns_names: frozenset[str] = frozenset()
     not_before: datetime.datetime | None = None
+    reported: frozenset[Any] = frozenset()
+
+
+@dataclasses.dataclass
+class Network:
+    """The cluster's machine networks and VIPs (address text -> what it is), from the day1_facts."""
+
+    machine_networks: tuple[Any, ...] = ()
+    vips: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, facts: dict[str, Any]) -> Network:
+        """From the facts' machine_networks (CIDR texts or {cidr}), api_vips and ingress_vips."""
+        cidrs = [n.get("cidr") if isinstance(n, dict) else n for n in facts.get("machine_networks") or []]
+        bad = [cidr for cidr in cidrs if parse_network(cidr) is None]
+        if bad:
+            what = "is not a CIDR such as 192.168.111.0/24: give the facts of day1_facts"
+            raise InputError(f"cluster: field machine_networks value {bad[0]!r} {what}")
+        vips = {str(parse_ip(v)): kind for key, kind in VIP_KINDS for v in facts.get(key) or [] if parse_ip(v)}
+        return cls(tuple(parse_network(cidr) for cidr in cidrs), vips)
+
+
+VIP_KINDS = (("api_vips", "API VIP"), ("ingress_vips", "ingress VIP"))
 
 
 @dataclasses.dataclass
 class Context:
-    """What a check compares a CSR with: the new hosts by name, the existing Node names, the time."""
+    """What a check compares a CSR with: the new hosts by name, the existing Node names, the time, who holds each
+    address (address text -> the Nodes reporting it and the new hosts given it) and the cluster's networks."""
 
     expected: dict[str, Expected]
     nodes: frozenset[str]
     now: datetime.datetime
     clock_skew: datetime.timedelta
+    owners: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    network: Network = dataclasses.field(default_factory=Network)
+
+
+def node_ips(node: Any) -> frozenset[Any]:
+    """The IP addresses a Node reports in status.addresses (InternalIP, ExternalIP; a Hostname that is an IP)."""
+    entries = ((node or {}).get("status") or {}).get("addresses") or [] if isinstance(node, dict) else []
+    addresses = (parse_ip(e.get("address")) for e in entries if isinstance(e, dict))
+    return frozenset(address for address in addresses if address is not None)
 
 
 Check = Callable[[ParsedCSR, Context], "Finding | None"]
@@ -459,18 +501,58 @@ def check_serving_has_san(csr: ParsedCSR, ctx: Context) -> Finding | None:
     return Finding("no-sans", f"expected at least one DNS or IP subject alternative name of {csr.host}, found none")
 
 
+def _node(csr: ParsedCSR, ctx: Context) -> Expected:
+    return ctx.expected.get(csr.host or "") or Expected(csr.host or "")
+
+
+def _texts(addresses: Any) -> str:
+    return ", ".join(sorted(str(address) for address in addresses)) or "none"
+
+
+def _refused_sans(what: str, sans: list[str]) -> Finding | None:
+    return None if not sans else Finding(what, f"SAN {'; SAN '.join(sans)}: the certificate would not be this host's")
+
+
 def check_serving_sans_expected(csr: ParsedCSR, ctx: Context) -> Finding | None:
-    """Every SAN is an address or name of this host: a foreign one would let it impersonate another."""
-    node = ctx.expected.get(csr.host or "") or Expected(csr.host or "")
+    """DNS SANs are the node name only, IP SANs inventory addresses or addresses its own Node reports, no other SAN:
+    a foreign one would let it impersonate another."""
+    node = _node(csr, ctx)
     allowed_dns = node.dns_names | {dns_key(node.name)}
-    foreign = [name for name in csr.dns_sans if dns_key(name) not in allowed_dns]
-    foreign += [str(ip) for ip in csr.ip_sans if ip not in node.addresses] + csr.other_sans
-    if not foreign:
-        return None
-    return Finding(
-        "san-not-expected",
-        f"expected DNS names {sorted(allowed_dns)} and IP addresses {sorted(str(a) for a in node.addresses)} only, "
-        f"found also {foreign}",
+    names = " or ".join(sorted(allowed_dns))
+    foreign = [f"{name} is not the node name {names}" for name in csr.dns_sans if dns_key(name) not in allowed_dns]
+    foreign += [
+        f"{ip} is neither an inventory address of {node.name} ({_texts(node.addresses)}) nor in the status.addresses "
+        f"of its Node ({_texts(node.reported) if node.reported or node.name in ctx.nodes else 'no Node yet'})"
+        for ip in csr.ip_sans
+        if ip not in node.addresses and ip not in node.reported
+    ]
+    return _refused_sans("san-not-expected", foreign + [f"{other} is not a DNS name or IP" for other in csr.other_sans])
+
+
+def check_serving_machine_networks(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """An address only the host's Node reports (not an inventory address) is inside a machine network."""
+    node, networks = _node(csr, ctx), ctx.network.machine_networks
+    outside = [ip for ip in csr.ip_sans if ip not in node.addresses and not any(ip in net for net in networks)]
+    known = _texts(networks) if networks else "none known (csr_approve's cluster has no machine_networks)"
+    return _refused_sans(
+        "san-outside-machine-networks",
+        [f"{ip}, reported by its Node, is outside the cluster's machine networks ({known})" for ip in outside],
+    )
+
+
+def check_serving_not_vip(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """No IP SAN is a VIP: the VIPs move between the cluster's nodes."""
+    vips = ctx.network.vips
+    return _refused_sans(
+        "san-is-vip", [f"{ip} is the cluster's {vips[str(ip)]}" for ip in csr.ip_sans if str(ip) in vips]
+    )
+
+
+def check_serving_not_others(csr: ParsedCSR, ctx: Context) -> Finding | None:
+    """No IP SAN belongs to another Node or another new host: a new node never gets another node's address."""
+    others = [(ip, sorted(ctx.owners.get(str(ip), frozenset()) - {csr.host})) for ip in csr.ip_sans]
+    return _refused_sans(
+        "san-of-another-node", [f"{ip} is an address of {', '.join(names)}" for ip, names in others if names]
     )
 
 
@@ -481,6 +563,9 @@ SERVING_CHECKS: list[Check] = [
     check_serving_usages,
     check_serving_has_san,
     check_serving_sans_expected,
+    check_serving_machine_networks,
+    check_serving_not_vip,
+    check_serving_not_others,
 ]
 
 
@@ -498,7 +583,8 @@ class HostCsrs:
     approve (those with ``key``, or, while none is approved, with the one key all pending ones share); ``rogue``:
     client CSRs with another key than ``key``; ``ambiguous``: pending client CSRs of several keys while none is
     approved; ``serving``: the serving CSR to approve (the newest pending one, none once one of this installation
-    is approved); ``refused``: CSRs of the host that fail a check, name -> "reason: message".
+    is approved); ``refused``: CSRs of the host that fail a check, name -> "reason: message" (the pending serving
+    CSRs among them in ``refused_serving`` while no serving CSR of this installation is approved).
     """
 
     approved: list[ParsedCSR] = dataclasses.field(default_factory=list)
@@ -509,6 +595,11 @@ class HostCsrs:
     ambiguous: list[ParsedCSR] = dataclasses.field(default_factory=list)
     serving: list[ParsedCSR] = dataclasses.field(default_factory=list)
     refused: dict[str, str] = dataclasses.field(default_factory=dict)
+    refused_serving: list[str] = dataclasses.field(default_factory=list)
+
+    def refusals(self) -> str:
+        """`` (refused: NAME: reason: message; ...)`` for a progress line, or "" when nothing is refused."""
+        return " (refused: %s)" % "; ".join(map(": ".join, sorted(self.refused.items()))) if self.refused else ""
 
     def problem(self, host: str) -> str | None:
         """The message that stops the host, or None."""
@@ -568,6 +659,7 @@ def host_csrs(csrs: list[ParsedCSR], ctx: Context, host: str) -> HostCsrs:
                 serving_done = serving_done or (check_not_before(csr, ctx) is None and csr.error is None)
             else:
                 found.refused[str(csr.name)] = f"{finding.reason}: {finding.message}"
+                found.refused_serving.append(str(csr.name))
     keys = {csr.public_key_der for csr in found.approved}
     if len(keys) == 1:
         found.key = next(iter(keys))
@@ -580,6 +672,32 @@ def host_csrs(csrs: list[ParsedCSR], ctx: Context, host: str) -> HostCsrs:
             found.client = sorted(found.pending, key=_order)
     if serving_candidates and not serving_done:
         found.serving = [max(serving_candidates, key=_order)]
+    found.refused_serving = [] if serving_done else found.refused_serving
+    return found
+
+
+def each_host(
+    csrs: list[ParsedCSR],
+    expected: dict[str, Expected],
+    nodes: dict[str, Any],
+    now: datetime.datetime,
+    clock_skew: datetime.timedelta,
+    network: Network | None = None,
+) -> dict[str, HostCsrs]:
+    """``host_csrs`` of every new host, each seen alone, with what its own Node reports, who holds each address
+    (every Node by its status.addresses, every new host by its inventory addresses) and the cluster's networks."""
+    reported = {name: node_ips(node) for name, node in nodes.items()}
+    holders = [*reported.items(), *((host.name, host.addresses) for host in expected.values())]
+    owners: dict[str, frozenset[str]] = {}
+    for name, addresses in holders:
+        for address in map(str, addresses):
+            owners[address] = owners.get(address, frozenset()) | {name}
+    found = {}
+    for name, host in expected.items():
+        seen = {name: dataclasses.replace(host, reported=reported.get(name, frozenset()))}
+        found[name] = host_csrs(
+            csrs, Context(seen, frozenset(nodes), now, clock_skew, owners, network or Network()), name
+        )
     return found
 
 

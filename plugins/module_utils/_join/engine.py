@@ -234,6 +234,7 @@ class Host:
         self.failure: str | None = None
         self.failed_in: str | None = None
         self.waiting_for: str | None = None
+        self.refused: dict[str, str] = {}  # its CSRs the policy refuses now: name -> reason: message
         self.marked = not (self.labels or self.taints)
         self.disk_written = False
         self._shown: tuple[Any, ...] | None = None
@@ -255,7 +256,7 @@ class Host:
 
     def fail(self, message: str, now: Moment) -> None:
         if not self.done:
-            self.failure, self.failed_in = message, self.phase
+            self.failure, self.failed_in, self.waiting_for = message, self.phase, None
             self.set_phase(FAILED, now)
 
     def expected(self, offset: float) -> policy.Expected:
@@ -305,6 +306,7 @@ class Host:
             "phase_started": {phase: format_rfc3339(when) for phase, when in self.phase_started.items()},
             "rebooted_by": self.rebooted_by,
             "approved": list(self.approved),
+            "refused": dict(self.refused),
             "summary": self.summary_line(end),
             "agent": self.progress.result(),
         }
@@ -396,8 +398,9 @@ class JoinRun:
         still_wanted: Callable[[], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], Moment] = utcnow,
+        network: policy.Network | None = None,
     ) -> None:
-        self.options, self.say, self.cluster = options, say, cluster
+        self.options, self.say, self.cluster, self.network = options, say, cluster, network or policy.Network()
         self.server_offset = server_offset
         self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
         self._sleep, self._now = sleep, now
@@ -486,12 +489,11 @@ class JoinRun:
             return
         objects = {str(csr.name): obj for csr, obj in parsed}
         skew = datetime.timedelta(seconds=self.options.clock_skew)
+        sorted_csrs = policy.each_host(csrs, expected, nodes, server_now, skew, self.network)
         for host in active:
-            node = nodes.get(host.name)
-            self._mark(host, node, now)
-            context = policy.Context({host.name: expected[host.name]}, frozenset(nodes), server_now, skew)
+            self._mark(host, nodes.get(host.name), now)
             if not host.done:
-                self._move_on(host, node, policy.host_csrs(csrs, context, host.name), objects, now)
+                self._move_on(host, nodes.get(host.name), sorted_csrs[host.name], objects, now)
 
     def _mark(self, host: Host, node: Json | None, now: Moment) -> None:
         """Labels and taints as soon as the Node registers, before it is Ready; a conflict is read again."""
@@ -523,10 +525,13 @@ class JoinRun:
         if problem:
             host.fail(problem, now)
             return
+        host.refused = dict(keys.refused)
         if node is not None and condition_true(node, "Ready"):
             if host.marked:
                 host.waiting_for = None
                 host.set_phase(JOINED, now)
+                if keys.refused_serving:  # Ready without a serving certificate: oc logs and exec then fail
+                    self.warnings.append(f"{host.name}: joined, its serving CSR pending{keys.refusals()}")
             else:
                 host.waiting_for = "Node Ready; setting its labels and taints"
             return
@@ -539,26 +544,18 @@ class JoinRun:
         if node is None and not keys.approved:
             host.set_phase(SETTLING, now)
             if now < settled_at:
-                host.waiting_for = (
-                    f"settle period until {format_rfc3339(settled_at)} "
-                    "(a CSR from any other key in this time stops this host)"
-                )
+                stop = "a CSR from any other key in this time stops this host"
+                host.waiting_for = f"settle period until {format_rfc3339(settled_at)} ({stop})"
             elif not chosen:
-                refused = "; ".join("{}: {}".format(*item) for item in sorted(keys.refused.items()))
-                host.waiting_for = "waiting for its kubelet's client CSR" + (
-                    f" (refused: {refused})" if refused else ""
-                )
+                host.waiting_for = "waiting for its kubelet's client CSR" + keys.refusals()
             else:
                 host.waiting_for = "client certificate approved; waiting for the Node"
         else:
             host.set_phase(HALF_JOINED, now)
-            host.waiting_for = (
-                "waiting for its Node" if node is None else "Node NotReady; waiting for its serving CSR or Ready"
-            )
+            waiting = "waiting for its Node" if node is None else "Node NotReady; waiting for its serving CSR or Ready"
+            host.waiting_for = waiting + keys.refusals()
         for csr in chosen:
-            self._approve(
-                host, objects[str(csr.name)], "client" if csr.signer == policy.CLIENT_SIGNER else "serving", now
-            )
+            self._approve(host, objects[str(csr.name)], csr.kind, now)
 
     def _approve(self, host: Host, listed: Json, kind: str, now: Moment) -> None:
         cluster = cast(Cluster, self.cluster)  # only called with a cluster
@@ -572,8 +569,7 @@ class JoinRun:
                 return  # changed meanwhile, or still pending: the next round decides again
             raise JoinError(
                 f"cannot approve CSR {name} of {host.name}: {error}. The identity needs update on "
-                "certificatesigningrequests/approval "
-                "and approve on the kubelet signers (docs/rbac.md)",
+                "certificatesigningrequests/approval and approve on the kubelet signers (docs/rbac.md)",
                 self.result(now),
             )
         if done:
@@ -694,9 +690,9 @@ class JoinRun:
             skew = datetime.timedelta(seconds=o.clock_skew)
             expected = {h.name: h.expected(self.server_offset) for h in self.hosts}
             if policy.flood(csrs, frozenset(expected), now) is None:
+                sorted_csrs = policy.each_host(csrs, expected, nodes, now, skew, self.network)
                 for host in self.hosts:
-                    context = policy.Context({host.name: expected[host.name]}, frozenset(nodes), now, skew)
-                    keys = policy.host_csrs(csrs, context, host.name)
+                    keys = sorted_csrs[host.name]
                     if host.phase != JOINED and keys.problem(host.name) is None:
                         chosen = decide(keys, nodes.get(host.name), True, True)
                         would += [
@@ -710,6 +706,7 @@ class JoinRun:
                 f"now, once its kubelet answers: {mine}" if mine else "none yet (no CSR of this host is pending)"
             )
             then = f"would approve {now_or_not}; its serving certificate may carry {', '.join(entry['addresses'])}"
+            then += " and its Node's other addresses in the machine networks" if self.network.machine_networks else ""
             if not self.joining:
                 then = "nothing is asked of its agent in check mode"
             until = "its Node is Ready" if self.joining else f"it is {o.target}"
@@ -761,6 +758,7 @@ def follow(
     target = params.get("until") or "ready"
     records = host_records(params["hosts"], params.get("installed_after"))
     run_options = options(params, target, dict(os.environ))
+    hooks["network"] = policy.Network.of(params.get("cluster") or {})  # machine networks and VIPs, checked
     joining = target == "ready"
     if check_mode and not joining:  # every request to an agent carries the token; the Secret may not exist yet
         return JoinRun(records, run_options, say).predict()
@@ -768,7 +766,7 @@ def follow(
     connected = connect() if joining or not params.get("token") else None
     cluster = Cluster(connected[1], connected[0].client) if connected else None
     if check_mode:
-        return JoinRun(records, run_options, say, cluster=cluster).predict()
+        return JoinRun(records, run_options, say, cluster=cluster, network=hooks["network"]).predict()
     warnings = []
     try:
         if params.get("token") or cluster is None:

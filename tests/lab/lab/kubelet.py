@@ -6,7 +6,11 @@ hosts or by ``labctl reboot-done``), its kubelet:
 1. generates its bootstrap key once (ECDSA P-256) and files the client CSR over the real HTTPS API with the
    node-bootstrapper token, so authentication and admission set ``spec.username``/``spec.groups``;
 2. once a client CSR of it carries a certificate, authenticates with that certificate, creates its Node
-   (NotReady) and files the serving CSR with a new key, as ``system:node:<name>``;
+   (NotReady, its addresses from ``lab.nodes.node_addresses``: both families on a dual-stack cluster) and files the
+   serving CSR with a new key, as ``system:node:<name>``, for the Node's addresses: its Hostname as the DNS SAN,
+   its InternalIPs and ExternalIPs as the IP SANs, each list sorted (kubernetes/kubernetes
+   pkg/kubelet/certificate/kubelet.go@16913111deb1a4c4ff76f4ba7ffd9ebef397a303, ``newGetTemplateFn``,
+   ``addressesToHostnamesAndIPs``);
 3. once a serving CSR of it carries a certificate, reports the Node Ready; that certificate is what a
    rebooted simulated host serves on its kubelet port (``serving_certificate``, ``lab.hosts.kubelet_tls``).
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -49,16 +54,34 @@ from .csrs import (
     key_fingerprint,
 )
 from .faults import parse_seconds, register_fault
+from .hosts.faults import fault_values, per_host
 from .pki import key_pem, write_private
 
 LOG = logging.getLogger(__name__)
 
+# The Node address types a serving CSR's DNS SANs and IP SANs come from (certificate/kubelet.go).
+SAN_TYPES = (("Hostname", "InternalDNS", "ExternalDNS"), ("InternalIP", "ExternalIP"))
 # Seconds between two tries of a request that failed (API fault, restart): the kubelet backs off too.
 RETRY_SECONDS = 1.0
 register_fault(
     "kubelet_ready_delay",
     parse_seconds,
     "seconds a kubelet waits after its serving certificate before it reports Ready",
+)
+
+
+def _address(value: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address (an IPv6 one needs HOST: before it)") from None
+
+
+register_fault(
+    "kubelet_extra_address",
+    per_host(_address),
+    "[HOST:]IP: the kubelet also reports IP as an InternalIP of its Node, so its serving CSR carries it too (as a "
+    "node IP on another NIC would); read when the host reboots",
 )
 
 
@@ -152,11 +175,14 @@ class Kubelet:
         self.error = None
         self.task = None
         self.pki_dir = os.path.join(kubelets.directory, self.name)
+        extra = fault_values(self.ctx.faults, "kubelet_extra_address", host["name"])
+        self.addresses = nodes.node_addresses(self.ctx.store, host, extra)  # what it reports: Node and serving CSR
 
     def state(self) -> dict:
         return {
             "name": self.name,
             "ip": self.ip,
+            "addresses": [a["address"] for a in self.addresses if a["type"] != "Hostname"],
             "reboots": self.reboots,
             "bootstrap_key_fingerprint": key_fingerprint(self.bootstrap_key),
             "csrs": [
@@ -230,7 +256,9 @@ class Kubelet:
             request_pem = build_csr(key, f"system:node:{self.name}")
             usages = CLIENT_USAGES
         else:
-            request_pem = build_csr(key, f"system:node:{self.name}", dns_names=[self.name], ips=[self.ip])
+            types = {kind: sorted(a["address"] for a in self.addresses if a["type"] in kind) for kind in SAN_TYPES}
+            ips = sorted(set(types[SAN_TYPES[1]]))  # (as Go sorts them: by their text)
+            request_pem = build_csr(key, f"system:node:{self.name}", dns_names=types[SAN_TYPES[0]], ips=ips)
             usages = SERVING_USAGES
         created = await self.retry(f"file a {signer} CSR", lambda: api.create_csr(request_pem, signer, usages))
         self.filed.append({"name": created["metadata"]["name"], "signer": signer, "filed": time.time(), "key": key})
@@ -247,7 +275,9 @@ class Kubelet:
 
     def node_object(self) -> dict:
         """The Node as a real kubelet registers it: full nodeInfo, capacity, conditions (``lab.nodes``)."""
-        return nodes.kubelet_node(self.ctx.store, self.host, self.architecture, self.identity, self.kubelet_port())
+        return nodes.kubelet_node(
+            self.ctx.store, self.host, self.architecture, self.identity, self.kubelet_port(), self.addresses
+        )
 
     def kubelet_port(self) -> int:
         hosts = getattr(self.ctx, "lab_hosts", None)

@@ -9,6 +9,15 @@ pkg/kubelet/nodestatus/setters.go@8340f5a937ee0d2568a8db2c198899da75d5b8ae: ``Me
 ``PIDPressure``, ``Ready``). ``kubeProxyVersion`` is empty: kubelets stopped filling the
 deprecated field in 1.31 (KEP-4004), as the seeded control-plane Nodes show.
 
+The addresses (``node_addresses``): the kubelet is started with ``--node-ip=${KUBELET_NODE_IPS}``, which
+nodeip-configuration writes with, for each API VIP, the host's address on that VIP's subnet, so one address per
+family on a dual-stack cluster (openshift/baremetal-runtimecfg cmd/runtimecfg/node-ip.go@
+0270aa251b916ff38002195df5f4b89f0d511afa, ``set``); with two node IPs the kubelet reports two InternalIPs and its
+Hostname (openshift/kubernetes pkg/kubelet/nodestatus/setters.go@1c80dc4830febbd94ec491a7acef041484dab02f,
+``NodeAddress``). A host given only ``ip`` whose NIC autoconfigures IPv6 has an address from the router
+advertisement of the IPv6 VIP's /64: the lab makes it from the MAC (modified EUI-64, RFC 4291 appendix A, nmstate's
+default ``addr-gen-mode``).
+
 Per host, what a machine keeps across reinstalls (``systemUUID``, from the firmware) and what a reinstall or a
 reboot changes (``machineID``: a new install writes a new ``/etc/machine-id``; ``bootID``: every boot) are
 kept apart, so a replaced worker comes back with the same ``systemUUID`` and a new ``machineID``.
@@ -16,6 +25,7 @@ kept apart, so a replaced worker comes back with the same ``systemUUID`` and a n
 
 from __future__ import annotations
 
+import ipaddress
 import time
 import uuid
 
@@ -79,6 +89,43 @@ def host_architecture(store, host: dict) -> str:
     return go_architecture(host.get("cpu_architecture"), control_plane_architecture(store))
 
 
+def api_vips(store) -> list:
+    """The API VIPs of the lab's Infrastructure (``status.platformStatus.<platform>.apiServerInternalIPs``)."""
+    infrastructure = store.find(kinds.by_kind("config.openshift.io/v1", "Infrastructure"), None, "cluster") or {}
+    platform = (infrastructure.get("status") or {}).get("platformStatus") or {}
+    found = [
+        vip for value in platform.values() if isinstance(value, dict) for vip in value.get("apiServerInternalIPs") or []
+    ]
+    return [ipaddress.ip_address(vip) for vip in found]
+
+
+def slaac_address(network, mac: str):
+    """The address SLAAC makes in ``network`` (a /64) from ``mac``: the modified EUI-64 interface identifier."""
+    octets = [int(part, 16) for part in mac.split(":")]
+    octets[0] ^= 0x02
+    return network.network_address + int.from_bytes(bytes([*octets[:3], 0xFF, 0xFE, *octets[3:]]), "big")
+
+
+def node_ips(store, host: dict) -> list:
+    """The node IPs of a host's kubelet: its inventory ``ip`` and ``ipv6``; on a dual-stack cluster (API VIPs of both
+    families) a host without ``ipv6`` whose NIC autoconfigures IPv6 (``ipv6_autoconf``, read from its boot media) has
+    its SLAAC address on the IPv6 VIP's /64 too."""
+    ips = [address for address in (host.get("ip"), host.get("ipv6")) if address]
+    vips = {vip.version: vip for vip in reversed(api_vips(store))}
+    if set(vips) == {4, 6} and not host.get("ipv6") and host.get("ipv6_autoconf") and host.get("mac_address"):
+        ips.append(str(slaac_address(ipaddress.ip_network(f"{vips[6]}/64", strict=False), host["mac_address"])))
+    return ips
+
+
+def node_addresses(store, host: dict, extra=()) -> list:
+    """``status.addresses`` of a new worker's Node: an InternalIP per node IP (then ``extra``, the lab fault
+    ``kubelet_extra_address``), then its Hostname."""
+    ips = [*node_ips(store, host), *(address for address in extra if address not in node_ips(store, host))]
+    return [{"type": "InternalIP", "address": ip} for ip in ips] + [
+        {"type": "Hostname", "address": host["name"].lower()}
+    ]
+
+
 def system_uuid(host: dict) -> str:
     """The firmware's system UUID: fixed for the machine (its MAC), whatever is installed on it."""
     return str(uuid.uuid5(uuid.NAMESPACE_OID, "lab-system-" + str(host.get("mac_address", host["name"])).lower()))
@@ -130,8 +177,11 @@ def conditions(ready: bool, since: str | None = None) -> list:
     return result
 
 
-def kubelet_node(store, host: dict, architecture: str, identity: Identity, kubelet_port: int = KUBELET_PORT) -> dict:
-    """The Node a new worker's kubelet creates (NotReady until its serving certificate is issued)."""
+def kubelet_node(
+    store, host: dict, architecture: str, identity: Identity, kubelet_port: int = KUBELET_PORT, addresses=None
+) -> dict:
+    """The Node a new worker's kubelet creates (NotReady until its serving certificate is issued); ``addresses``
+    default to ``node_addresses``."""
     name = host["name"].lower()
     info = (control_plane_node(store).get("status") or {}).get("nodeInfo") or {}
     rpm_arch = RPM_ARCH.get(architecture, architecture)
@@ -153,7 +203,7 @@ def kubelet_node(store, host: dict, architecture: str, identity: Identity, kubel
         },
         "spec": {},
         "status": {
-            "addresses": [{"type": "InternalIP", "address": host["ip"]}, {"type": "Hostname", "address": name}],
+            "addresses": addresses if addresses is not None else node_addresses(store, host),
             "capacity": dict(WORKER_CAPACITY),
             "allocatable": dict(WORKER_ALLOCATABLE),
             "conditions": conditions(False),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import configparser
 import glob
 import json
 import os
@@ -44,6 +45,7 @@ RENDEZVOUS_ENV = "/etc/assisted/rendezvous-host.env"
 ASSISTED_SERVICE_ENV = "/usr/local/share/assisted-service/assisted-service.env"
 HOSTCONFIG_DIR = "/etc/assisted/hostconfig"
 HOSTNAMES_DIR = "/etc/assisted/hostnames"
+NETWORK_DIR = "/etc/assisted/network"
 EXPIRY_VARIABLES = ("AUTH_TOKEN_EXPIRY", "AGENT_AUTH_TOKEN_EXPIRY")
 TOKEN_VARIABLES = ("AGENT_AUTH_TOKEN", "PULL_SECRET_TOKEN", "USER_AUTH_TOKEN", "WATCHER_AUTH_TOKEN")
 
@@ -63,6 +65,7 @@ class BootConfig:
     tokens: dict = field(default_factory=dict)  # variable -> JWT (the env files merged, rendezvous-host.env last)
     expiry: str | None = None  # the add-nodes.env value, else the earliest exp of the tokens (RFC 3339)
     expiry_variable: str | None = None
+    ipv6_autoconf: bool = False  # its NIC takes an IPv6 address from router advertisements (ipv6_autoconf())
 
     def client_token(self):
         """What the import client sends in ``Authorization`` (4.17 AGENT_AUTH_TOKEN, 4.18+ USER_AUTH_TOKEN)."""
@@ -154,7 +157,39 @@ def boot_config(config, host, cluster_id):
         tokens=tokens,
         expiry=add_nodes[expiry_variable] if expiry_variable else earliest_exp(tokens.values()),
         expiry_variable=expiry_variable,
+        ipv6_autoconf=ipv6_autoconf(files, mac),
     )
+
+
+def ipv6_autoconf(files, mac):
+    """Whether the host's NIC autoconfigures IPv6 (SLAAC) on the system installed from these media (the lab takes
+    the media's network config as the installed system's).
+
+    With keyfiles for the host (the ``network/host<N>`` directory whose ``mac_interface.ini`` names its MAC): when
+    one has ``[ipv6] method=auto``, what nmstate writes for ipv6 enabled with dhcp and autoconf; an nmstate without
+    an ipv6 section gives ``method=disabled`` (nmstate rust/src/lib/nm/settings/ip.rs@
+    07013aa727ca177d76a0b085ba3413af36175d7f, ``gen_nm_ipv6_setting``). Without keyfiles for it, NetworkManager's
+    default connection configures the NIC automatically, DHCP and SLAAC (NetworkManager.conf(5), ``no-auto-default``:
+    https://networkmanager.dev/docs/api/latest/NetworkManager.conf.html)."""
+    for path, content in sorted(files.items()):
+        if not (path.startswith(NETWORK_DIR + "/") and path.endswith("/mac_interface.ini")):
+            continue
+        macs = [line.partition("=")[0].strip().lower() for line in content.decode(errors="replace").splitlines()]
+        if mac not in macs:
+            continue
+        directory = path.rsplit("/", 1)[0] + "/"
+        for keyfile in (
+            text for name, text in files.items() if name.startswith(directory) and name.endswith(".nmconnection")
+        ):
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            try:
+                parser.read_string(keyfile.decode(errors="replace"))
+            except configparser.Error:
+                continue
+            if parser.get("ipv6", "method", fallback="") == "auto":
+                return True
+        return False
+    return True
 
 
 def service_public_key(value):

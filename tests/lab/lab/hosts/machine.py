@@ -260,9 +260,9 @@ class SimHost(Progress):
         hook = getattr(self.ctx, "host_rebooted", None)
         if hook is not None:
             # Every reboot from disk follows an install here: a new disk, so a new kubelet (lab.nodes).
-            await hook(
-                dict(self.inventory, architecture=host_architecture(self.ctx.store, self.inventory), new_install=True)
-            )
+            architecture = host_architecture(self.ctx.store, self.inventory)
+            ipv6_autoconf = bool(self.config and self.config.ipv6_autoconf)
+            await hook(dict(self.inventory, architecture=architecture, new_install=True, ipv6_autoconf=ipv6_autoconf))
 
     # -- reachability (agent_unreachable) ------------------------------------------------------------
     def unreachable(self):

@@ -49,24 +49,43 @@ EXISTING = ["master-0", "master-1", "master-2", "worker-3"]
 EXPECTED_WITH_EXISTING = [*EXPECTED, {"name": "worker-3", "addresses": ["127.0.111.23"]}]
 
 
-def expected_host(name, addresses=(), dns_names=(), not_before=None):
-    """A new host as the policy sees it (what the engine's Host.expected makes)."""
+# The networks of the policy tests: a dual-stack machine network, its VIPs, and who holds which address.
+MACHINE_NETWORKS = ["127.0.111.0/24", "fd2e:6f44:5dd8:c956::/64"]
+NETWORK_FACTS = {
+    "machine_networks": MACHINE_NETWORKS,
+    "api_vips": ["127.0.111.5", "fd2e:6f44:5dd8:c956::5"],
+    "ingress_vips": ["127.0.111.4", "fd2e:6f44:5dd8:c956::4"],
+}
+OWNERS = {
+    "fd2e:6f44:5dd8:c956::10": ["master-0"],
+    "127.0.111.10": ["master-0"],
+    "127.0.111.20": ["worker-0"],
+    "127.0.111.21": ["worker-1"],
+}
+
+
+def expected_host(name, addresses=(), dns_names=(), not_before=None, reported=()):
+    """A new host as the policy sees it (what the engine's Host.expected makes; ``reported``: its Node's IPs)."""
     return policy.Expected(
         name,
         frozenset(parse_ip(address) for address in addresses),
         frozenset(policy.dns_key(dns) for dns in dns_names),
         not_before,
+        frozenset(parse_ip(address) for address in reported),
     )
 
 
-def context(expected=None, existing=None, now=NOW, clock_skew=SKEW):
-    """The policy's Context for EXPECTED and EXISTING unless told otherwise (expected: dicts of Expected's fields)."""
+def context(expected=None, existing=None, now=NOW, clock_skew=SKEW, owners=None, network=None):
+    """The policy's Context for EXPECTED and EXISTING unless told otherwise (expected: dicts of Expected's fields;
+    owners: address -> names, OWNERS by default; network: day1_facts keys, NETWORK_FACTS by default)."""
     hosts = EXPECTED if expected is None else expected
     return policy.Context(
         {host["name"]: expected_host(**host) for host in hosts},
         frozenset(EXISTING if existing is None else existing),
         now,
         clock_skew,
+        {address: frozenset(names) for address, names in (OWNERS if owners is None else owners).items()},
+        policy.Network.of(NETWORK_FACTS if network is None else network),
     )
 
 

@@ -286,7 +286,7 @@ def join_run(api, clock, records, polls=None, lines=None, **options):
     """A csr_approve loop (target ``ready`` unless told) over ``records`` (host dicts), on the fake clock and API;
     each host's agent is a Poller (default: its kubelet answers at once); ``options`` go to engine.Options."""
     installed_after = options.pop("installed_after", None)
-    hooks = {key: options.pop(key) for key in ("on_disk_written", "still_wanted") if key in options}
+    hooks = {key: options.pop(key) for key in ("on_disk_written", "still_wanted", "network") if key in options}
     server_offset = options.pop("server_offset", 0.0)
     settings = {
         "settle_seconds": 10,

@@ -32,6 +32,22 @@ from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.cs
     sort_host,
 )
 
+# worker-4 is given only ip; its Node reports an IPv6 address too, and addresses it must not get (the tests say why).
+DUAL_STACK = [
+    {
+        "name": "worker-4",
+        "addresses": ["127.0.111.24"],
+        "reported": [
+            "127.0.111.24",
+            "fd2e:6f44:5dd8:c956::24",
+            "198.51.100.24",
+            "fd2e:6f44:5dd8:c956::5",
+            "127.0.111.4",
+            "fd2e:6f44:5dd8:c956::10",
+            "127.0.111.20",
+        ],
+    }
+]
 PEM_OF_CERTIFICATE_LOOKALIKE = b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"
 APPROVED = ["Approved"]
 
@@ -367,6 +383,91 @@ SINGLE_CSR_TABLE = [
         "skip",
         "san-not-expected",
     ),
+    # IP SANs on real NICs (worker-4 given only ip; what its Node reports: DUAL_STACK)
+    (
+        "serving-dual-stack-node-address",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24", "fd2e:6f44:5dd8:c956::24"], dns=["worker-4"]),
+        {"expected": DUAL_STACK},
+        "approve",
+        "valid",
+    ),
+    (
+        "serving-node-address-without-inventory-address",
+        lambda: serving_csr("worker-4", ips=["fd2e:6f44:5dd8:c956::24"]),
+        {"expected": DUAL_STACK},
+        "approve",
+        "valid",
+    ),
+    (
+        "serving-inventory-address-outside-machine-networks",
+        lambda: serving_csr("worker-6", ips=["10.0.0.6"]),
+        {"expected": [{"name": "worker-6", "addresses": ["10.0.0.6"]}]},
+        "approve",
+        "valid",
+    ),
+    (
+        "serving-node-address-outside-machine-networks",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24", "198.51.100.24"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-outside-machine-networks",
+    ),
+    (
+        "serving-node-address-and-no-machine-networks-known",
+        lambda: serving_csr("worker-4", ips=["fd2e:6f44:5dd8:c956::24"]),
+        {"expected": DUAL_STACK, "network": {}},
+        "skip",
+        "san-outside-machine-networks",
+    ),
+    (
+        "serving-node-address-is-api-vip",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24", "fd2e:6f44:5dd8:c956::5"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-is-vip",
+    ),
+    (
+        "serving-node-address-is-ingress-vip",
+        lambda: serving_csr("worker-4", ips=["127.0.111.4"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-is-vip",
+    ),
+    (
+        "serving-inventory-address-is-vip",
+        lambda: serving_csr("worker-5", ips=["127.0.111.5"]),
+        {"expected": [{"name": "worker-5", "addresses": ["127.0.111.5"]}]},
+        "skip",
+        "san-is-vip",
+    ),
+    (
+        "serving-node-address-of-another-node",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24", "fd2e:6f44:5dd8:c956::10"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-of-another-node",
+    ),
+    (
+        "serving-node-address-of-another-new-host",
+        lambda: serving_csr("worker-4", ips=["127.0.111.20"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-of-another-node",
+    ),
+    (
+        "serving-address-neither-inventory-nor-node",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24", "fd2e:6f44:5dd8:c956::99"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-not-expected",
+    ),
+    (
+        "serving-dns-other-than-node-name",
+        lambda: serving_csr("worker-4", ips=["127.0.111.24"], dns=["worker-4", "worker-4.lab.example.com"]),
+        {"expected": DUAL_STACK},
+        "skip",
+        "san-not-expected",
+    ),
     # signers
     (
         "node-cn-to-apiserver-client-signer",
@@ -491,6 +592,58 @@ def test_messages_say_what_was_expected_and_found():
     assert "127.0.111.21" in message and "127.0.111.99" in message
     _reason, message = finding(client_csr("worker-2", created=NOW - 2 * HOUR))
     assert "not_before of worker-2, minus 2s clock skew" in message and "2024-05-01T10:00:00Z" in message
+
+
+def test_each_refused_san_is_named_with_why():
+    _reason, message = finding(serving_csr("worker-4", ips=["198.51.100.24"]), expected=DUAL_STACK)
+    assert message == (
+        "SAN 198.51.100.24, reported by its Node, is outside the cluster's machine networks (127.0.111.0/24, "
+        "fd2e:6f44:5dd8:c956::/64): the certificate would not be this host's"
+    )
+    _reason, message = finding(serving_csr("worker-4", ips=["127.0.111.24"]), expected=DUAL_STACK, network={})
+    assert message is None
+    _reason, message = finding(
+        serving_csr("worker-4", ips=["fd2e:6f44:5dd8:c956::24"]), expected=DUAL_STACK, network={}
+    )
+    assert "none known (csr_approve's cluster has no machine_networks)" in message
+    _reason, message = finding(serving_csr("worker-4", ips=["fd2e:6f44:5dd8:c956::5"]), expected=DUAL_STACK)
+    assert message.startswith("SAN fd2e:6f44:5dd8:c956::5 is the cluster's API VIP")
+    _reason, message = finding(serving_csr("worker-4", ips=["127.0.111.20"]), expected=DUAL_STACK)
+    assert message.startswith("SAN 127.0.111.20 is an address of worker-0")
+    two = serving_csr("worker-4", ips=["fd2e:6f44:5dd8:c956::99"], dns=["evil.example.com"])
+    _reason, message = finding(two, expected=DUAL_STACK)
+    assert message.startswith("SAN evil.example.com is not the node name worker-4; SAN fd2e:6f44:5dd8:c956::99 is ")
+    assert "inventory address of worker-4 (127.0.111.24) nor in the status.addresses of its Node (127.0.111.20, " in (
+        message
+    )
+    _reason, message = finding(serving_csr("worker-1", ips=["fd00::21"]))
+    assert "nor in the status.addresses of its Node (no Node yet)" in message
+
+
+def test_the_machine_networks_and_vips_come_from_the_facts():
+    network = csr.Network.of({"machine_networks": [{"cidr": "10.0.0.0/16"}, "fd00::/64"], "api_vips": ["10.0.0.5"]})
+    assert [str(n) for n in network.machine_networks] == ["10.0.0.0/16", "fd00::/64"]
+    assert network.vips == {"10.0.0.5": "API VIP"}
+    assert csr.Network.of({}) == csr.Network()
+    with pytest.raises(csr.InputError, match=r"cluster: field machine_networks value '10\.0\.0\.0' is not a CIDR"):
+        csr.Network.of({"machine_networks": ["10.0.0.0"]})
+
+
+def test_a_nodes_ips_are_its_status_addresses():
+    node = {
+        "status": {
+            "addresses": [
+                {"type": "InternalIP", "address": "127.0.111.24"},
+                {"type": "InternalIP", "address": "fd2e:6f44:5dd8:c956::24"},
+                {"type": "ExternalIP", "address": "198.51.100.24"},
+                {"type": "Hostname", "address": "worker-4"},
+                {"type": "InternalIP", "address": "garbage"},
+                "junk",
+            ]
+        }
+    }
+    assert sorted(map(str, csr.node_ips(node))) == ["127.0.111.24", "198.51.100.24", "fd2e:6f44:5dd8:c956::24"]
+    assert csr.node_ips(None) == csr.node_ips({"status": None}) == csr.node_ips("x") == frozenset()
 
 
 def test_existing_node_message_points_to_replace_playbook():
@@ -654,6 +807,61 @@ def test_a_refused_pending_serving_csr_is_reported_and_a_refused_approved_one_ig
     approved = serving_csr("worker-1", ips=["127.0.111.99"], name="approved-foreign", conditions=APPROVED)
     found = sort_host([pending, approved], "worker-1")
     assert list(found.refused) == ["pending-foreign"] and found.serving == []
+    assert sort_host([pending], "worker-1").refused_serving == ["pending-foreign"]
+    # once a serving CSR of this installation is approved, a refused one is someone else's, not a missing certificate
+    assert found.refused_serving == []
+    genuine = serving_csr("worker-1", ips=["127.0.111.21"], name="genuine", conditions=APPROVED)
+    found = sort_host([pending, genuine], "worker-1")
+    assert list(found.refused) == ["pending-foreign"] and found.refused_serving == []
+
+
+def node(name, *addresses):
+    return {
+        "metadata": {"name": name},
+        "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addresses]},
+    }
+
+
+def test_each_host_gives_every_host_its_own_nodes_addresses_and_every_holder_of_an_address():
+    """Each host is seen with what its own Node reports; another Node's address or another new host's inventory
+    address is never its own, even when its Node reports it."""
+    v6 = "fd2e:6f44:5dd8:c956::"
+    expected = {
+        "worker-4": f.expected_host("worker-4", ["127.0.111.24"]),
+        "worker-5": f.expected_host("worker-5", ["127.0.111.25"]),
+    }
+    nodes = {
+        "master-0": node("master-0", "127.0.111.10", v6 + "10"),
+        "worker-4": node("worker-4", "127.0.111.24", v6 + "24", v6 + "10", "127.0.111.25"),
+    }
+    objs = [
+        serving_csr("worker-4", ips=["127.0.111.24", v6 + "24"], name="dual"),
+        serving_csr("worker-4", ips=["127.0.111.24", v6 + "10"], name="masters"),
+        serving_csr("worker-4", ips=["127.0.111.25"], name="worker-5s"),
+        serving_csr("worker-5", ips=["127.0.111.25", v6 + "24"], name="worker-4s"),
+    ]
+    parsed = [csr.parse_csr(obj) for obj in objs]
+    network = csr.Network.of(f.NETWORK_FACTS)
+    found = csr.each_host(parsed, expected, nodes, NOW, SKEW, network)
+    assert names(found["worker-4"].serving) == ["dual"]
+    assert found["worker-4"].refused_serving == ["masters", "worker-5s"]
+    assert found["worker-4"].refused["masters"].startswith(f"san-of-another-node: SAN {v6}10 is an address of master-0")
+    assert (
+        found["worker-4"]
+        .refused["worker-5s"]
+        .startswith("san-of-another-node: SAN 127.0.111.25 is an address of worker-5")
+    )
+    # worker-5 has no Node: an address only worker-4's Node reports is not worker-5's
+    assert found["worker-5"].serving == [] and found["worker-5"].refused["worker-4s"].startswith("san-not-expected: ")
+    # without the networks (csr_approve given no cluster facts) a Node-reported address is refused
+    alone = csr.each_host(parsed, expected, nodes, NOW, SKEW)
+    assert alone["worker-4"].serving == [] and alone["worker-4"].refused["dual"].startswith("san-outside-machine-")
+
+
+def test_the_refusals_line_names_each_refused_csr():
+    found = sort_host([serving_csr("worker-1", ips=["127.0.111.99"], name="foreign")], "worker-1")
+    assert found.refusals().startswith(" (refused: foreign: san-not-expected: SAN 127.0.111.99 is neither ")
+    assert sort_host([], "worker-1").refusals() == ""
 
 
 # ---------------------------------------------------------------- the flood guard

@@ -608,6 +608,116 @@ def test_one_serving_approval_per_run_the_newest():
     assert failure is None and api.approval_log == ["worker-0.new"] and result["rounds"] == 4
 
 
+# ---------------------------------------------------------------- serving certificates on real NICs
+
+V6 = "fd2e:6f44:5dd8:c956::"
+DUAL_NETWORK = policy.Network.of(f.NETWORK_FACTS)
+
+
+def dual_stack_node(name, *more, ready=False):
+    """The Node of a host given only its IPv4 address, whose kubelet reports an IPv6 address too (and ``more``)."""
+    obj = node_object(name, ready=ready, ip=IPS[name])
+    extra = [{"type": "InternalIP", "address": a} for a in (V6 + IPS[name].rsplit(".", 1)[1], *more)]
+    obj["status"]["addresses"][1:1] = extra
+    return obj
+
+
+def dual_stack_state(name, *more):
+    sans = [IPS[name], V6 + IPS[name].rsplit(".", 1)[1], *more]
+    return [legit_client(name, conditions=APPROVED), serving_csr(name, ips=sans, dns=[name], name=name + ".serving")]
+
+
+def test_a_host_given_only_ip_gets_the_serving_csr_its_dual_stack_node_reports():
+    clock = FakeClock()
+    api = FakeApi(clock, dual_stack_state("worker-0"), nodes=[dual_stack_node("worker-0")], kubelet=True)
+    result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK))
+    assert failure is None and api.approval_log == ["worker-0.serving"] and result["joined"] == ["worker-0"]
+    assert result["warnings"] == [] and result["hosts"]["worker-0"]["refused"] == {}
+
+
+def test_without_the_machine_networks_a_node_reported_address_is_refused_and_named():
+    clock = FakeClock()
+    api = FakeApi(clock, dual_stack_state("worker-0"), nodes=[dual_stack_node("worker-0")], kubelet=True)
+    lines = []
+    result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), lines=lines, join_timeout=30))
+    assert api.approval_log == [] and result["failed_hosts"] == ["worker-0"]
+    why = (
+        "worker-0.serving: san-outside-machine-networks: SAN fd2e:6f44:5dd8:c956::20, reported by its Node, is "
+        "outside the cluster's machine networks (none known (csr_approve's cluster has no machine_networks))"
+    )
+    assert any(
+        line.endswith(
+            "half-joined; Node NotReady; waiting for its serving CSR or Ready (refused: %s: the "
+            "certificate would not be this host's)" % why
+        )
+        for line in lines
+    ), lines
+    assert why in failure and result["hosts"]["worker-0"]["refused"]["worker-0.serving"].startswith(why[18:])
+
+
+@pytest.mark.parametrize(
+    "extra, reason, why",
+    [
+        ("198.51.100.20", "san-outside-machine-networks", "SAN 198.51.100.20, reported by its Node, is outside"),
+        (V6 + "5", "san-is-vip", "SAN fd2e:6f44:5dd8:c956::5 is the cluster's API VIP"),
+        ("127.0.111.21", "san-of-another-node", "SAN 127.0.111.21 is an address of worker-1"),
+        (V6 + "10", "san-of-another-node", "SAN fd2e:6f44:5dd8:c956::10 is an address of master-0"),
+    ],
+)
+def test_an_address_its_node_reports_but_may_not_have_keeps_the_serving_csr_pending(extra, reason, why):
+    clock = FakeClock()
+    master = node_object("master-0", ready=True, ip="127.0.111.10")
+    master["status"]["addresses"].insert(1, {"type": "InternalIP", "address": V6 + "10"})
+    nodes = [dual_stack_node("worker-0", extra), master]
+    api = FakeApi(clock, dual_stack_state("worker-0", extra), nodes=nodes, kubelet=True)
+    records = hosts("worker-0", "worker-1")
+    run = join_run(api, clock, records, {"worker-1": Poller(SILENT)}, network=DUAL_NETWORK, join_timeout=30)
+    result, failure = run_to_end(run)
+    assert api.approval_log == [] and "worker-0" in result["failed_hosts"]
+    assert result["hosts"]["worker-0"]["refused"]["worker-0.serving"].startswith(f"{reason}: {why}")
+    assert f"worker-0.serving: {reason}: {why}" in failure
+
+
+def test_a_node_ready_without_its_serving_certificate_joins_with_a_warning_naming_the_refusal():
+    clock = FakeClock()
+    node_ = dual_stack_node("worker-0", "198.51.100.20", ready=True)
+    api = FakeApi(clock, dual_stack_state("worker-0", "198.51.100.20"), nodes=[node_])
+    result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK))
+    assert failure is None and result["joined"] == ["worker-0"] and api.approval_log == []
+    assert result["warnings"] == [
+        "worker-0: joined, its serving CSR pending (refused: worker-0.serving: san-outside-machine-networks: SAN "
+        "198.51.100.20, reported by its Node, is outside the cluster's machine networks (127.0.111.0/24, "
+        "fd2e:6f44:5dd8:c956::/64): the certificate would not be this host's)"
+    ]
+
+
+def test_a_rogue_serving_csr_refused_after_the_hosts_own_was_approved_is_no_warning():
+    clock = FakeClock()
+    state = [*dual_stack_state("worker-0"), serving_csr("worker-0", ips=["127.0.111.99"], name="worker-0.rogue")]
+    api = FakeApi(clock, state, nodes=[dual_stack_node("worker-0")], kubelet=True)
+    result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK))
+    assert failure is None and api.approval_log == ["worker-0.serving"] and result["joined"] == ["worker-0"]
+    assert result["warnings"] == [] and list(result["hosts"]["worker-0"]["refused"]) == ["worker-0.rogue"]
+
+
+def test_check_mode_predicts_the_dual_stack_serving_csr_with_the_same_networks():
+    clock = FakeClock()
+    api = FakeApi(clock, dual_stack_state("worker-0"), nodes=[dual_stack_node("worker-0")], kubelet=True)
+    blind = join_run(api, clock, hosts("worker-0")).predict()
+    assert blind["would_approve"] == [] and blind["msg"][0].endswith("may carry 127.0.111.20")
+    predicted = join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK).predict()
+    assert [entry["name"] for entry in predicted["would_approve"]] == ["worker-0.serving"]
+    assert predicted["msg"][0].endswith("may carry 127.0.111.20 and its Node's other addresses in the machine networks")
+    result, _failure = run_to_end(join_run(api, clock, hosts("worker-0"), network=DUAL_NETWORK))
+    assert [entry["name"] for entry in result["approved"]] == ["worker-0.serving"]
+
+
+def test_follow_checks_the_machine_networks_before_it_connects(lab):
+    params = params_for(lab, until=None, cluster={"machine_networks": ["fd2e::/200"]})
+    with pytest.raises(InputError, match=r"cluster: field machine_networks value 'fd2e::/200' is not a CIDR"):
+        engine.follow(params, True, refuse_to_connect, print)
+
+
 def test_a_replaced_host_is_not_stopped_by_its_old_installations_approval():
     clock = FakeClock()
     old = legit_client("worker-0", name="worker-0.old", created=NOW - 30 * MINUTE, conditions=APPROVED)
