@@ -40,8 +40,10 @@ description:
     exponential backoff - reads, deletes and exec upgrades always, creates only after looking for the object (by
     name, or by labels for the generated namespace name) so that nothing is created twice.
   - Completion is read as C(oc) does it - from 4.18 the C(end_time) of node-joiner's C(report.json), then its
-    C(result.exit_code); on 4.17 the C(exit_code) file, failing at once when the pod log shows that node-joiner
-    stopped without writing it.
+    C(result.exit_code); on 4.17 the C(exit_code) file. Unlike C(oc), a run that failed before its first report stage
+    (a nodes-config refused at load, such as an invalid O(ssh_key) - its report gets a result but never an
+    C(end_time)) fails at once with node-joiner's own error, and so does a node-joiner whose pod log shows it exited
+    without a result (a fatal line, a panic). The pod's C(sleep 600) is never waited out.
   - The fetched ISO is read once before it is renamed into place (node-joiner's C(coreos/igninfo.jso) and
     C(kargs.jso) names as well as C(.json)). The module fails if its cluster ID is not the cluster's; the result
     tells its hosts and kernel arguments. O(live_kernel_arguments) are written into the ISO's kernel-argument areas
