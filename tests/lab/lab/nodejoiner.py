@@ -223,19 +223,47 @@ class NodeJoinerRun:
             else:
                 await self._stage("generate-iso")
                 name = "node.%s.iso" % arch
+                minimal = await self._minimal(info, nodes_config, arch, tree, target)
                 await asyncio.to_thread(
-                    nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree
+                    nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree, minimal
                 )
-                self._log(
-                    "info",
-                    "Generated ISO at %s. The ISO is valid up to %s" % (self._container_path(name), auth["expiry"]),
-                )
+                what = "Generated minimal ISO at %s" if minimal else "Generated ISO at %s."
+                self._log("info", what % self._container_path(name) + " The ISO is valid up to %s" % auth["expiry"])
+                if minimal:
+                    self._log(
+                        "info",
+                        "When using External oci platform, always make sure CCM manifests were added in the openshift "
+                        "directory.",
+                    )
                 if self.profile.config_iso_always:  # 4.17 persists the ConfigImage asset too
                     await self._write_config_iso(config)
         except nodeiso.NodeIsoError as exc:
             raise NodeJoinerError(str(exc), "failed to write asset (%s) to disk" % target)
         finally:
             await asyncio.to_thread(shutil.rmtree, tree, True)
+
+    async def _minimal(self, info, nodes_config, arch, tree, target):
+        """Platform External: (rootfs URL, arch) of its minimal ISO, the rootfs file written first when
+        ``bootArtifactsBaseURL`` is set; None on any other platform (``AgentImage``, agentimage.go@e63803a3)."""
+        if info["platform"] != "external":
+            return None
+        base = (nodes_config.get("bootArtifactsBaseURL") or "").strip("/")  # strings.Trim(url, "/")
+        if base:
+            url = "%s/%s" % (base, nodeiso.minimal_rootfs_name(arch))
+            self._log("debug", "Using custom rootfs URL: %s" % url)
+            await asyncio.to_thread(nodeiso.write_minimal_rootfs, self.assets_dir, tree, arch)
+            where = self._container_path("boot-artifacts")
+            self._log("info", "RootFS file created in: %s. Upload it at %s" % (where, url))
+            return url, arch
+        url = info.get("os_rootfs_url")
+        if not url:  # BaseIso.getRootFSURL: the stream's pxe rootfs (baseiso.go@41ac01a1)
+            raise NodeJoinerError(
+                "no RootFSURL found for %s" % arch,
+                "failed to fetch " + target,
+                'failed to generate asset "%s"' % target,
+            )
+        self._log("debug", "Using default rootfs URL: %s" % url)
+        return url, arch
 
     async def _write_config_iso(self, config):
         await asyncio.to_thread(
