@@ -46,6 +46,12 @@ SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
 SIDECAR_SUFFIX = ".json"
 # 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
 SIDECAR_VERSION = 2
+# On this platform node-joiner writes a minimal ISO (no rootfs) and, when nodes-config has bootArtifactsBaseURL,
+# the rootfs into boot-artifacts/ (agent.<arch>-rootfs.img at agentimage.go@e63803a3 and agentartifacts.go@021bcfcf;
+# the name is taken from what the pod holds, whatever its prefix) -- openshift/installer
+# pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (PersistToFile).
+MINIMAL_ISO_PLATFORM = "External"
+ROOTFS_SUFFIX = "-rootfs.img"
 
 
 @dataclasses.dataclass
@@ -76,6 +82,9 @@ class Artifacts:
     def __post_init__(self) -> None:
         self.pxe, self.config_iso = bool(self.params["pxe"]), self.params.get("output") == CONFIG_ISO_OUTPUT
         self.node_iso = not self.pxe and not self.config_iso
+        # Platform External: a minimal ISO, and its rootfs file when a base URL is given (MINIMAL_ISO_PLATFORM).
+        self.rootfs = self.node_iso and self.cluster.get("platform") == MINIMAL_ISO_PLATFORM
+        self.rootfs = self.rootfs and bool(self.params["boot_artifacts_base_url"])
 
     def path(self, arch: str) -> str:
         if self.pxe:
@@ -102,7 +111,7 @@ class Artifacts:
 
     def planned(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact that would be built (check mode): where it would go and why, no files."""
-        facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments"))
+        facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments", "rootfs_url"))
         return self._result(plan, {}, [], dict(facts, hosts=[]) if self.node_iso else {})
 
     def diff(self, plan: Plan) -> dict[str, str]:
@@ -139,6 +148,7 @@ class Artifacts:
             files = [self._fetch(run, os.path.basename(path), path, lambda temp: seen.update(self._finish_iso(temp)))]
             if self.params["live_kernel_arguments"]:  # written into the copy: the file differs from the pod's
                 files[0].update(sha256=file_sha256(path), size=os.path.getsize(path))
+            files += self._fetch_rootfs(run, plan.architecture) if self.rootfs else []
         after, expiry = self.api.get(SECRET), None
         if before is None or after is None or before.get("data") != after.get("data"):
             expiry = seen.get("token_expiry") if self.node_iso else initrd_token_expiry([f["path"] for f in files])
@@ -154,6 +164,19 @@ class Artifacts:
         }
         write_sidecar(path, record)
         return self._result(plan, record, stages, seen)
+
+    def _fetch_rootfs(self, run: nj.NodeJoinerRun, arch: str) -> list[dict[str, Any]]:
+        """The rootfs of a minimal ISO, copied back next to it, verified; a node-joiner that wrote none is an error
+        (its ISO would send the hosts to the stream's rootfs URL, not to boot_artifacts_base_url)."""
+        names = [n for n in run.list_dir(f"{nj.ASSETS}/{PXE_DIR}") if n.endswith(f".{arch}{ROOTFS_SUFFIX}")]
+        if not names:
+            raise Day2Error(
+                f"node-joiner built the minimal ISO of platform {MINIMAL_ISO_PLATFORM} but wrote no {arch} rootfs into "
+                f"{nj.ASSETS}/{PXE_DIR}, although boot_artifacts_base_url is set: this node-joiner does not read "
+                "bootArtifactsBaseURL for an ISO. Drop boot_artifacts_base_url (the hosts then fetch the rootfs the "
+                "ISO names, RHCOS's own), or build PXE files (pxe: true)."
+            )
+        return [self._fetch(run, f"{PXE_DIR}/{n}", os.path.join(self.params["dest"], n)) for n in names]
 
     @staticmethod
     def _fetch(run: nj.NodeJoinerRun, name: str, path: str, finish: Any = None) -> dict[str, Any]:
@@ -178,14 +201,13 @@ class Artifacts:
         return facts
 
     def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
-        path = self.path(plan.architecture)
+        path, files = self.path(plan.architecture), record.get("files") or []
         return {
             **{key: value for key, value in facts.items() if key != "token_expiry"},
             "architecture": plan.architecture,
             "path": path,
-            "files": [
-                {key: entry.get(key) for key in ("path", "sha256", "size")} for entry in record.get("files") or []
-            ],
+            "files": [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files],
+            "rootfs": next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None),
             "reused": plan.reuse,
             "reason": plan.reason,
             "sidecar": sidecar_path(path),
@@ -201,7 +223,7 @@ def iso_facts(path: str) -> dict[str, Any]:
     summary = info["summary"] or {}
     hosts = [{key: h.get(key) for key in ("hostname", "mac_addresses")} for h in summary.get("hosts") or []]
     facts = {key: summary.get(key) for key in ("token_expiry", "cluster_id", "cluster_name", "api_dns_name")}
-    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"))
+    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"), rootfs_url=info.get("rootfs_url"))
 
 
 def check_config_iso(path: str) -> None:

@@ -59,6 +59,7 @@ def _run(module: Any) -> dict[str, Any]:
     cluster, row = cluster_facts(params.get("cluster"), api)
     check_release(params, cluster, row)
     configs = nodes_configs(params, cluster)
+    check_platform(params, cluster, sorted(configs))
     # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
     hide(module, *nodes_config.secret_values(configs))
     artifacts = art.Artifacts(params, api, cluster, utcnow(), min_validity)
@@ -156,8 +157,6 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
     if params["pxe"] and params.get("output") == art.CONFIG_ISO_OUTPUT:
         # node-joiner itself stops with "invalid configuration found" (addnodes.go@de45fedd...).
         raise InputError("pxe: true and output: config-iso exclude each other: choose one")
-    if not params["pxe"] and params["boot_artifacts_base_url"]:
-        raise InputError("boot_artifacts_base_url is only used with pxe=true: set pxe: true or drop it")
     try:
         min_validity = parse_duration(params["min_token_validity"])
     except ValueError as error:
@@ -198,6 +197,39 @@ def check_release(params: dict[str, Any], cluster: dict[str, Any], row: releases
                 f'node-joiner has no {flag} flag (it would stop with "Error: unknown flag: {flag}"). {instead}, or '
                 "upgrade the cluster first. Nothing was created."
             )
+
+
+def check_platform(params: dict[str, Any], cluster: dict[str, Any], architectures: list[str]) -> None:
+    """What node-joiner does with the ISO options on the cluster's platform, refused before anything is created.
+
+    node-joiner reads bootArtifactsBaseURL for PXE files, and for an ISO only on platform External, whose minimal ISO
+    fetches its rootfs from there (art.MINIMAL_ISO_PLATFORM). That ISO's kargs.jso still describes the full ISO, so
+    on x86_64 its isolinux kernel arguments are no longer where it says (iso.read_layout): they cannot be edited.
+    """
+    platform, url, node_iso = (
+        cluster["platform"],
+        params["boot_artifacts_base_url"],
+        params.get("output") != "config-iso",
+    )
+    minimal = not params["pxe"] and node_iso and platform == art.MINIMAL_ISO_PLATFORM
+    if url and not params["pxe"] and not minimal:
+        raise InputError(
+            f"boot_artifacts_base_url {url!r} is used by node-joiner only for PXE files and, on platform "
+            f"{art.MINIMAL_ISO_PLATFORM}, for the rootfs of its minimal node ISO; this cluster's platform is {platform}"
+            f"{'' if node_iso else ' and output is config-iso'}: set pxe: true or drop it. Nothing was created."
+        )
+    if url and minimal and "$" in url:
+        raise InputError(
+            f"boot_artifacts_base_url {url!r} holds a '$': node-joiner puts the URL into a Go replacement template "
+            "and drops '$' and the word after it from the ISO's rootfs URL. Write it without '$'. Nothing was created."
+        )
+    if minimal and params["live_kernel_arguments"] and "x86_64" in architectures:
+        raise InputError(
+            f"live_kernel_arguments cannot be written into the x86_64 minimal ISO node-joiner builds on platform "
+            f"{art.MINIMAL_ISO_PLATFORM}: its coreos/kargs.jso no longer matches isolinux.cfg, so no tool can edit its "
+            "kernel arguments safely. Drop live_kernel_arguments, or build PXE files (pxe: true) and set them in your "
+            "iPXE script. Nothing was created."
+        )
 
 
 def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, dict[str, Any]]:

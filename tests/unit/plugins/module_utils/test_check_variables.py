@@ -219,6 +219,24 @@ def test_what_the_spec_cannot_say_is_checked_too():
     assert settings_problems({"version": "unknown"}, day2_pxe=True) == ([], [])
 
 
+def test_a_boot_artifacts_base_url_needs_pxe_or_platform_external():
+    url = "http://boot.example.com/rhcos"
+    found, messages = settings_problems(
+        {"version": "4.21.1", "platform": "BareMetal"}, day2_boot_artifacts_base_url=url
+    )
+    assert found == [("(play)", "day2_boot_artifacts_base_url", url)]
+    assert "used only with day2_pxe, or for the minimal ISO of platform External (this is BareMetal)" in messages[0]
+    assert messages[0].endswith("set day2_pxe: true, or drop it")
+    external = {"version": "4.21.1", "platform": "External"}
+    assert settings_problems(external, day2_boot_artifacts_base_url=url, day2_pxe=False) == ([], [])
+    assert (
+        settings_problems({"version": "4.21.1", "platform": "None"}, day2_boot_artifacts_base_url=url, day2_pxe="yes")[
+            0
+        ]
+        == []
+    )
+
+
 def test_a_secret_setting_is_never_shown():
     problems = Problems()
     check_settings({"day2_api_token": "hunter2"}, {"day2_api_token": {"type": "int"}}, CLUSTER, problems)

@@ -186,6 +186,130 @@ def test_an_iso_of_another_cluster_is_refused_and_nothing_is_left(node_iso, tmp_
     assert not os.path.exists(tmp_path / "node.x86_64.iso") and not os.path.exists(tmp_path / "node.x86_64.iso.json")
 
 
+# --- platform External: a minimal ISO, its rootfs copied back when a base URL is given -----------------------
+ROOTFS_URL = "http://boot.example.com/rhcos/agent.x86_64-rootfs.img"
+PLACEHOLDER = ",/images/assisted_installer_custom.img"
+
+
+@pytest.fixture(scope="module")
+def minimal_iso(tmp_path_factory):
+    """A node ISO edited as the minimal ISO of platform External is (the vendored isoeditor's CreateMinimalISO after
+    node-joiner renamed kargs.json): rootfs_url on the linux and append lines, the placeholder after initrd=...,
+    coreos.liveiso removed, kargs.jso unchanged, so the isolinux area starts inside the inserted placeholder."""
+    work = tmp_path_factory.mktemp("minimal")
+    live, kargs = layout.live, layout.live.DEFAULT_KARGS.split(" ", 1)[1]
+    grub = live.GRUB_PREFIX + live.kargs_region(kargs + " 'coreos.live.rootfs_url=%s'" % ROOTFS_URL) + live.GRUB_SUFFIX
+    prefix = live.ISOLINUX_PREFIX.rstrip(" ") + PLACEHOLDER + " "
+    isolinux = prefix + live.kargs_region(kargs + " coreos.live.rootfs_url=" + ROOTFS_URL) + live.ISOLINUX_SUFFIX
+    path = str(work / "node.x86_64.iso")
+    ignition = layout.add_nodes_ignition(hosts=HOSTS, expiry="2031-01-01T00:00:00Z")
+    extra = {"EFI/redhat/grub.cfg": grub, "isolinux/isolinux.cfg": isolinux}
+    layout.build_node_iso(str(work), path, ignition, extra={k: v.encode() for k, v in extra.items()})
+    return path
+
+
+def test_a_minimal_iso_is_read_though_its_kargs_areas_disagree_and_is_never_edited(minimal_iso, tmp_path):
+    info = _iso.inspect_iso(minimal_iso)
+    assert info["kargs"] is None and info["rootfs_url"] == ROOTFS_URL and info["summary"]["cluster_id"] == CLUSTER_ID
+    facts = art.iso_facts(minimal_iso)
+    assert (facts["kernel_arguments"], facts["rootfs_url"], facts["cluster_id"]) == (None, ROOTFS_URL, CLUSTER_ID)
+    copy = shutil.copyfile(minimal_iso, str(tmp_path / "copy.iso"))
+    os.chmod(copy, 0o600)
+    with pytest.raises(_iso.errors.KargsMismatchError, match="kargs disagree"):
+        _iso.append_kernel_arguments(copy, SERIAL)
+    assert file_sha256(copy) == file_sha256(minimal_iso)
+    assert _iso.iso_info(minimal_iso)["rootfs_url"] == ROOTFS_URL
+    assert art.iso_facts(layout_node_iso(tmp_path))["rootfs_url"] is None  # a full ISO has its rootfs
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "linux /vmlinuz ignition.firstboot 'coreos.live.rootfs_url=%s'" % ROOTFS_URL,  # the vendored isoeditor
+        'linux /vmlinuz ignition.firstboot coreos.live.rootfs_url="%s"' % ROOTFS_URL,  # assisted-image-service@a55e383a
+        "append initrd=/i.img coreos.live.rootfs_url=%s quiet" % ROOTFS_URL,  # isolinux.cfg
+    ],
+)
+def test_rootfs_url_in_both_quotings(line):
+    match = _iso._ROOTFS_URL.search(line)
+    assert next(group for group in match.groups() if group) == ROOTFS_URL
+
+
+def layout_node_iso(tmp_path):
+    path = str(tmp_path / "full.iso")
+    layout.build_node_iso(str(tmp_path), path, layout.add_nodes_ignition(hosts=HOSTS, expiry="2031-01-01T00:00:00Z"))
+    return path
+
+
+def test_on_external_the_rootfs_is_copied_back_recorded_and_named(minimal_iso, tmp_path):
+    external = dict(cluster(), platform="External")
+    source, dest = tmp_path / "pod", tmp_path / "dest"
+    source.mkdir()
+    dest.mkdir()
+    (source / "agent.x86_64-rootfs.img").write_bytes(b"rootfs" * 1000)
+    artifacts = _artifacts(dest, the_cluster=external, boot_artifacts_base_url="http://boot.example.com/rhcos")
+    files = {"node.x86_64.iso": minimal_iso, "agent.x86_64-rootfs.img": str(source / "agent.x86_64-rootfs.img")}
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run(files), "image")
+    rootfs = str(dest / "agent.x86_64-rootfs.img")
+    assert [f["path"] for f in result["files"]] == [str(dest / "node.x86_64.iso"), rootfs]
+    assert result["files"][1] == {"path": rootfs, "sha256": file_sha256(rootfs), "size": 6000}
+    assert (result["rootfs"], result["rootfs_url"], result["path"]) == (
+        rootfs,
+        ROOTFS_URL,
+        str(dest / "node.x86_64.iso"),
+    )
+    assert read_sidecar(result["path"])["files"] == result["files"]
+    again = artifacts.plan("x86_64", "x")
+    assert again.reuse is True and artifacts.reused(again)["rootfs"] == rootfs
+    os.unlink(rootfs)
+    assert artifacts.plan("x86_64", "x").reason == "%s does not exist" % rootfs
+    # without a base URL, or on another platform: the ISO alone
+    alone = _artifacts(tmp_path / "pod", the_cluster=external).build(
+        artifacts.plan("x86_64", "y"), Run({"node.x86_64.iso": minimal_iso}), "image"
+    )
+    assert len(alone["files"]) == 1 and alone["rootfs"] is None and alone["rootfs_url"] == ROOTFS_URL
+
+
+def test_a_node_joiner_that_writes_no_rootfs_for_the_base_url_fails_naming_it(minimal_iso, tmp_path):
+    external = dict(cluster(), platform="External")
+    artifacts = _artifacts(tmp_path, the_cluster=external, boot_artifacts_base_url="http://boot.example.com/rhcos")
+    with pytest.raises(Day2Error, match="wrote no x86_64 rootfs into /assets/boot-artifacts, although boot_artifacts"):
+        artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": minimal_iso}), "image")
+
+
+@pytest.mark.parametrize(
+    "platform, changes, architectures, message",
+    [
+        (
+            "BareMetal",
+            {"boot_artifacts_base_url": "http://b/"},
+            ["x86_64"],
+            "this cluster's platform is BareMetal: set",
+        ),
+        ("External", {"boot_artifacts_base_url": "http://b/", "output": "config-iso"}, ["x86_64"], "output is config"),
+        ("External", {"boot_artifacts_base_url": "http://b/$HOME"}, ["x86_64"], r"holds a '\$': node-joiner puts"),
+        ("External", {"live_kernel_arguments": SERIAL}, ["x86_64"], "cannot be written into the x86_64 minimal ISO"),
+        ("External", {"boot_artifacts_base_url": "http://b/"}, ["x86_64"], None),
+        (
+            "External",
+            {"boot_artifacts_base_url": "http://b/", "pxe": True, "live_kernel_arguments": SERIAL},
+            ["x86_64"],
+            None,
+        ),
+        ("BareMetal", {"boot_artifacts_base_url": "http://b/$x", "pxe": True}, ["x86_64"], None),
+        ("External", {"live_kernel_arguments": SERIAL}, ["aarch64"], None),  # one grub area: still editable
+        ("None", {"live_kernel_arguments": SERIAL}, ["x86_64"], None),
+    ],
+)
+def test_what_the_platform_allows_is_checked_before_anything_is_created(platform, changes, architectures, message):
+    given, facts = params("/", **changes), dict(cluster(), platform=platform)
+    if message is None:
+        build.check_platform(given, facts, architectures)
+    else:
+        with pytest.raises(InputError, match=message + ".*Nothing was created"):
+            build.check_platform(given, facts, architectures)
+
+
 # --- the token expiry: the Secret's, unless it changed while node-joiner ran ------------------------------
 SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
 
@@ -323,7 +447,6 @@ def test_pxe_is_refused_below_4_18(version, refused):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"boot_artifacts_base_url": "http://x/"}, "boot_artifacts_base_url is only used with pxe=true"),
         ({"min_token_validity": "soon"}, "min_token_validity: 'soon' is not a duration"),
         ({"dest": "/nonexistent/dest"}, "dest /nonexistent/dest is not an existing directory"),
     ],
