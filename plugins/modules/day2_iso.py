@@ -117,14 +117,10 @@ options:
     default: node-iso
   boot_artifacts_base_url:
     description:
-      - With O(pxe=true), the URL the PXE artifacts will be served from (written into the iPXE script).
-      - On platform External (Infrastructure C(cluster) C(spec.platformSpec.type), e.g. Oracle Cloud), node-joiner
-        builds a minimal node ISO, which holds no rootfs and fetches it when the host boots. With this URL it also
-        writes the rootfs file, and the ISO fetches it from there (the URL, C(/), the file name); day2_iso copies it
-        back next to the ISO (RV(artifacts[].rootfs)). Serve it at RV(artifacts[].rootfs_url) before booting the hosts;
-        without this URL the ISO fetches RHCOS's own rootfs from the Internet.
-      - Refused on other platforms unless O(pxe=true), with O(output=config-iso), and when it holds a C($) (node-joiner
-        puts it into a Go replacement template, which drops it), before anything is created.
+      - URL the PXE artifacts will be served from (written into the iPXE script). Only with O(pxe=true).
+      - node-joiner reads it for PXE files only, on every platform, so it is refused without O(pxe=true) before the
+        cluster is read. On platform External (Oracle Cloud) too - its day-2 node ISO is a full one from 4.18, and
+        node-joiner 4.17's minimal ISO fetches RHCOS's own rootfs (RV(artifacts[].rootfs_url)).
     type: str
   ssh_key:
     description: Public SSH key for user C(core) on the new hosts during the install. Default is the cluster's.
@@ -145,9 +141,9 @@ options:
   live_kernel_arguments:
     description:
       - Kernel arguments appended to the ISO's live kernel arguments, for example C(console=ttyS0,115200n8).
-      - Refused for an x86_64 ISO on platform External, before anything is created - node-joiner's minimal ISO keeps
-        the full ISO's C(coreos/kargs.jso), whose isolinux.cfg area the minimal ISO's edits moved, so no tool can edit
-        its kernel arguments safely.
+      - Refused before anything is created for the x86_64 minimal ISO node-joiner 4.17 builds on platform External - it
+        keeps the full ISO's C(coreos/kargs.jso), whose isolinux.cfg area the minimal ISO's edits moved, so no tool
+        can edit its kernel arguments safely.
     type: str
   pod_start_timeout:
     description: Seconds to wait for a pod to start; image pull errors are retried until then.
@@ -260,23 +256,17 @@ artifacts:
       description: The ISO (C(agentconfig.noarch.iso) with O(output=config-iso)), or the PXE artifacts directory.
       type: str
     files:
-      description:
-        - Every file written (the ISO and, on platform External with O(boot_artifacts_base_url), its rootfs; or each PXE
-          artifact), with C(path), C(sha256) (computed in the pod and checked on the copy) and C(size).
-        - All of them are recorded in the sidecar; a reuse checks each.
+      description: Every file written (the ISO, or each PXE artifact), with C(path), C(sha256) and C(size).
       type: list
       elements: dict
     rootfs:
-      description:
-        - The rootfs file, when node-joiner wrote one - each PXE build, and the minimal ISO of platform External
-          built with O(boot_artifacts_base_url) (C(agent.<arch>-rootfs.img), copied back into O(dest) next to the ISO);
-          else null.
-        - The hosts booted from a minimal ISO fetch it from RV(artifacts[].rootfs_url) - serve it there.
+      description: The rootfs among the PXE files (C(node.<arch>-rootfs.img), to be served at the base URL); else null.
       type: str
     rootfs_url:
       description:
-        - Where hosts booted from the minimal ISO of platform External fetch their rootfs, read from the ISO's
-          C(coreos.live.rootfs_url); null for a full ISO (node ISO only).
+        - Where hosts booted from a minimal ISO fetch their rootfs, read from the ISO's C(coreos.live.rootfs_url) - the
+          RHCOS stream's, for the minimal ISO node-joiner 4.17 builds on platform External; null for a full ISO, which
+          holds its rootfs (node ISO only).
       type: str
     reused:
       description: Whether the existing artifact was kept.
@@ -309,7 +299,8 @@ artifacts:
     kernel_arguments:
       description:
         - The ISO's live kernel arguments (node ISO only).
-        - Null for the x86_64 minimal ISO of platform External, whose kernel-argument areas disagree.
+        - Null for the x86_64 minimal ISO of node-joiner 4.17 on platform External, whose kernel-argument areas
+          disagree.
       type: str
     stages:
       description:

@@ -288,6 +288,11 @@ def test_variants_match_their_purpose():
     assert infrastructure["spec"]["platformSpec"] == {"type": "External", "external": {"platformName": "oci"}}
     assert infrastructure["status"]["platformStatus"]["type"] == "External"
     assert _install_config(external)["platform"] == {"external": {"platformName": "oci"}}
+    v417_external = seeds.load_seed("v417-external")
+    assert seeds.find(v417_external, "Infrastructure", "cluster") == infrastructure
+    assert seeds.find(v417_external, "ClusterVersion", "version") == seeds.find(
+        seeds.load_seed("v417"), "ClusterVersion", "version"
+    )
     degraded = seeds.load_seed("degraded")
     pool = seeds.find(degraded, "MachineConfigPool", "worker")
     assert {c["type"]: c["status"] for c in pool["status"]["conditions"]}["Degraded"] == "True"

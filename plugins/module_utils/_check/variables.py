@@ -209,7 +209,6 @@ def check_settings(
     run one by one (``tasks_from``): ansible-core checks a step's settings only when it starts, after the ISO build.
     """
     report, minor = problems.for_host(PLAY), releases.parse_version(cluster.get("version"))
-    pxe, platform = boolean(values.get("day2_pxe"), strict=False), cluster.get("platform")
     for name, value in sorted(values.items()):
         spec = {key: option for key, option in settings[name].items() if key in SPEC_KEYS}
         result = ArgumentSpecValidator({name: spec}).validate({name: value})
@@ -230,11 +229,11 @@ def check_settings(
             except ValueError as error:
                 report(name, value, f"is not a duration: {error}", "write e.g. 24h or 90m")
         elif name == "day2_boot_artifacts_base_url" and checked and not is_http_url(checked):
-            fix = "set it to the URL the PXE files (or, on platform External, the rootfs) will be served from"
+            fix = "set it to the URL the PXE files will be served from"
             report(name, value, "is not an http:// or https:// URL", fix)
-        elif name == "day2_boot_artifacts_base_url" and checked and not pxe and cluster.get("platform") != "External":
-            # node-joiner reads it for PXE files, and for an ISO only on platform External (_image/build.check_platform)
-            what = f"is used only with day2_pxe, or for the minimal ISO of platform External (this is {platform})"
+        elif name == "day2_boot_artifacts_base_url" and checked and not boolean(values.get("day2_pxe"), strict=False):
+            # node-joiner reads it for PXE files only, on every platform (_image/build.check_platform)
+            what = "is used by node-joiner only for PXE files, on every platform (External's node ISO included)"
             report(name, value, what, "set day2_pxe: true, or drop it")
         elif isinstance(checked, int) and not isinstance(checked, bool) and checked < 0:
             report(name, value, "is negative", "give a number of 0 or more")

@@ -46,11 +46,7 @@ SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
 SIDECAR_SUFFIX = ".json"
 # 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
 SIDECAR_VERSION = 2
-# On this platform node-joiner writes a minimal ISO (no rootfs) and, when nodes-config has bootArtifactsBaseURL,
-# the rootfs into boot-artifacts/ (agent.<arch>-rootfs.img at agentimage.go@e63803a3 and agentartifacts.go@021bcfcf;
-# the name is taken from what the pod holds, whatever its prefix) -- openshift/installer
-# pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (PersistToFile).
-MINIMAL_ISO_PLATFORM = "External"
+# The rootfs among the PXE files (boot-artifacts/node.<arch>-rootfs.img), named in the result.
 ROOTFS_SUFFIX = "-rootfs.img"
 
 
@@ -82,9 +78,6 @@ class Artifacts:
     def __post_init__(self) -> None:
         self.pxe, self.config_iso = bool(self.params["pxe"]), self.params.get("output") == CONFIG_ISO_OUTPUT
         self.node_iso = not self.pxe and not self.config_iso
-        # Platform External: a minimal ISO, and its rootfs file when a base URL is given (MINIMAL_ISO_PLATFORM).
-        self.rootfs = self.node_iso and self.cluster.get("platform") == MINIMAL_ISO_PLATFORM
-        self.rootfs = self.rootfs and bool(self.params["boot_artifacts_base_url"])
 
     def path(self, arch: str) -> str:
         if self.pxe:
@@ -148,7 +141,6 @@ class Artifacts:
             files = [self._fetch(run, os.path.basename(path), path, lambda temp: seen.update(self._finish_iso(temp)))]
             if self.params["live_kernel_arguments"]:  # written into the copy: the file differs from the pod's
                 files[0].update(sha256=file_sha256(path), size=os.path.getsize(path))
-            files += self._fetch_rootfs(run, plan.architecture) if self.rootfs else []
         after, expiry = self.api.get(SECRET), None
         if before is None or after is None or before.get("data") != after.get("data"):
             expiry = seen.get("token_expiry") if self.node_iso else initrd_token_expiry([f["path"] for f in files])
@@ -164,19 +156,6 @@ class Artifacts:
         }
         write_sidecar(path, record)
         return self._result(plan, record, stages, seen)
-
-    def _fetch_rootfs(self, run: nj.NodeJoinerRun, arch: str) -> list[dict[str, Any]]:
-        """The rootfs of a minimal ISO, copied back next to it, verified; a node-joiner that wrote none is an error
-        (its ISO would send the hosts to the stream's rootfs URL, not to boot_artifacts_base_url)."""
-        names = [n for n in run.list_dir(f"{nj.ASSETS}/{PXE_DIR}") if n.endswith(f".{arch}{ROOTFS_SUFFIX}")]
-        if not names:
-            raise Day2Error(
-                f"node-joiner built the minimal ISO of platform {MINIMAL_ISO_PLATFORM} but wrote no {arch} rootfs into "
-                f"{nj.ASSETS}/{PXE_DIR}, although boot_artifacts_base_url is set: this node-joiner does not read "
-                "bootArtifactsBaseURL for an ISO. Drop boot_artifacts_base_url (the hosts then fetch the rootfs the "
-                "ISO names, RHCOS's own), or build PXE files (pxe: true)."
-            )
-        return [self._fetch(run, f"{PXE_DIR}/{n}", os.path.join(self.params["dest"], n)) for n in names]
 
     @staticmethod
     def _fetch(run: nj.NodeJoinerRun, name: str, path: str, finish: Any = None) -> dict[str, Any]:

@@ -71,7 +71,7 @@ Layout = collections.namedtuple(
     "Layout",
     "embed_file embed_area igninfo_path kargs kargs_default kargs_path current_kargs volume_id architecture rootfs_url",
 )
-# A minimal ISO (node-joiner's on platform External) has no rootfs: grub.cfg's kernel arguments say where the host
+# A minimal ISO (node-joiner 4.17's on platform External) has no rootfs: grub.cfg's kernel arguments say where the host
 # fetches it -- openshift/installer vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@
 # 006d45739349721f1371d3013792d9b8407e9842 (fixGrubConfig: the grub.cfg paths, 'coreos.live.rootfs_url=<url>').
 GRUB_PATHS = ("EFI/redhat/grub.cfg", "EFI/fedora/grub.cfg", "boot/grub/grub.cfg", "EFI/centos/grub.cfg")
@@ -278,7 +278,7 @@ def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> La
     """Locate the embed area and the kernel-argument regions of the ISO open as ``handle``; read the arguments.
 
     Regions that disagree raise KargsMismatchError, unless not ``strict`` (a reader): the arguments are then None.
-    node-joiner's minimal ISO of platform External on x86_64 is such an ISO: its kargs.jso still describes the full
+    node-joiner 4.17's minimal ISO of platform External on x86_64 is such an ISO: its kargs.jso still describes the full
     ISO's areas, which the minimal ISO's edits moved in isolinux.cfg (see rootfs_url) -- openshift/installer
     pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (kargs.json is renamed before).
     """

@@ -19,10 +19,8 @@ pkg/isoeditor at a55e383a69c5e0ba00d4ca875e8d2b9ed520efcc):
 
 PXE artifacts are not renamed (``agentpxefiles.go@84c3bbc9d011c5339af99235decb0f31bea501a7``).
 
-On platform External the node ISO is a minimal ISO (``PersistToFile``, agentimage.go@e63803a3, after step 4): with
-``bootArtifactsBaseURL`` the rootfs is first copied to ``boot-artifacts/agent.<arch>-rootfs.img`` (``createDir``
-empties the directory; ``extractRootFS``, pkg/asset/agent/image/agentartifacts.go@
-021bcfcf7a7c42ceddcbe89900eb9d2fcb13755f), then ``isoeditor.CreateMinimalISO`` as the installer vendors it
+On platform External node-joiner 4.17 writes a minimal ISO (``PersistToFile``, agentimage.go@e63803a3, after step
+4; ``profile.external_minimal_iso``), through ``isoeditor.CreateMinimalISO`` as the installer vendors it
 (vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@006d45739349721f1371d3013792d9b8407e9842):
 ``images/pxeboot/rootfs.img`` removed, a 1 MiB ``images/assisted_installer_custom.img`` placeholder added, every
 ``linux`` line of the first grub.cfg found gets `` 'coreos.live.rootfs_url=<url>'`` and every ``initrd`` line the
@@ -186,20 +184,6 @@ def build_node_iso(base_iso, dest, ignition, extra_kargs="", tree=None, minimal=
         if minimal:
             make_minimal(tree, *minimal)
         return create_iso(dest, tree, iso.volume_id(base_iso))
-
-
-def minimal_rootfs_name(arch):
-    return "agent.%s-rootfs.img" % arch  # extractRootFS names it so for day 2 too (agentartifacts.go@021bcfcf)
-
-
-def write_minimal_rootfs(dest_dir, tree, arch):
-    """``boot-artifacts/agent.<arch>-rootfs.img`` from the extracted tree; return its path."""
-    out = os.path.join(dest_dir, "boot-artifacts")
-    shutil.rmtree(out, ignore_errors=True)
-    os.mkdir(out, 0o750)
-    path = os.path.join(out, minimal_rootfs_name(arch))
-    shutil.copyfile(os.path.join(tree, ROOTFS), path)
-    return path
 
 
 def _go_expand(template):

@@ -223,7 +223,7 @@ class NodeJoinerRun:
             else:
                 await self._stage("generate-iso")
                 name = "node.%s.iso" % arch
-                minimal = await self._minimal(info, nodes_config, arch, tree, target)
+                minimal = await self._minimal(info, arch, target)
                 await asyncio.to_thread(
                     nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree, minimal
                 )
@@ -242,21 +242,16 @@ class NodeJoinerRun:
         finally:
             await asyncio.to_thread(shutil.rmtree, tree, True)
 
-    async def _minimal(self, info, nodes_config, arch, tree, target):
-        """Platform External: (rootfs URL, arch) of its minimal ISO, the rootfs file written first when
-        ``bootArtifactsBaseURL`` is set; None on any other platform (``AgentImage``, agentimage.go@e63803a3)."""
-        if info["platform"] != "external":
+    async def _minimal(self, info, arch, target):
+        """(rootfs URL, arch) of the minimal ISO node-joiner 4.17 writes on platform External, else None
+        (``profile.external_minimal_iso``; ``AgentImage``, agentimage.go@e63803a3). The URL is the RHCOS stream's PXE
+        rootfs (``BaseIso.getRootFSURL``, baseiso.go@41ac01a1): that ``AgentImage`` takes a ``bootArtifactsBaseURL``
+        from ``AgentArtifacts``, which a 4.17 nodes-config cannot give (the field came with day-2 PXE, installer PR
+        #9097, 4.18: inferred), so neither that URL nor the rootfs file beside the ISO is ever written for day 2."""
+        if info["platform"] != "external" or not self.profile.external_minimal_iso:
             return None
-        base = (nodes_config.get("bootArtifactsBaseURL") or "").strip("/")  # strings.Trim(url, "/")
-        if base:
-            url = "%s/%s" % (base, nodeiso.minimal_rootfs_name(arch))
-            self._log("debug", "Using custom rootfs URL: %s" % url)
-            await asyncio.to_thread(nodeiso.write_minimal_rootfs, self.assets_dir, tree, arch)
-            where = self._container_path("boot-artifacts")
-            self._log("info", "RootFS file created in: %s. Upload it at %s" % (where, url))
-            return url, arch
         url = info.get("os_rootfs_url")
-        if not url:  # BaseIso.getRootFSURL: the stream's pxe rootfs (baseiso.go@41ac01a1)
+        if not url:
             raise NodeJoinerError(
                 "no RootFSURL found for %s" % arch,
                 "failed to fetch " + target,

@@ -186,14 +186,14 @@ def test_an_iso_of_another_cluster_is_refused_and_nothing_is_left(node_iso, tmp_
     assert not os.path.exists(tmp_path / "node.x86_64.iso") and not os.path.exists(tmp_path / "node.x86_64.iso.json")
 
 
-# --- platform External: a minimal ISO, its rootfs copied back when a base URL is given -----------------------
-ROOTFS_URL = "http://boot.example.com/rhcos/agent.x86_64-rootfs.img"
+# --- platform External: node-joiner 4.17's minimal ISO, read though its kargs areas disagree ----------------------
+ROOTFS_URL = "https://rhcos.mirror.openshift.com/art/storage/prod/rhcos-417.94-live-rootfs.x86_64.img"
 PLACEHOLDER = ",/images/assisted_installer_custom.img"
 
 
 @pytest.fixture(scope="module")
 def minimal_iso(tmp_path_factory):
-    """A node ISO edited as the minimal ISO of platform External is (the vendored isoeditor's CreateMinimalISO after
+    """A node ISO edited as node-joiner 4.17's minimal ISO of platform External is (the vendored CreateMinimalISO after
     node-joiner renamed kargs.json): rootfs_url on the linux and append lines, the placeholder after initrd=...,
     coreos.liveiso removed, kargs.jso unchanged, so the isolinux area starts inside the inserted placeholder."""
     work = tmp_path_factory.mktemp("minimal")
@@ -241,73 +241,45 @@ def layout_node_iso(tmp_path):
     return path
 
 
-def test_on_external_the_rootfs_is_copied_back_recorded_and_named(minimal_iso, tmp_path):
-    external = dict(cluster(), platform="External")
+def test_a_minimal_iso_is_built_and_reused_with_its_rootfs_url(minimal_iso, tmp_path):
+    artifacts = _artifacts(tmp_path, the_cluster=dict(cluster((4, 17)), platform="External"))
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": minimal_iso}), "image")
+    assert (result["rootfs_url"], result["kernel_arguments"], result["rootfs"]) == (ROOTFS_URL, None, None)
+    assert [f["path"] for f in result["files"]] == [str(tmp_path / "node.x86_64.iso")]
+    reused = artifacts.reused(artifacts.plan("x86_64", "x"))
+    assert reused["reused"] is True and reused["rootfs_url"] == ROOTFS_URL
+
+
+def test_the_rootfs_of_pxe_files_is_named(tmp_path):
     source, dest = tmp_path / "pod", tmp_path / "dest"
     source.mkdir()
     dest.mkdir()
-    (source / "agent.x86_64-rootfs.img").write_bytes(b"rootfs" * 1000)
-    artifacts = _artifacts(dest, the_cluster=external, boot_artifacts_base_url="http://boot.example.com/rhcos")
-    files = {"node.x86_64.iso": minimal_iso, "agent.x86_64-rootfs.img": str(source / "agent.x86_64-rootfs.img")}
-    result = artifacts.build(artifacts.plan("x86_64", "x"), Run(files), "image")
-    rootfs = str(dest / "agent.x86_64-rootfs.img")
-    assert [f["path"] for f in result["files"]] == [str(dest / "node.x86_64.iso"), rootfs]
-    assert result["files"][1] == {"path": rootfs, "sha256": file_sha256(rootfs), "size": 6000}
-    assert (result["rootfs"], result["rootfs_url"], result["path"]) == (
-        rootfs,
-        ROOTFS_URL,
-        str(dest / "node.x86_64.iso"),
-    )
-    assert read_sidecar(result["path"])["files"] == result["files"]
-    again = artifacts.plan("x86_64", "x")
-    assert again.reuse is True and artifacts.reused(again)["rootfs"] == rootfs
-    os.unlink(rootfs)
-    assert artifacts.plan("x86_64", "x").reason == "%s does not exist" % rootfs
-    # without a base URL, or on another platform: the ISO alone
-    alone = _artifacts(tmp_path / "pod", the_cluster=external).build(
-        artifacts.plan("x86_64", "y"), Run({"node.x86_64.iso": minimal_iso}), "image"
-    )
-    assert len(alone["files"]) == 1 and alone["rootfs"] is None and alone["rootfs_url"] == ROOTFS_URL
-
-
-def test_a_node_joiner_that_writes_no_rootfs_for_the_base_url_fails_naming_it(minimal_iso, tmp_path):
-    external = dict(cluster(), platform="External")
-    artifacts = _artifacts(tmp_path, the_cluster=external, boot_artifacts_base_url="http://boot.example.com/rhcos")
-    with pytest.raises(Day2Error, match="wrote no x86_64 rootfs into /assets/boot-artifacts, although boot_artifacts"):
-        artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": minimal_iso}), "image")
+    for name in ("node.x86_64-initrd.img", "node.x86_64-rootfs.img", "node.x86_64-vmlinuz"):
+        (source / name).write_bytes(name.encode())
+    artifacts = _artifacts(dest, pxe=True)
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({n: str(source / n) for n in os.listdir(source)}), "i")
+    assert result["rootfs"] == str(dest / "boot-artifacts" / "x86_64" / "node.x86_64-rootfs.img")
+    assert "rootfs_url" not in result
 
 
 @pytest.mark.parametrize(
-    "platform, changes, architectures, message",
+    "version, platform, changes, architectures, refused",
     [
-        (
-            "BareMetal",
-            {"boot_artifacts_base_url": "http://b/"},
-            ["x86_64"],
-            "this cluster's platform is BareMetal: set",
-        ),
-        ("External", {"boot_artifacts_base_url": "http://b/", "output": "config-iso"}, ["x86_64"], "output is config"),
-        ("External", {"boot_artifacts_base_url": "http://b/$HOME"}, ["x86_64"], r"holds a '\$': node-joiner puts"),
-        ("External", {"live_kernel_arguments": SERIAL}, ["x86_64"], "cannot be written into the x86_64 minimal ISO"),
-        ("External", {"boot_artifacts_base_url": "http://b/"}, ["x86_64"], None),
-        (
-            "External",
-            {"boot_artifacts_base_url": "http://b/", "pxe": True, "live_kernel_arguments": SERIAL},
-            ["x86_64"],
-            None,
-        ),
-        ("BareMetal", {"boot_artifacts_base_url": "http://b/$x", "pxe": True}, ["x86_64"], None),
-        ("External", {"live_kernel_arguments": SERIAL}, ["aarch64"], None),  # one grub area: still editable
-        ("None", {"live_kernel_arguments": SERIAL}, ["x86_64"], None),
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL}, ["x86_64"], True),
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL}, ["aarch64"], False),  # one grub area: editable
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL, "pxe": True}, ["x86_64"], False),
+        ((4, 17), "BareMetal", {"live_kernel_arguments": SERIAL}, ["x86_64"], False),
+        ((4, 18), "External", {"live_kernel_arguments": SERIAL}, ["x86_64"], False),  # a full ISO from 4.18
+        ((4, 17), "External", {}, ["x86_64"], False),
     ],
 )
-def test_what_the_platform_allows_is_checked_before_anything_is_created(platform, changes, architectures, message):
-    given, facts = params("/", **changes), dict(cluster(), platform=platform)
-    if message is None:
-        build.check_platform(given, facts, architectures)
+def test_live_kernel_arguments_are_refused_for_417s_minimal_iso(version, platform, changes, architectures, refused):
+    given, facts = params("/", **changes), dict(cluster(version), platform=platform)
+    if refused:
+        with pytest.raises(InputError, match=r"cannot be written into the x86_64 minimal ISO node-joiner 4\.17\.3 "):
+            build.check_platform(given, facts, release(version), architectures)
     else:
-        with pytest.raises(InputError, match=message + ".*Nothing was created"):
-            build.check_platform(given, facts, architectures)
+        build.check_platform(given, facts, release(version), architectures)
 
 
 # --- the token expiry: the Secret's, unless it changed while node-joiner ran ------------------------------
@@ -447,6 +419,7 @@ def test_pxe_is_refused_below_4_18(version, refused):
 @pytest.mark.parametrize(
     "changes, message",
     [
+        ({"boot_artifacts_base_url": "http://x/"}, "used by node-joiner only for PXE files, on every platform"),
         ({"min_token_validity": "soon"}, "min_token_validity: 'soon' is not a duration"),
         ({"dest": "/nonexistent/dest"}, "dest /nonexistent/dest is not an existing directory"),
     ],
