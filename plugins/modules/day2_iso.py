@@ -40,8 +40,10 @@ description:
     exponential backoff - reads, deletes and exec upgrades always, creates only after looking for the object (by
     name, or by labels for the generated namespace name) so that nothing is created twice.
   - Completion is read as C(oc) does it - from 4.18 the C(end_time) of node-joiner's C(report.json), then its
-    C(result.exit_code); on 4.17 the C(exit_code) file, failing at once when the pod log shows that node-joiner
-    stopped without writing it.
+    C(result.exit_code); on 4.17 the C(exit_code) file. Unlike C(oc), a run that failed before its first report stage
+    (a nodes-config refused at load, such as an invalid O(ssh_key) - its report gets a result but never an
+    C(end_time)) fails at once with node-joiner's own error, and so does a node-joiner whose pod log shows it exited
+    without a result (a fatal line, a panic). The pod's C(sleep 600) is never waited out.
   - The fetched ISO is read once before it is renamed into place (node-joiner's C(coreos/igninfo.jso) and
     C(kargs.jso) names as well as C(.json)). The module fails if its cluster ID is not the cluster's; the result
     tells its hosts and kernel arguments. O(live_kernel_arguments) are written into the ISO's kernel-argument areas
@@ -116,7 +118,11 @@ options:
     choices: [node-iso, config-iso]
     default: node-iso
   boot_artifacts_base_url:
-    description: URL the PXE artifacts will be served from (written into the iPXE script). Only with O(pxe=true).
+    description:
+      - URL the PXE artifacts will be served from (written into the iPXE script). Only with O(pxe=true).
+      - node-joiner reads it for PXE files only, on every platform, so it is refused without O(pxe=true) before the
+        cluster is read. On platform External (Oracle Cloud) too - its day-2 node ISO is a full one from 4.18, and
+        node-joiner 4.17's minimal ISO fetches RHCOS's own rootfs (RV(artifacts[].rootfs_url)).
     type: str
   ssh_key:
     description: Public SSH key for user C(core) on the new hosts during the install. Default is the cluster's.
@@ -135,7 +141,11 @@ options:
     type: str
     default: 24h
   live_kernel_arguments:
-    description: Kernel arguments appended to the ISO's live kernel arguments, for example C(console=ttyS0,115200n8).
+    description:
+      - Kernel arguments appended to the ISO's live kernel arguments, for example C(console=ttyS0,115200n8).
+      - Refused before anything is created for the x86_64 minimal ISO node-joiner 4.17 builds on platform External - it
+        keeps the full ISO's C(coreos/kargs.jso), whose isolinux.cfg area the minimal ISO's edits moved, so no tool
+        can edit its kernel arguments safely.
     type: str
   pod_start_timeout:
     description: Seconds to wait for a pod to start; image pull errors are retried until then.
@@ -251,6 +261,15 @@ artifacts:
       description: Every file written (the ISO, or each PXE artifact), with C(path), C(sha256) and C(size).
       type: list
       elements: dict
+    rootfs:
+      description: The rootfs among the PXE files (C(node.<arch>-rootfs.img), to be served at the base URL); else null.
+      type: str
+    rootfs_url:
+      description:
+        - Where hosts booted from a minimal ISO fetch their rootfs, read from the ISO's C(coreos.live.rootfs_url) - the
+          RHCOS stream's, for the minimal ISO node-joiner 4.17 builds on platform External; null for a full ISO, which
+          holds its rootfs (node ISO only).
+      type: str
     reused:
       description: Whether the existing artifact was kept.
       type: bool
@@ -281,7 +300,10 @@ artifacts:
       type: list
       elements: dict
     kernel_arguments:
-      description: The ISO's live kernel arguments (node ISO only).
+      description:
+        - The ISO's live kernel arguments (node ISO only).
+        - Null for the x86_64 minimal ISO of node-joiner 4.17 on platform External, whose kernel-argument areas
+          disagree.
       type: str
     stages:
       description:

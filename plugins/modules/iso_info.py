@@ -132,7 +132,17 @@ architecture_source:
   returned: always
   type: str
 kernel_arguments:
-  description: The ISO's live kernel arguments (null for a PXE initrd, whose arguments are in the iPXE script).
+  description:
+    - The ISO's live kernel arguments (null for a PXE initrd, whose arguments are in the iPXE script).
+    - Also null when the ISO's kernel-argument areas disagree - the x86_64 minimal ISO of node-joiner 4.17 on
+      platform External, whose C(coreos/kargs.jso) still describes the full ISO (see RV(rootfs_url)).
+  returned: always
+  type: str
+rootfs_url:
+  description:
+    - Where a host booted from a minimal ISO fetches its rootfs - the C(coreos.live.rootfs_url) of the ISO's grub.cfg
+      (the RHCOS stream's, in the minimal ISO node-joiner 4.17 builds on platform External); null for a full ISO,
+      which holds its rootfs, and for a PXE initrd. The hosts must reach it when they boot.
   returned: always
   type: str
 openshift_version:

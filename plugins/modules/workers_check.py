@@ -48,7 +48,8 @@ description:
   - "The play's settings (every C(day2_*) variable, as the role C(openshift_agent.day2.day2) reads it) are checked
     against the role's C(meta/argument_specs.yml), the one list of settings and their types, and for what the spec
     cannot say: C(day2_pxe) needs a release whose node-joiner has C(--pxe) (4.18), C(day2_min_token_validity) is a
-    duration, C(day2_boot_artifacts_base_url) is an http(s) URL, no number is negative. (The role's own argument
+    duration, C(day2_boot_artifacts_base_url) is an http(s) URL used with C(day2_pxe) (node-joiner reads it for PXE
+    files only), no number is negative. (The role's own argument
     validation refuses a wrong type when the role starts; the check here also covers the later steps' settings when
     the steps run one by one.) A play variable named like a setting but unknown to the collection
     (C(day2_boot_methd), C(DAY2_PXE), C(day2BootMethod)) is refused naming the one meant."

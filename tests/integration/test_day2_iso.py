@@ -305,6 +305,13 @@ def test_pxe_artifacts(lab, clean, tmp_path):
     assert lab.writes() == []
 
 
+def test_a_base_url_for_an_iso_is_refused_before_any_write(lab, clean, tmp_path):
+    lab.reset_log()
+    result = day2_iso(lab, tmp_path, boot_artifacts_base_url="http://127.0.0.1:8080/boot")
+    assert result["failed"] and "used by node-joiner only for PXE files, on every platform" in result["msg"]
+    assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
+
+
 def test_node_joiner_image_from_the_release_payload(lab, clean, tmp_path):
     """Without ConfigMap installer-images the image comes from a pod running the release image."""
     cm = next(
@@ -453,6 +460,28 @@ def test_base_iso_download_failure(lab, clean, tmp_path):
     lab.control("POST", "/faults", {"nodejoiner": "download_failure"})
     result = day2_iso(lab, tmp_path)
     assert_failed_and_clean(lab, result, tmp_path, "fetch-base-iso", "no such host")
+
+
+# The installer's own fixture for an invalid sshKey (pkg/asset/agent/joiner/addnodesconfig_test.go@24a06e10).
+BAD_SSH_KEY = "not a valid ssh key"
+SSH_KEY_ERROR = (
+    'sshKey: Invalid value: "not a valid ssh key": ssh: no key found; last parsing error for ignored line: '
+    "illegal base64 data at input byte 4"
+)
+
+
+def test_node_joiner_failing_before_its_first_stage_fails_at_once_with_its_message(lab, clean, tmp_path):
+    """nodes-config refused at load: report.json gets a result but no stage, so end_time stays Go's zero time. The
+    module's own timeouts and poll interval (5 s, 30 min) are the defaults: only node-joiner's answer ends it."""
+    started = time.monotonic()
+    result = day2_iso(lab, tmp_path, ssh_key=BAD_SSH_KEY, wait_sleep=5, build_timeout=1800, pod_start_timeout=900)
+    elapsed = time.monotonic() - started
+    print("invalid sshKey: day2_iso failed after %.1f s" % elapsed)
+    assert_failed_and_clean(
+        lab, result, tmp_path, "node-joiner failed: " + SSH_KEY_ERROR, 'failed to load asset "AddNodes Config"'
+    )
+    assert "without a result" not in result["msg"] and "build_timeout" not in result["msg"]
+    assert result["stages"] == [] and "level=fatal" in result["log_tail"]
 
 
 def test_build_timeout(lab, clean, tmp_path):

@@ -13,7 +13,7 @@ import yaml
 from conftest import REPO, run_module
 from lab import authtoken
 from lab import jwt as lab_jwt
-from test_day2_iso import ISO_SIZE, cluster_writes, day2_iso, leftovers
+from test_day2_iso import BAD_SSH_KEY, ISO_SIZE, SSH_KEY_ERROR, cluster_writes, day2_iso, leftovers
 
 
 def test_cluster_older_than_4_17_is_refused(lab_factory, tmp_path):
@@ -37,11 +37,16 @@ def test_4_17_cluster_signals_through_exit_code_only(lab_factory, tmp_path):
     refused = day2_iso(v417, tmp_path / "pxe", pxe=True)
     assert refused["failed"] and "pxe: true needs OpenShift 4.18 or later, but this cluster runs 4.17" in refused["msg"]
     assert cluster_writes(v417) == [] and os.listdir(tmp_path / "pxe") == []
+    # node-joiner refuses the nodes-config at load: exit_code 1, its error in the fatal line only, read at once
+    os.makedirs(tmp_path / "ssh")
+    refused = day2_iso(v417, tmp_path / "ssh", ssh_key=BAD_SSH_KEY, wait_sleep=5, build_timeout=1800)
+    assert refused["failed"] and "node-joiner failed: " in refused["msg"] and SSH_KEY_ERROR in refused["msg"]
+    assert leftovers(v417) == [] and os.listdir(tmp_path / "ssh") == []
     # a failure: exit_code 1 and the fatal line; the ClusterRole as oc 4.17 grants it (kept to be read)
     v417.control("POST", "/faults", {"nodejoiner": "bad_host_config"})
     os.makedirs(tmp_path / "x")
     failed = day2_iso(v417, tmp_path / "x", keep_on_failure=True)
-    assert failed["failed"] and "exited with code 1" in failed["msg"] and "level=fatal" in failed["msg"]
+    assert failed["failed"] and "Invalid IPv4 network prefix length" in failed["msg"] and "level=fatal" in failed["msg"]
     role = next(
         o for o in v417.dump()["objects"] if o["kind"] == "ClusterRole" and o["metadata"]["name"] == failed["namespace"]
     )

@@ -117,11 +117,16 @@ def test_an_empty_history_is_a_go_panic(tmp_path, iso_cache):
     [
         ("hosts: []\n", "hosts: Required value: at least one host must be defined"),
         ("hosts: [unclosed", "error converting YAML to JSON"),
-        (None, 'sshKey: Invalid value: "not a key": ssh: no key found'),
+        # the installer's own fixture (pkg/asset/agent/joiner/addnodesconfig_test.go@24a06e10)
+        (
+            None,
+            'sshKey: Invalid value: "not a valid ssh key": ssh: no key found; last parsing error for ignored line: '
+            "illegal base64 data at input byte 4",
+        ),
     ],
 )
 def test_nodes_config_load_failures_come_before_any_stage(tmp_path, iso_cache, raw, message):
-    text = raw if raw is not None else json.dumps(nodes_config(sshKey="not a key"))
+    text = raw if raw is not None else json.dumps(nodes_config(sshKey="not a valid ssh key"))
     run, assets, _secrets = make_run(tmp_path, iso_cache, raw_yaml=text)
     assert execute(run) == 1
     report = read_report(assets)

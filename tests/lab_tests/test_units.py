@@ -283,6 +283,16 @@ def test_variants_match_their_purpose():
     assert {n["status"]["nodeInfo"]["architecture"] for n in arm} == {"arm64"}
     none = seeds.find(seeds.load_seed("none"), "Infrastructure", "cluster")
     assert none["spec"]["platformSpec"]["type"] == "None" and "baremetal" not in none["status"]["platformStatus"]
+    external = seeds.load_seed("external")
+    infrastructure = seeds.find(external, "Infrastructure", "cluster")
+    assert infrastructure["spec"]["platformSpec"] == {"type": "External", "external": {"platformName": "oci"}}
+    assert infrastructure["status"]["platformStatus"]["type"] == "External"
+    assert _install_config(external)["platform"] == {"external": {"platformName": "oci"}}
+    v417_external = seeds.load_seed("v417-external")
+    assert seeds.find(v417_external, "Infrastructure", "cluster") == infrastructure
+    assert seeds.find(v417_external, "ClusterVersion", "version") == seeds.find(
+        seeds.load_seed("v417"), "ClusterVersion", "version"
+    )
     degraded = seeds.load_seed("degraded")
     pool = seeds.find(degraded, "MachineConfigPool", "worker")
     assert {c["type"]: c["status"] for c in pool["status"]["conditions"]}["Degraded"] == "True"

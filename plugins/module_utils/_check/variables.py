@@ -30,6 +30,7 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.yaml import yaml_load  # PyYAML's safe loader; ansible-core needs PyYAML
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import is_http_url
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import releases
@@ -230,6 +231,10 @@ def check_settings(
         elif name == "day2_boot_artifacts_base_url" and checked and not is_http_url(checked):
             fix = "set it to the URL the PXE files will be served from"
             report(name, value, "is not an http:// or https:// URL", fix)
+        elif name == "day2_boot_artifacts_base_url" and checked and not boolean(values.get("day2_pxe"), strict=False):
+            # node-joiner reads it for PXE files only, on every platform (_image/build.check_platform)
+            what = "is used by node-joiner only for PXE files, on every platform (External's node ISO included)"
+            report(name, value, what, "set day2_pxe: true, or drop it")
         elif isinstance(checked, int) and not isinstance(checked, bool) and checked < 0:
             report(name, value, "is negative", "give a number of 0 or more")
 

@@ -59,13 +59,19 @@ class Release:
     # imagecontentsourcepolicies" instead (OCPBUGS-61491) --
     # basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
     icsp_rule: tuple[str, str]
+    # On platform External node-joiner 4.17 writes a minimal node ISO (no rootfs, the RHCOS stream's fetched at boot)
+    # -- openshift/installer pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6; from 4.18
+    # only the install workflow gets one (installer PR #9056, AgentArtifacts.MinimalISO): upstream's External add-nodes
+    # test builds from a stream without a PXE rootfs -- cmd/node-joiner/testdata/
+    # add-nodes-usermanagednetworking-external.txt@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2 (inferred).
+    minimal_iso_on_external: bool = False
 
 
 _ICP, _ICSP = ("config.openshift.io", "imagecontentpolicies"), ("operator.openshift.io", "imagecontentsourcepolicies")
 # One row per minor release, the fields in the order of Release.
 RELEASES = (
     # minor, pxe, config_iso, report_json, expiry_variable, watcher_header, installer_images_configmap, icsp_rule
-    Release((4, 17), False, False, False, "AGENT_AUTH_TOKEN_EXPIRY", False, False, _ICP),
+    Release((4, 17), False, False, False, "AGENT_AUTH_TOKEN_EXPIRY", False, False, _ICP, minimal_iso_on_external=True),
     Release((4, 18), True, True, True, "AUTH_TOKEN_EXPIRY", True, True, _ICP),
     Release((4, 19), True, True, True, "AUTH_TOKEN_EXPIRY", True, True, _ICP),
     Release((4, 20), True, True, True, "AUTH_TOKEN_EXPIRY", True, True, _ICP),

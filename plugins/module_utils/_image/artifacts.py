@@ -49,6 +49,8 @@ SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
 SIDECAR_SUFFIX = ".json"
 # 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
 SIDECAR_VERSION = 2
+# The rootfs among the PXE files (boot-artifacts/node.<arch>-rootfs.img), named in the result.
+ROOTFS_SUFFIX = "-rootfs.img"
 
 
 @dataclasses.dataclass
@@ -106,7 +108,7 @@ class Artifacts:
 
     def planned(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact that would be built (check mode): where it would go and why, no files."""
-        facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments"))
+        facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments", "rootfs_url"))
         return self._result(plan, {}, [], dict(facts, hosts=[]) if self.node_iso else {})
 
     def diff(self, plan: Plan) -> dict[str, str]:
@@ -182,14 +184,13 @@ class Artifacts:
         return facts
 
     def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
-        path = self.path(plan.architecture)
+        path, files = self.path(plan.architecture), record.get("files") or []
         return {
             **{key: value for key, value in facts.items() if key != "token_expiry"},
             "architecture": plan.architecture,
             "path": path,
-            "files": [
-                {key: entry.get(key) for key in ("path", "sha256", "size")} for entry in record.get("files") or []
-            ],
+            "files": [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files],
+            "rootfs": next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None),
             "reused": plan.reuse,
             "reason": plan.reason,
             "sidecar": sidecar_path(path),
@@ -205,7 +206,7 @@ def iso_facts(path: str) -> dict[str, Any]:
     summary = info["summary"] or {}
     hosts = [{key: h.get(key) for key in ("hostname", "mac_addresses")} for h in summary.get("hosts") or []]
     facts = {key: summary.get(key) for key in ("token_expiry", "cluster_id", "cluster_name", "api_dns_name")}
-    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"))
+    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"), rootfs_url=info.get("rootfs_url"))
 
 
 def check_config_iso(path: str) -> None:

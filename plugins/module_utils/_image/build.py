@@ -59,6 +59,7 @@ def _run(module: Any) -> dict[str, Any]:
     cluster, row = cluster_facts(params.get("cluster"), api)
     check_release(params, cluster, row)
     configs = nodes_configs(params, cluster)
+    check_platform(params, cluster, row, sorted(configs))
     # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
     hide(module, *nodes_config.secret_values(configs))
     artifacts = art.Artifacts(params, api, cluster, utcnow(), min_validity)
@@ -157,7 +158,13 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
         # node-joiner itself stops with "invalid configuration found" (addnodes.go@de45fedd...).
         raise InputError("pxe: true and output: config-iso exclude each other: choose one")
     if not params["pxe"] and params["boot_artifacts_base_url"]:
-        raise InputError("boot_artifacts_base_url is only used with pxe=true: set pxe: true or drop it")
+        # On External too: its day-2 node ISO is a full one from 4.18; 4.17's minimal one fetches RHCOS's own rootfs
+        # (releases.minimal_iso_on_external), and a 4.17 nodes-config has no bootArtifactsBaseURL (PXE came in 4.18).
+        raise InputError(
+            f"boot_artifacts_base_url {params['boot_artifacts_base_url']!r} is used by node-joiner only for PXE files, "
+            "on every platform (a day-2 node ISO holds its rootfs, or on 4.17's platform External fetches RHCOS's "
+            "own): set pxe: true or drop it"
+        )
     try:
         min_validity = parse_duration(params["min_token_validity"])
     except ValueError as error:
@@ -198,6 +205,19 @@ def check_release(params: dict[str, Any], cluster: dict[str, Any], row: releases
                 f'node-joiner has no {flag} flag (it would stop with "Error: unknown flag: {flag}"). {instead}, or '
                 "upgrade the cluster first. Nothing was created."
             )
+
+
+def check_platform(params: dict[str, Any], cluster: dict[str, Any], row: releases.Release, arches: list[str]) -> None:
+    """Refuse live_kernel_arguments for an ISO whose kernel arguments cannot be edited, before anything is created:
+    node-joiner 4.17's minimal ISO on platform External (releases.minimal_iso_on_external) keeps the full ISO's
+    kargs.jso, which on x86_64 no longer matches isolinux.cfg (iso.read_layout)."""
+    minimal = row.minimal_iso_on_external and cluster["platform"] == "External" and params.get("output") != "config-iso"
+    if minimal and not params["pxe"] and params["live_kernel_arguments"] and "x86_64" in arches:
+        raise InputError(
+            f"live_kernel_arguments cannot be written into the x86_64 minimal ISO node-joiner {cluster['version']} "
+            "builds on platform External: its coreos/kargs.jso no longer matches isolinux.cfg, so no tool can edit its "
+            "kernel arguments safely. Drop live_kernel_arguments, or upgrade to 4.18 (a full ISO). Nothing was created."
+        )
 
 
 def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -68,8 +68,15 @@ KargsRegion = collections.namedtuple("KargsRegion", "path offset length pad end"
 # Where the embed area (offset, length) and the kernel-argument regions (none without kargs.json) are; the names
 # the ISO spells igninfo.json and kargs.json with, kargs.json "default", the arguments the regions hold now.
 Layout = collections.namedtuple(
-    "Layout", "embed_file embed_area igninfo_path kargs kargs_default kargs_path current_kargs volume_id architecture"
+    "Layout",
+    "embed_file embed_area igninfo_path kargs kargs_default kargs_path current_kargs volume_id architecture rootfs_url",
 )
+# A minimal ISO (node-joiner 4.17's on platform External) has no rootfs: grub.cfg's kernel arguments say where the host
+# fetches it -- openshift/installer vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@
+# 006d45739349721f1371d3013792d9b8407e9842 (fixGrubConfig: the grub.cfg paths, 'coreos.live.rootfs_url=<url>').
+GRUB_PATHS = ("EFI/redhat/grub.cfg", "EFI/fedora/grub.cfg", "boot/grub/grub.cfg", "EFI/centos/grub.cfg")
+# The vendored isoeditor quotes the whole argument ('coreos.live.rootfs_url=<url>'), the newer one the URL ("<url>").
+_ROOTFS_URL = re.compile(r"""coreos\.live\.rootfs_url=(?:"([^"]*)"|([^\s'"]+))""")
 
 
 def _le32(data: bytes, offset: int) -> int:
@@ -264,8 +271,21 @@ def boot_architecture(image: IsoImage) -> str | None:
     return PE_MACHINES.get(struct.unpack("<H", head[pe + 4 : pe + 6])[0]) if head[pe : pe + 4] == b"PE\0\0" else None
 
 
-def read_layout(handle: IO[bytes], path: str = "ISO") -> Layout:
-    """Locate the embed area and the kernel-argument regions of the ISO open as ``handle``; read the arguments."""
+def rootfs_url(image: IsoImage) -> str | None:
+    """Where a minimal ISO's host fetches its rootfs (the first grub.cfg's ``coreos.live.rootfs_url``), else None."""
+    grub = next((raw for raw in map(image.read, GRUB_PATHS) if raw is not None), b"")
+    match = _ROOTFS_URL.search(grub.decode("utf-8", "replace"))
+    return next(group for group in match.groups() if group is not None) if match else None
+
+
+def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> Layout:
+    """Locate the embed area and the kernel-argument regions of the ISO open as ``handle``; read the arguments.
+
+    Regions that disagree raise KargsMismatchError, unless not ``strict`` (a reader): the arguments are then None.
+    node-joiner 4.17's minimal ISO of platform External on x86_64 is such an ISO: its kargs.jso still describes the full
+    ISO's areas, which the minimal ISO's edits moved in isolinux.cfg (see rootfs_url) -- openshift/installer
+    pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (kargs.json is renamed before).
+    """
     image = IsoImage(handle, path)
     info, stored = _json(image, "coreos/igninfo.json")
     if info is None:
@@ -291,10 +311,13 @@ def read_layout(handle: IO[bytes], path: str = "ISO") -> Layout:
             found.append((region.path, parse_kargs_region(handle.read(region.length), region.pad, region.end)))
         except IsoLayoutError as exc:
             raise IsoLayoutError("%s: %s: %s" % (path, region.path, exc))
-        if found[-1][1] != found[0][1]:
+        if found[-1][1] != found[0][1] and strict:
             raise errors.KargsMismatchError("%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1]))
-    area, current, arch = (extent[0] + offset, length), found[0][1] if found else None, boot_architecture(image)
-    return Layout(embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch)
+    agree = len({kargs for _path, kargs in found}) == 1
+    area, current, arch = (extent[0] + offset, length), found[0][1] if agree else None, boot_architecture(image)
+    return Layout(
+        embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch, rootfs_url(image)
+    )
 
 
 def parse_kargs_region(raw: bytes, pad: str = "#", end: str = "\n") -> str:
@@ -360,7 +383,7 @@ def inspect_iso(path: str) -> dict[str, Any]:
     """Everything about an add-nodes (or base) ISO as plain data; ``ignition`` holds secrets: never log it."""
     kinds: list[str] = []
     with open(path, "rb") as handle:
-        layout = read_layout(handle, path)
+        layout = read_layout(handle, path, strict=False)
         (offset, length), name = layout.embed_area, layout.embed_file
         handle.seek(offset)
         try:
@@ -377,6 +400,7 @@ def inspect_iso(path: str) -> dict[str, Any]:
         "iso_files": {"igninfo": layout.igninfo_path, "kargs": layout.kargs_path},
         "volume_id": layout.volume_id,
         "boot_architecture": layout.architecture,
+        "rootfs_url": layout.rootfs_url,
     }
 
 
@@ -400,7 +424,7 @@ def _describe(path: str) -> dict[str, Any]:
     source = arch and ("boot layout" if info["iso_files"] else "file name")
     result.update(architecture=result["architecture"] or arch or None, compression=kinds or None, file=path)
     result.update(architecture_source=result["architecture_source"] or source or None, kernel_arguments=info["kargs"])
-    result.update(volume_id=info["volume_id"], iso_files=info["iso_files"])
+    result.update(volume_id=info["volume_id"], iso_files=info["iso_files"], rootfs_url=info.get("rootfs_url"))
     result["layout"] = "base-iso" if config is None else "node-iso" if info["iso_files"] else "pxe-initrd"
     return result
 

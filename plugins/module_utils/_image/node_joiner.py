@@ -55,11 +55,13 @@ RUN_KINDS = (
 )
 PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 LOG_TAIL_LINES = 40
-# A node-joiner that stops before NewAddNodesCommand runs writes no exit_code: logrus prints
-# "level=fatal" (main ends with logrus.Fatal on any error -- openshift/installer
-# cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c) and cobra prints "Error: <error>", e.g.
-# "Error: unknown flag: --pxe" -- spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e.
-_FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*)$", re.MULTILINE)
+# node-joiner has exited when its log shows one of these: logrus's "level=fatal" (main ends with logrus.Fatal on any
+# error, after NewAddNodesCommand wrote its result -- openshift/installer
+# cmd/node-joiner/main.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c), cobra's "Error: <error>" for a command line it
+# refuses before anything is written (e.g. "Error: unknown flag: --pxe" --
+# spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e), or a Go panic (exit status 2, no result).
+_FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*|panic: .*)$", re.MULTILINE)
+_LOG_MESSAGE = re.compile(r"\bmsg=(.*)$")
 # What node-joiner reads and writes in the cluster, as oc grants it (the image-content rule differs by release:
 # releases.Release.icsp_rule) -- openshift/oc
 # pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
@@ -216,6 +218,16 @@ def report_finished(report: dict[str, Any] | None) -> bool:
     return report is not None and _ended(report.get("end_time"))
 
 
+def report_completed(report: dict[str, Any] | None) -> bool:
+    """True once node-joiner ran the report's Complete(): ``end_time`` set, or a ``result`` while ``end_time`` is
+    still Go's zero time. Complete() sets the result, and takes end_time from the last stage only: a run that fails
+    before its first stage (nodes-config refused at load, e.g. an invalid sshKey) never sets end_time, and oc, which
+    waits for it, waits until the pod ends -- openshift/installer
+    pkg/asset/agent/workflow/report/report.go@22e4625923c928f318fe8b972a24420a6b0df81f (``Complete``),
+    pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2 (Complete, then exit_code)."""
+    return report_finished(report) or isinstance((report or {}).get("result"), dict)
+
+
 def report_exit_code(report: dict[str, Any] | None) -> int | None:
     """``result.exit_code`` of a finished report; None when it ended without a result."""
     result = (report or {}).get("result")
@@ -226,7 +238,7 @@ def report_exit_code(report: dict[str, Any] | None) -> int | None:
 
 
 def report_failed(report: dict[str, Any] | None) -> bool:
-    return report_finished(report) and report_exit_code(report) != 0
+    return report_completed(report) and report_exit_code(report) != 0
 
 
 def fatal_line(log_text: str | None) -> str | None:
@@ -235,9 +247,20 @@ def fatal_line(log_text: str | None) -> str | None:
     return match.group(0).strip() if match else None
 
 
-def ended_without_exit_code(line: str) -> str:
+def fatal_message(line: str) -> str:
+    """What a fatal line says: logrus's ``msg=`` (unquoted when quoted), else the line."""
+    match = _LOG_MESSAGE.search(line)
+    text = match.group(1).strip() if match else line
+    try:
+        return str(json.loads(text)) if text.startswith('"') else text
+    except ValueError:
+        return text.strip('"')
+
+
+def ended_without_result(line: str, exit_code_only: bool = True) -> str:
     hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
-    return f"node-joiner stopped without writing {ASSETS}/exit_code; its log says: {line}." + (
+    written = f"{ASSETS}/exit_code" if exit_code_only else f"a result into {ASSETS}/report.json"
+    return f"node-joiner stopped without writing {written}; its log says: {line}." + (
         hint if "unknown flag" in line else ""
     )
 
@@ -429,8 +452,14 @@ class NodeJoinerRun:
         self.wait_started(POD, image, ("Running",))
         report, exit_code = self.wait_report(exit_code_only=not self.release.report_json)
         if exit_code != 0:
-            message = failure_message(report) if report else f"node-joiner exited with code {exit_code}"
-            raise RunError(message, stages=summarize_stages(report), log_tail=self.pod_log_tail(POD))
+            log = self.pod_log_tail(POD)
+            line = None if report else fatal_line(log)  # 4.17: node-joiner's own error is only in its log
+            message = (
+                f"node-joiner failed: {fatal_message(line)}" if line else f"node-joiner exited with code {exit_code}"
+            )
+            raise RunError(
+                failure_message(report) if report else message, stages=summarize_stages(report), log_tail=log
+            )
         return summarize_stages(report)
 
     def _exit_code(self) -> int | None:
@@ -438,36 +467,42 @@ class NodeJoinerRun:
         result = self.exec(["cat", ASSETS + "/exit_code"])
         return int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
 
-    def wait_report(self, exit_code_only: bool = False) -> tuple[dict[str, Any] | None, int | None]:
-        """Wait until node-joiner is done, as oc does; return (report or None, exit code or None).
+    def _poll(self, exit_code_only: bool, report: dict[str, Any] | None) -> tuple[bool, Any, int | None]:
+        """(whether node-joiner is done, the report read -- else ``report``, the last one --, its exit code)."""
+        if exit_code_only:
+            code = self._exit_code()
+            return code is not None, None, code
+        result = self.exec(["cat", ASSETS + "/report.json"])
+        try:
+            read = json.loads(result.text()) if result.returncode == 0 else None
+        except ValueError:
+            read = None  # being written
+        report = read if isinstance(read, dict) else report
+        return report_completed(report), report, report_exit_code(report)
 
-        With report.json (releases.Release.report_json): until its top-level end_time is set, then its
-        result.exit_code (None when it has no result). Without (``exit_code_only``): until /assets/exit_code exists;
-        a pod log that shows node-joiner stopped without writing it (a fatal line, a cobra error) fails at once --
-        openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``waitForCompletion``).
+    def wait_report(self, exit_code_only: bool = False) -> tuple[dict[str, Any] | None, int | None]:
+        """Wait until node-joiner is done; return (report or None, exit code or None).
+
+        With report.json (releases.Release.report_json): until node-joiner completed the report
+        (:func:`report_completed`: its end_time, as oc waits, or its result when it failed before its first stage),
+        then its result.exit_code (None when it has no result). Without (``exit_code_only``): until /assets/exit_code
+        exists -- openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820
+        (``waitForCompletion``). Either way a pod log that shows node-joiner has exited (a fatal line, a cobra error,
+        a panic) ends the wait at once: its result is read once more (a failed run writes it just before its fatal
+        line), else the run fails with that line. The pod's ``sleep 600`` is never waited out.
         """
         deadline, report = Deadline(self.build_timeout, sleeper=self.sleeper), None
         while True:
-            if exit_code_only:
-                code = self._exit_code()
-                if code is not None:
-                    return None, code
-                log = self.pod_log_tail(POD)
-                line = fatal_line(log)
-                if line:
-                    code = self._exit_code()  # a failed run writes exit_code just before its fatal line
-                    if code is not None:
-                        return None, code
-                    raise RunError(ended_without_exit_code(line), log_tail=log)
-            else:
-                result = self.exec(["cat", ASSETS + "/report.json"])
-                try:
-                    read = json.loads(result.text()) if result.returncode == 0 else None
-                except ValueError:
-                    read = None  # being written
-                report = read if isinstance(read, dict) else report
-                if report_finished(report):
-                    return report, report_exit_code(report)
+            done, report, code = self._poll(exit_code_only, report)
+            if done:
+                return report, code
+            log = self.pod_log_tail(POD)
+            line = fatal_line(log)
+            if line:
+                done, report, code = self._poll(exit_code_only, report)
+                if done:
+                    return report, code
+                raise RunError(ended_without_result(line, exit_code_only), summarize_stages(report), log)
             phase = dig(self.api.get(core_target("pods", POD, self.ns_name)), "status", "phase")
             if phase in ("Failed", "Succeeded"):
                 problem = f"the node-joiner pod ended ({phase}) without a result"
@@ -476,4 +511,4 @@ class NodeJoinerRun:
             else:
                 deadline.sleep(self.wait_sleep)
                 continue
-            raise RunError(problem, stages=summarize_stages(report), log_tail=self.pod_log_tail(POD))
+            raise RunError(problem, stages=summarize_stages(report), log_tail=log)

@@ -210,13 +210,17 @@ def _ignition_endpoint(source):
 
 
 def _os_image(source, arch):
+    """(ISO location, release, PXE rootfs location) of the stream's metal artifact for ``arch``; the rootfs is the
+    minimal ISO's default ``coreos.live.rootfs_url`` (``BaseIso.getRootFSURL``, openshift/installer
+    pkg/asset/agent/image/baseiso.go@41ac01a1979cc999b02ef742ae8ead199d34c6f8)."""
     cm = _optional(source, "v1", "ConfigMap", "coreos-bootimages", "openshift-machine-config-operator")
     try:
         stream = json.loads(((cm or {}).get("data") or {}).get("stream") or "{}")
         metal = stream["architectures"][arch]["artifacts"]["metal"]
-        return metal["formats"]["iso"]["disk"]["location"], metal.get("release", "")
-    except (KeyError, TypeError, ValueError):
-        return "", ""
+        rootfs = ((metal["formats"].get("pxe") or {}).get("rootfs") or {}).get("location", "")
+        return metal["formats"]["iso"]["disk"]["location"], metal.get("release", ""), rootfs
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "", "", ""
 
 
 def _no_proxy(value):
@@ -293,7 +297,7 @@ def inspect(source, nodes_config):
     if errors:
         raise InspectionError(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
     desired = (cv.get("status") or {}).get("desired") or {}
-    os_url, os_release = _os_image(source, rpm_arch(architecture))
+    os_url, os_release, rootfs_url = _os_image(source, rpm_arch(architecture))
     return {
         "cluster_id": (cv.get("spec") or {}).get("clusterID", ""),
         "version": history[0].get("version", ""),
@@ -321,6 +325,7 @@ def inspect(source, nodes_config):
         "namespace": "cluster0",
         "os_image_url": os_url,
         "os_image_version": os_release,
+        "os_rootfs_url": rootfs_url,
     }
 
 

@@ -18,6 +18,17 @@ pkg/isoeditor at a55e383a69c5e0ba00d4ca875e8d2b9ed520efcc):
    base ISO and no isohybrid MBR/GPT (``isoutil.go`` ``Create``).
 
 PXE artifacts are not renamed (``agentpxefiles.go@84c3bbc9d011c5339af99235decb0f31bea501a7``).
+
+On platform External node-joiner 4.17 writes a minimal ISO (``PersistToFile``, agentimage.go@e63803a3, after step
+4; ``profile.external_minimal_iso``), through ``isoeditor.CreateMinimalISO`` as the installer vendors it
+(vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@006d45739349721f1371d3013792d9b8407e9842):
+``images/pxeboot/rootfs.img`` removed, a 1 MiB ``images/assisted_installer_custom.img`` placeholder added, every
+``linux`` line of the first grub.cfg found gets `` 'coreos.live.rootfs_url=<url>'`` and every ``initrd`` line the
+placeholder, ``isolinux/isolinux.cfg`` (not on ppc64le) gets `` coreos.live.rootfs_url=<url>`` on its ``append``
+lines and the placeholder after ``initrd=...``; `` coreos.liveiso=...`` is removed from both. ``coreos/kargs.json``
+is not touched (renamed ``kargs.jso`` by then in any case): its offsets and size are stale, so on x86_64 the
+isolinux area no longer holds the grub area's arguments. An absent isolinux.cfg (the lab's aarch64 and s390x base
+ISOs) is skipped here, where the Go code would fail (inferred: assisted-image-service builds aarch64 minimal ISOs).
 """
 
 import gzip
@@ -35,6 +46,9 @@ ISO9660_LEVEL1_EXT_LEN = 3
 SKIP_RENAME = ("boot.catalog",)
 CONFIG_ISO_LABEL = "agent_configimage"
 PXE_PREFIX = "node"  # openshift/installer PR #9280 (OCPBUGS-45317): day-2 PXE files are "node.*"
+ROOTFS = "images/pxeboot/rootfs.img"
+RAMDISK, RAMDISK_SIZE = "images/assisted_installer_custom.img", 1024 * 1024
+GRUB_PATHS = ("EFI/redhat/grub.cfg", "EFI/fedora/grub.cfg", "boot/grub/grub.cfg", "EFI/centos/grub.cfg")
 
 
 class NodeIsoError(Exception):
@@ -155,10 +169,11 @@ def create_iso(out, tree, volume_label):
     return out
 
 
-def build_node_iso(base_iso, dest, ignition, extra_kargs="", tree=None):
+def build_node_iso(base_iso, dest, ignition, extra_kargs="", tree=None, minimal=None):
     """Write ``dest`` (``node.<arch>.iso``) from ``base_iso`` with ``ignition`` embedded; return ``dest``.
 
-    ``tree``: an already extracted copy of the base ISO to use (it is modified).
+    ``tree``: an already extracted copy of the base ISO to use (it is modified). ``minimal``: (rootfs URL, arch) for
+    platform External's minimal ISO (:func:`make_minimal`, after the renames as in ``PersistToFile``).
     """
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(dest)), prefix=".node-iso-") as work:
         if tree is None:
@@ -166,7 +181,49 @@ def build_node_iso(base_iso, dest, ignition, extra_kargs="", tree=None):
         write_ignition_image(tree, ignition)
         append_kargs(tree, extra_kargs)
         normalize_extensions(tree)
+        if minimal:
+            make_minimal(tree, *minimal)
         return create_iso(dest, tree, iso.volume_id(base_iso))
+
+
+def _go_expand(template):
+    """``regexp.Expand`` of a Go replacement template: ``$1``, ``${1}``, ``$$``; ``$name`` of a group that does not
+    exist (any other word) expands to nothing -- so a ``$`` in the rootfs URL is eaten, as the Go code does."""
+
+    def expand(match):
+        def one(ref):
+            name = ref.group(2) or ref.group(3)
+            return "$" if ref.group(1) == "$" else (match.group(int(name)) or "") if name.isdigit() else ""
+
+        return re.sub(r"\$(\$|\{(\w+)\}|(\w+))", one, template)
+
+    return expand
+
+
+def _edit(path, pattern, template):
+    """``editFile``: every match of ``pattern`` replaced (``ReplaceAllString``, RE2's ASCII classes)."""
+    with open(path) as handle:
+        content = handle.read()
+    with open(path, "w") as handle:
+        handle.write(re.sub(pattern, _go_expand(template), content, flags=re.ASCII))
+
+
+def make_minimal(tree, rootfs_url, arch):
+    """``CreateMinimalISO``'s edits of the extracted ``tree`` (the ISO is then created as usual)."""
+    os.unlink(os.path.join(tree, ROOTFS))
+    with open(os.path.join(tree, RAMDISK), "wb") as handle:
+        handle.truncate(RAMDISK_SIZE)
+    grub = next((os.path.join(tree, p) for p in GRUB_PATHS if os.path.isfile(os.path.join(tree, p))), None)
+    if grub is None:
+        raise NodeIsoError("no grub.cfg found, possible paths are [%s]" % " ".join(GRUB_PATHS))
+    _edit(grub, r"(?m)^(\s+linux) (.+| )+$", "$1 $2 'coreos.live.rootfs_url=%s'" % rootfs_url)
+    _edit(grub, r" coreos.liveiso=\S+", "")
+    _edit(grub, r"(?m)^(\s+initrd) (.+| )+$", "$1 $2 /" + RAMDISK)
+    isolinux = os.path.join(tree, "isolinux/isolinux.cfg")
+    if arch != "ppc64le" and os.path.isfile(isolinux):
+        _edit(isolinux, r"(?m)^(\s+append) (.+| )+$", "$1 $2 coreos.live.rootfs_url=" + rootfs_url)
+        _edit(isolinux, r" coreos.liveiso=\S+", "")
+        _edit(isolinux, r"(?m)^(\s+append.*initrd=\S+) (.*)$", "${1},/%s ${2}" % RAMDISK)
 
 
 def build_config_iso(dest, files):

@@ -223,17 +223,40 @@ class NodeJoinerRun:
             else:
                 await self._stage("generate-iso")
                 name = "node.%s.iso" % arch
+                minimal = await self._minimal(info, arch, target)
                 await asyncio.to_thread(
-                    nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree
+                    nodeiso.build_node_iso, base_iso, os.path.join(self.assets_dir, name), config, kargs, tree, minimal
                 )
-                self._log(
-                    "info",
-                    "Generated ISO at %s. The ISO is valid up to %s" % (self._container_path(name), auth["expiry"]),
-                )
+                what = "Generated minimal ISO at %s" if minimal else "Generated ISO at %s."
+                self._log("info", what % self._container_path(name) + " The ISO is valid up to %s" % auth["expiry"])
+                if minimal:
+                    self._log(
+                        "info",
+                        "When using External oci platform, always make sure CCM manifests were added in the openshift "
+                        "directory.",
+                    )
         except nodeiso.NodeIsoError as exc:
             raise NodeJoinerError(str(exc), "failed to write asset (%s) to disk" % target)
         finally:
             await asyncio.to_thread(shutil.rmtree, tree, True)
+
+    async def _minimal(self, info, arch, target):
+        """(rootfs URL, arch) of the minimal ISO node-joiner 4.17 writes on platform External, else None
+        (``profile.external_minimal_iso``; ``AgentImage``, agentimage.go@e63803a3). The URL is the RHCOS stream's PXE
+        rootfs (``BaseIso.getRootFSURL``, baseiso.go@41ac01a1): that ``AgentImage`` takes a ``bootArtifactsBaseURL``
+        from ``AgentArtifacts``, which a 4.17 nodes-config cannot give (the field came with day-2 PXE, installer PR
+        #9097, 4.18: inferred), so neither that URL nor the rootfs file beside the ISO is ever written for day 2."""
+        if info["platform"] != "external" or not self.profile.external_minimal_iso:
+            return None
+        url = info.get("os_rootfs_url")
+        if not url:
+            raise NodeJoinerError(
+                "no RootFSURL found for %s" % arch,
+                "failed to fetch " + target,
+                'failed to generate asset "%s"' % target,
+            )
+        self._log("debug", "Using default rootfs URL: %s" % url)
+        return url, arch
 
     async def _write_config_iso(self, config):
         await asyncio.to_thread(

@@ -1,6 +1,7 @@
 """``nodes-config.yaml`` as node-joiner loads and checks it.
 
-- Loading (``AddNodesConfig``, before any report stage): YAML, at least one host, a valid ``sshKey`` --
+- Loading (``AddNodesConfig``, before any report stage): YAML, at least one host, a valid ``sshKey`` (``lab.sshkey``:
+  golang.org/x/crypto's ``ParseAuthorizedKey`` and its error texts) --
   openshift/installer pkg/asset/agent/joiner/addnodesconfig.go@d465fb6e27edadc0b118f98018ad1170666fddd4;
 - every host (``AgentHosts``, create-manifest stage): hostname, role, interfaces and unique valid MACs, root
   device hints, a MAC for every ethernet interface of ``networkConfig`` --
@@ -10,13 +11,12 @@
   c3e9b51178e9069018fd48d5c044bfbb6d50c2c8); Go (amd64) and RPM (x86_64) names are both accepted.
 """
 
-import base64
-import binascii
 import json
 import re
 
 import yaml
 
+from . import sshkey
 from .njerrors import NodeJoinerError
 
 RPM_ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x")
@@ -24,16 +24,6 @@ ROOT_DEVICE_HINTS = ("deviceName", "hctl", "model", "vendor", "serialNumber", "m
 MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
 HOSTNAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 HCTL_RE = re.compile(r"^\d+:\d+:\d+:\d+$")
-SSH_KEY_TYPES = (
-    "ssh-rsa",
-    "ssh-dss",
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-)
 
 
 def load(text, target, container_path):
@@ -61,22 +51,12 @@ def load(text, target, container_path):
     if not config.get("hosts"):
         errors.append(_required("hosts", "at least one host must be defined"))
     key = config.get("sshKey")
-    if key and not _valid_ssh_key(key):
-        errors.append(_invalid("sshKey", key, "ssh: no key found"))
+    problem = sshkey.authorized_key_error(key) if key else None
+    if problem:
+        errors.append(_invalid("sshKey", key, problem))
     if errors:
         raise NodeJoinerError(_aggregate(errors), *context)
     return config
-
-
-def _valid_ssh_key(text):
-    fields = str(text).split()
-    if len(fields) < 2 or fields[0] not in SSH_KEY_TYPES:
-        return False
-    try:
-        base64.b64decode(fields[1], validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
 
 
 def check_architecture(arch, target):

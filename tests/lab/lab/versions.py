@@ -82,6 +82,15 @@ Fields added later (same rule: each cites its source):
   pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d (``Generate``,
   ``createOrUpdateAuthTokenSecret``); from 4.18 the reused token's own expiry is taken (``a.AuthTokenExpiry =
   expiryTime``, authconfig.go@5e705f0f658f4030865683bee11bc0e45bf61cfb).
+- ``external_minimal_iso``: on platform External node-joiner 4.17 writes a minimal node ISO (no rootfs; it fetches
+  the RHCOS stream's) -- openshift/installer
+  pkg/asset/agent/image/agentimage.go@e63803a36b43bf74bca84e614403f9be1494a7d6 (add-nodes: ``a.platform =
+  clusterInfo.PlatformType``; no report stages there: 4.17, inferred). From 4.18 the minimal ISO is
+  ``AgentArtifacts.MinimalISO``, set for the install workflow only (installer PR #9056; agentartifacts.go, the
+  version with ``MinimalISO``), and upstream's own External add-nodes test builds its node ISO from a stream without
+  a PXE rootfs, which a minimal ISO would need -- cmd/node-joiner/testdata/
+  add-nodes-usermanagednetworking-external.txt@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2 with
+  setup/default/0020_coreos-bootimages-cm.yaml@2ff7ccc89c533e7286dbbbd4d89fdf46652989c6: a full ISO (inferred).
 """
 
 from __future__ import annotations
@@ -143,6 +152,7 @@ class Profile:
     import_cluster_config: bool = False  # /etc/assisted/clusterconfig/import-cluster-config.json
     aiui_urls: bool = False  # AIUI_APP_API_URL / AIUI_URL in rendezvous-host.env
     fresh_expiry_on_reuse: bool = False  # add-nodes.env gets now + 48 h even when an older token is reused
+    external_minimal_iso: bool = False  # platform External: a minimal node ISO (see below)
 
     @property
     def name(self) -> str:
@@ -166,6 +176,7 @@ _V417 = Profile(
     host_stages=HOST_STAGES_4_17,
     ships_installer_images=False,
     fresh_expiry_on_reuse=True,
+    external_minimal_iso=True,
 )
 _V418 = Profile(
     minor=(4, 18),

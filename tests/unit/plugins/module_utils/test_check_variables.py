@@ -219,6 +219,18 @@ def test_what_the_spec_cannot_say_is_checked_too():
     assert settings_problems({"version": "unknown"}, day2_pxe=True) == ([], [])
 
 
+def test_a_boot_artifacts_base_url_needs_pxe_on_every_platform():
+    url = "http://boot.example.com/rhcos"
+    for platform in ("BareMetal", "External"):
+        found, messages = settings_problems(
+            {"version": "4.21.1", "platform": platform}, day2_boot_artifacts_base_url=url
+        )
+        assert found == [("(play)", "day2_boot_artifacts_base_url", url)]
+        assert "used by node-joiner only for PXE files, on every platform" in messages[0]
+        assert messages[0].endswith("set day2_pxe: true, or drop it")
+    assert settings_problems({"version": "4.21.1"}, day2_boot_artifacts_base_url=url, day2_pxe="yes") == ([], [])
+
+
 def test_a_secret_setting_is_never_shown():
     problems = Problems()
     check_settings({"day2_api_token": "hunter2"}, {"day2_api_token": {"type": "int"}}, CLUSTER, problems)

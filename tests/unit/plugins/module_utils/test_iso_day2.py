@@ -188,6 +188,102 @@ def test_an_iso_of_another_cluster_is_refused_and_nothing_is_left(node_iso, tmp_
     assert not os.path.exists(tmp_path / "node.x86_64.iso") and not os.path.exists(tmp_path / "node.x86_64.iso.json")
 
 
+# --- platform External: node-joiner 4.17's minimal ISO, read though its kargs areas disagree ----------------------
+ROOTFS_URL = "https://rhcos.mirror.openshift.com/art/storage/prod/rhcos-417.94-live-rootfs.x86_64.img"
+PLACEHOLDER = ",/images/assisted_installer_custom.img"
+
+
+@pytest.fixture(scope="module")
+def minimal_iso(tmp_path_factory):
+    """A node ISO edited as node-joiner 4.17's minimal ISO of platform External is (the vendored CreateMinimalISO after
+    node-joiner renamed kargs.json): rootfs_url on the linux and append lines, the placeholder after initrd=...,
+    coreos.liveiso removed, kargs.jso unchanged, so the isolinux area starts inside the inserted placeholder."""
+    work = tmp_path_factory.mktemp("minimal")
+    live, kargs = layout.live, layout.live.DEFAULT_KARGS.split(" ", 1)[1]
+    grub = live.GRUB_PREFIX + live.kargs_region(kargs + " 'coreos.live.rootfs_url=%s'" % ROOTFS_URL) + live.GRUB_SUFFIX
+    prefix = live.ISOLINUX_PREFIX.rstrip(" ") + PLACEHOLDER + " "
+    isolinux = prefix + live.kargs_region(kargs + " coreos.live.rootfs_url=" + ROOTFS_URL) + live.ISOLINUX_SUFFIX
+    path = str(work / "node.x86_64.iso")
+    ignition = layout.add_nodes_ignition(hosts=HOSTS, expiry="2031-01-01T00:00:00Z")
+    extra = {"EFI/redhat/grub.cfg": grub, "isolinux/isolinux.cfg": isolinux}
+    layout.build_node_iso(str(work), path, ignition, extra={k: v.encode() for k, v in extra.items()})
+    return path
+
+
+def test_a_minimal_iso_is_read_though_its_kargs_areas_disagree_and_is_never_edited(minimal_iso, tmp_path):
+    info = _iso.inspect_iso(minimal_iso)
+    assert info["kargs"] is None and info["rootfs_url"] == ROOTFS_URL and info["summary"]["cluster_id"] == CLUSTER_ID
+    facts = art.iso_facts(minimal_iso)
+    assert (facts["kernel_arguments"], facts["rootfs_url"], facts["cluster_id"]) == (None, ROOTFS_URL, CLUSTER_ID)
+    copy = shutil.copyfile(minimal_iso, str(tmp_path / "copy.iso"))
+    os.chmod(copy, 0o600)
+    with pytest.raises(_iso.errors.KargsMismatchError, match="kargs disagree"):
+        _iso.append_kernel_arguments(copy, SERIAL)
+    assert file_sha256(copy) == file_sha256(minimal_iso)
+    assert _iso.iso_info(minimal_iso)["rootfs_url"] == ROOTFS_URL
+    assert art.iso_facts(layout_node_iso(tmp_path))["rootfs_url"] is None  # a full ISO has its rootfs
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "linux /vmlinuz ignition.firstboot 'coreos.live.rootfs_url=%s'" % ROOTFS_URL,  # the vendored isoeditor
+        'linux /vmlinuz ignition.firstboot coreos.live.rootfs_url="%s"' % ROOTFS_URL,  # assisted-image-service@a55e383a
+        "append initrd=/i.img coreos.live.rootfs_url=%s quiet" % ROOTFS_URL,  # isolinux.cfg
+    ],
+)
+def test_rootfs_url_in_both_quotings(line):
+    match = _iso._ROOTFS_URL.search(line)
+    assert next(group for group in match.groups() if group) == ROOTFS_URL
+
+
+def layout_node_iso(tmp_path):
+    path = str(tmp_path / "full.iso")
+    layout.build_node_iso(str(tmp_path), path, layout.add_nodes_ignition(hosts=HOSTS, expiry="2031-01-01T00:00:00Z"))
+    return path
+
+
+def test_a_minimal_iso_is_built_and_reused_with_its_rootfs_url(minimal_iso, tmp_path):
+    artifacts = _artifacts(tmp_path, the_cluster=dict(cluster((4, 17)), platform="External"))
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": minimal_iso}), "image")
+    assert (result["rootfs_url"], result["kernel_arguments"], result["rootfs"]) == (ROOTFS_URL, None, None)
+    assert [f["path"] for f in result["files"]] == [str(tmp_path / "node.x86_64.iso")]
+    reused = artifacts.reused(artifacts.plan("x86_64", "x"))
+    assert reused["reused"] is True and reused["rootfs_url"] == ROOTFS_URL
+
+
+def test_the_rootfs_of_pxe_files_is_named(tmp_path):
+    source, dest = tmp_path / "pod", tmp_path / "dest"
+    source.mkdir()
+    dest.mkdir()
+    for name in ("node.x86_64-initrd.img", "node.x86_64-rootfs.img", "node.x86_64-vmlinuz"):
+        (source / name).write_bytes(name.encode())
+    artifacts = _artifacts(dest, pxe=True)
+    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({n: str(source / n) for n in os.listdir(source)}), "i")
+    assert result["rootfs"] == str(dest / "boot-artifacts" / "x86_64" / "node.x86_64-rootfs.img")
+    assert "rootfs_url" not in result
+
+
+@pytest.mark.parametrize(
+    "version, platform, changes, architectures, refused",
+    [
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL}, ["x86_64"], True),
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL}, ["aarch64"], False),  # one grub area: editable
+        ((4, 17), "External", {"live_kernel_arguments": SERIAL, "pxe": True}, ["x86_64"], False),
+        ((4, 17), "BareMetal", {"live_kernel_arguments": SERIAL}, ["x86_64"], False),
+        ((4, 18), "External", {"live_kernel_arguments": SERIAL}, ["x86_64"], False),  # a full ISO from 4.18
+        ((4, 17), "External", {}, ["x86_64"], False),
+    ],
+)
+def test_live_kernel_arguments_are_refused_for_417s_minimal_iso(version, platform, changes, architectures, refused):
+    given, facts = params("/", **changes), dict(cluster(version), platform=platform)
+    if refused:
+        with pytest.raises(InputError, match=r"cannot be written into the x86_64 minimal ISO node-joiner 4\.17\.3 "):
+            build.check_platform(given, facts, release(version), architectures)
+    else:
+        build.check_platform(given, facts, release(version), architectures)
+
+
 # --- the token expiry: the Secret's, unless it changed while node-joiner ran ------------------------------
 SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
 
@@ -356,7 +452,7 @@ def test_pxe_is_refused_below_4_18(version, refused):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"boot_artifacts_base_url": "http://x/"}, "boot_artifacts_base_url is only used with pxe=true"),
+        ({"boot_artifacts_base_url": "http://x/"}, "used by node-joiner only for PXE files, on every platform"),
         ({"min_token_validity": "soon"}, "min_token_validity: 'soon' is not a duration"),
         ({"dest": "/nonexistent/dest"}, "dest /nonexistent/dest is not an existing directory"),
     ],

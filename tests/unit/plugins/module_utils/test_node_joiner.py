@@ -269,6 +269,7 @@ def test_report_is_finished_only_when_its_end_time_is_set():
     assert not nj.report_finished(running) and not nj.report_finished(None)
     # a result without end_time is not the completion signal oc waits for
     assert not nj.report_finished(dict(running, result={"exit_code": 0}))
+    assert not nj.report_completed(running) and not nj.report_completed(None)
     done = dict(running, end_time="2025-01-01T00:05:00Z", result={"exit_code": 0})
     assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and not nj.report_failed(done)
     no_result = dict(running, end_time="2025-01-01T00:05:00Z")
@@ -285,6 +286,10 @@ def test_report_is_finished_only_when_its_end_time_is_set():
             'time="2025-01-01T00:00:01Z" level=fatal msg="unknown flag: --pxe"',
         ),
         ("Error: unknown flag: --pxe\nUsage:\n  node-joiner add-nodes [flags]\n", "Error: unknown flag: --pxe"),
+        (
+            "panic: runtime error: index out of range [0] with length 0 [recovered]\ngoroutine 1 [running]:\n",
+            "panic: runtime error: index out of range [0] with length 0 [recovered]",
+        ),
         ('level=debug msg="Error: not at the start"\nlevel=info msg="done"\n', None),
         ("", None),
     ],
@@ -294,8 +299,22 @@ def test_fatal_line(log, line):
 
 
 def test_unknown_flag_message_names_the_cause():
-    message = nj.ended_without_exit_code("Error: unknown flag: --pxe")
+    message = nj.ended_without_result("Error: unknown flag: --pxe")
     assert "stopped without writing /assets/exit_code" in message and "4.17 node-joiner has no --pxe" in message
+    assert "without writing a result into /assets/report.json" in nj.ended_without_result("panic: x", False)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("time=2025-01-01T00:00:00Z level=fatal msg=failed to fetch: boom", "failed to fetch: boom"),
+        ('time="2025-01-01T00:00:00Z" level=fatal msg="unknown flag: --pxe"', "unknown flag: --pxe"),
+        ('time="x" level=fatal msg="a \\"quoted\\" word"', 'a "quoted" word'),
+        ("Error: unknown flag: --pxe", "Error: unknown flag: --pxe"),
+    ],
+)
+def test_fatal_message_is_logrus_msg(line, message):
+    assert nj.fatal_message(line) == message
 
 
 class ScriptedPod:
@@ -347,6 +366,57 @@ def test_4_18_waits_for_the_report_end_time(scripted):
     report, code = run.wait_report()
     assert code == 0 and report["end_time"] == "2025-01-01T00:00:03Z"
     assert pod.calls == ["/assets/report.json"] * 3  # exit_code is not what 4.18+ completion means
+
+
+SSH_KEY_ERROR = (
+    'sshKey: Invalid value: "not a valid ssh key": ssh: no key found; last parsing error for ignored line: '
+    "illegal base64 data at input byte 4"
+)
+# What node-joiner 4.18+ writes when nodes-config is refused at load: a result, no stage, end_time Go's zero time.
+LOAD_FAILURE = {
+    "id": "report-addnodes-202501010000",
+    "start_time": ZERO,
+    "end_time": ZERO,
+    "result": {
+        "exit_code": 1,
+        "error_message": SSH_KEY_ERROR,
+        "detailed_error_message": 'failed to fetch Agent Installer ISO: failed to load asset "AddNodes Config": '
+        + SSH_KEY_ERROR,
+    },
+}
+
+
+def test_4_18_a_failure_before_the_first_stage_ends_the_wait_at_once(scripted):
+    log = "time=2025-01-01T00:00:00Z level=fatal msg=" + LOAD_FAILURE["result"]["detailed_error_message"] + "\n"
+    run, pod = scripted([{"report.json": json.dumps(LOAD_FAILURE), "exit_code": "1", "log": log}], timeout=3600)
+    report, code = run.wait_report()
+    assert code == 1 and report["result"]["error_message"] == SSH_KEY_ERROR
+    assert pod.calls == ["/assets/report.json"]  # no sleep: the first look is the last
+    message = nj.failure_message(report)
+    assert message.startswith("node-joiner failed: " + SSH_KEY_ERROR) and "at stage" not in message
+
+
+def test_4_18_node_joiner_gone_without_a_result_fails_at_once(scripted):
+    """A panic before Complete() (no result, no exit_code): the log says node-joiner exited; no sleep waited out."""
+    log = "panic: runtime error: index out of range [0] with length 0 [recovered]\ngoroutine 1 [running]:\n"
+    running = json.dumps({"end_time": ZERO, "result": None, "stages": [stage("add-nodes-cluster-inspection")]})
+    run, pod = scripted([{"report.json": running}, {"report.json": running, "log": log}], timeout=3600)
+    with pytest.raises(nj.RunError) as caught:
+        run.wait_report()
+    assert "without writing a result into /assets/report.json" in str(caught.value) and "panic:" in str(caught.value)
+    assert caught.value.stages[0]["id"] == "add-nodes-cluster-inspection" and caught.value.log_tail == log
+    assert pod.calls == ["/assets/report.json"] * 3  # one sleep, then the re-read after the fatal line
+
+
+def test_4_18_fatal_line_just_after_the_result_was_written(scripted):
+    """The log shows the fatal line of a run whose result this look missed: the re-read finds it."""
+    run, _pod = scripted([{"log": "level=fatal msg=x"}])
+    reads = iter([None, json.dumps(LOAD_FAILURE)])
+    original = _pod_exec.ExecResult
+    run.exec = lambda command, timeout=120: (lambda v: original(0, v.encode(), b"") if v else original(1, b"", b""))(
+        next(reads)
+    )
+    assert run.wait_report()[1] == 1
 
 
 def test_4_17_polls_exit_code(scripted):
