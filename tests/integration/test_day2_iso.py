@@ -391,6 +391,7 @@ def test_loopback_hosts_are_refused_without_the_lab_variable(lab, clean, tmp_pat
     )
     assert result["failed"] and "invalid hosts, nothing was written" in result["msg"]
     assert 'host extra-worker-0: field "ip" value "127.0.111.20" is a loopback address' in result["msg"]
+    assert "set OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1" in result["msg"]  # the lab switch, named where it is needed
     assert {p["host"] for p in result["problems"]} == {"extra-worker-0", "extra-worker-1", "extra-worker-2"}
     assert cluster_writes(lab) == [] and os.listdir(tmp_path) == []
 

@@ -167,6 +167,12 @@ def cmd_start(args, start_argv: list) -> int:
         lab = read_lab(state)
         if lab and lab.get("pids", [None])[0] == process.pid:
             print(json.dumps(lab, indent=2))
+            print(
+                "lab: its hosts are on loopback addresses; run the collection against it with "
+                f"OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1 OPENSHIFT_AGENT_DAY2_AGENT_PORT={lab.get('agent_port')} "
+                f"OPENSHIFT_AGENT_DAY2_KUBELET_PORT={lab.get('kubelet_port')} (docs/lab.md)",
+                file=sys.stderr,
+            )
             return 0
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
