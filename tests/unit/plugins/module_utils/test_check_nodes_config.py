@@ -151,7 +151,9 @@ def test_a_master_and_a_host_without_a_static_address_are_refused_in_the_files_w
 
 @pytest.mark.parametrize("same", ["name", "mac"])
 def test_a_host_in_the_file_and_in_the_inventory_is_refused(tmp_path, same):
-    inventory = good("extra-worker-1", 21) if same == "name" else good("extra-worker-8", 23, mac_address="52:54:00:6f:00:21")
+    inventory = (
+        good("extra-worker-1", 21) if same == "name" else good("extra-worker-8", 23, mac_address="52:54:00:6f:00:21")
+    )
     hosts, _settings, _problems, path = read(tmp_path, DOCS_EXAMPLE)
     with pytest.raises(InventoryError) as caught:
         check_workers([inventory], CLUSTER, nodes_hosts=hosts, play={"nodes_config": path})

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import (
@@ -22,6 +23,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import cluster_version
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS, CheckedHost
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import build_nodes_configs
 
 CLUSTER = {
     "architecture": "amd64",
@@ -556,3 +558,15 @@ def test_the_check_step_imports_neither_the_pod_exec_nor_the_iso_reader():
     heavy = r"\._image\.(pod_exec|iso\w*|cpio|initrd|ignition|info|build|node_joiner|run|artifacts)$"
     heavy += r"|\._(join|install)\b|\._boot\.serve"  # (_boot.redfish holds the BMC address rules, pure)
     assert [name for name in ours if re.search(heavy, name)] == []
+
+
+def test_the_example_inventory_says_what_is_true():
+    """playbooks/inventory.example.yml: a static host and a DHCP one, both good; the DHCP one renders no network."""
+    example = pathlib.Path(__file__).resolve().parents[4] / "playbooks" / "inventory.example.yml"
+    listed = yaml.safe_load(example.read_text())["all"]["children"]["new_workers"]["hosts"]
+    result = check_workers([host(name, **variables) for name, variables in listed.items()], CLUSTER)
+    records = {record["name"]: record for record in result["hosts"]}
+    assert records["extra-worker-1"]["address"] == listed["extra-worker-1"]["ip"]
+    configs = build_nodes_configs(result["hosts"], "x86_64")
+    entries = {entry["hostname"]: entry for entry in configs["x86_64"]["hosts"]}
+    assert "networkConfig" not in entries["extra-worker-1"] and "networkConfig" in entries["extra-worker-0"]
