@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
             image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
             image = files.image_settings(from_file, image, args["nodes_config"], problems)
             play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
-            found = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
+            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
             outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
             outcome["image"] = image
             if left_alone:
