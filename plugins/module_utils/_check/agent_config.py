@@ -30,7 +30,10 @@ import os
 import re
 from typing import Any
 
-import yaml  # (this runs on the controller, whose ansible-core requires PyYAML)
+from ansible.module_utils.common.yaml import HAS_YAML, SafeLoader  # (the controller's ansible-core requires PyYAML)
+
+if HAS_YAML:
+    from yaml import YAMLError, load
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import is_http_url
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
@@ -76,7 +79,7 @@ FIELD_NAMES = dict(
 )
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(SafeLoader):
     """A YAML loader that, like the installer's, keeps ``10:20:30:40:50:59`` a text (YAML 1.1's base-60 integer
     would otherwise turn an unquoted all-digit MAC into a number)."""
 
@@ -85,7 +88,8 @@ class _Loader(yaml.SafeLoader):
         return text if ":" in text else self.construct_yaml_int(node)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.integer)
+if HAS_YAML:  # (ansible-test's import sanity test has no PyYAML)
+    _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.integer)
 
 
 def _fields(
@@ -159,10 +163,10 @@ def _load(path: str, playbook_dir: str | None, kind: Any, problems: Problems) ->
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
     try:
         with open(path, encoding="utf-8") as stream:
-            document = yaml.load(stream, Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        what = "is not YAML: %s" if isinstance(error, yaml.YAMLError) else "cannot be read: %s"
-        fix = "fix the file" if isinstance(error, yaml.YAMLError) else "give the path of the file"
+            document = load(stream, Loader=_Loader)
+    except (OSError, UnicodeDecodeError, YAMLError) as error:
+        what = "is not YAML: %s" if isinstance(error, YAMLError) else "cannot be read: %s"
+        fix = "fix the file" if isinstance(error, YAMLError) else "give the path of the file"
         problems.add(kind.source, kind.setting, path, what % error, fix)
         return path, None
     if not isinstance(document, dict):
