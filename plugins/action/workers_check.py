@@ -16,27 +16,28 @@ from typing import Any, Callable
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check import agent_config as files
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import variables
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import read_agent_config
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
 
+FILE_OPTIONS = ("agent_config", "nodes_config")  # the files of hosts
 ARGUMENT_SPEC = {
     "group": {"type": "str", "default": "new_workers"},
     "cluster": {"type": "dict", "required": True},
     "require_healthy": {"type": "bool", "default": True},
     "boot_method": {"type": "str", "default": "manual"},
     "serve_iso": {"type": "bool"},
-    **{key: {"type": "str", "default": ""} for key in ("replace_node", "iso_url", "agent_config")},
-    **{key: {"type": "str", "default": ""} for key in ("cluster_name", "base_domain")},
+    **{key: {"type": "str", "default": ""} for key in ("replace_node", "iso_url", *FILE_OPTIONS)},
+    **{key: {"type": "str", "default": ""} for key in ("cluster_name", "base_domain", *files.IMAGE_FIELDS.values())},
     "openshift_version": {"type": "raw", "default": ""},
     "node_labels": {"type": "raw", "default": {}},
     "node_taints": {"type": "raw", "default": []},
 }
-# The options that describe the play (the cluster meant, the play-wide marks, the agent-config) rather than a check.
-PLAY_OPTIONS = ("cluster_name", "base_domain", "openshift_version", "node_labels", "node_taints", "agent_config")
+# The options that describe the play (the cluster meant, the play-wide marks, the files of hosts) rather than a check.
+PLAY_OPTIONS = ("cluster_name", "base_domain", "openshift_version", "node_labels", "node_taints", *FILE_OPTIONS)
 # plugins/action/ -> the collection's root (roles/, playbooks/).
 COLLECTION_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -76,9 +77,15 @@ class ActionModule(ActionBase):
             for name in task_vars["groups"].get(args["group"]) or []:
                 read = functools.partial(_read, hostvars[name].__getitem__)
                 hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, shared))
-            agent_hosts, left_alone = read_agent_config(args["agent_config"], task_vars.get("playbook_dir"), problems)
+            playbook_dir = task_vars.get("playbook_dir")
+            agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
+            nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
+            image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
+            image = files.image_settings(from_file, image, args["nodes_config"], problems)
             play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
-            outcome = check_workers(hosts, groups=groups, agent_hosts=agent_hosts, play=play, problems=problems, **args)
+            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
+            outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
+            outcome["image"] = image
             if left_alone:
                 outcome["ignored"]["(agent-config)"] = left_alone
         except Day2Error as error:

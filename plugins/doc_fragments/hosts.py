@@ -38,8 +38,11 @@ options:
         type: str
       ip:
         description:
-          - Static IPv4 address. Without it the host uses DHCP (the install is still followed at this address, so set it
-            to the address the host will get).
+          - IPv4 address of the host, where its install is followed. With O(hosts[].prefix_length) (and the other
+            static keys) a static address. Alone, with none of the static network keys (O(hosts[].prefix_length),
+            O(hosts[].gateway), O(hosts[].dns_servers), O(hosts[].vlan_id), O(hosts[].ipv6),
+            O(hosts[].ipv6_prefix_length), O(hosts[].ipv6_gateway), O(hosts[].network_config)), the host is a DHCP
+            host - its nodes-config entry has no C(networkConfig) - and this is the address its DHCP reservation gives.
         type: str
       prefix_length:
         description: Prefix length of the IPv4 subnet, for example C(24).

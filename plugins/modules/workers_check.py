@@ -38,7 +38,14 @@ description:
     part of the machine network)."
   - "With the raw form (C(network_config)) C(ip)/C(ipv6) are optional: given, each must be one of its static
     addresses; not given, the install is followed at its first static address."
-  - The hosts may also come from a day-1 C(agent-config.yaml) (O(agent_config)), mixed with the group's.
+  - "A host with C(ip) and none of the static network keys (C(prefix_length), C(gateway), C(dns_servers),
+    C(vlan_id), C(ipv6), C(ipv6_prefix_length), C(ipv6_gateway), C(network_config)) is a DHCP host: the image step
+    gives it no C(networkConfig), and its install is followed at C(ip), the address its DHCP reservation gives,
+    checked like a static address but for the prefix rule. A host with neither C(ip) nor a static address is
+    refused: there is no address to follow its install at."
+  - The hosts may also come from a day-1 C(agent-config.yaml) (O(agent_config)) and from an C(oc adm node-image)
+    C(nodes-config.yaml) (O(nodes_config)), mixed with the group's; a host defined twice (the same name, or a MAC
+    of another host) is refused.
   - With O(boot_method=redfish), O(iso_url) must be an http(s) URL and every host needs C(bmc_username),
     C(bmc_password) and a C(bmc_address) of a Redfish BMC, as the installer and metal3 write it - C(redfish://),
     C(redfish-virtualmedia://), C(redfish-uefihttp://), C(idrac-redfish://), C(idrac-virtualmedia://),
@@ -104,6 +111,28 @@ options:
         same checks apply, a problem named by the file's own field name. A host with C(role) C(master) is refused
         (node-joiner adds workers only), and so is a host also in O(group). A relative path is taken from the current
         directory, else from the playbook's. The file-wide fields (C(rendezvousIP)...) are listed in RV(ignored).
+    type: str
+    default: ""
+  nodes_config:
+    description:
+      - Path (on the controller) of an C(oc adm node-image) C(nodes-config.yaml) whose C(hosts) are new workers too
+        (C(day2_nodes_config)). Read as node-joiner reads it (C(cpuArchitecture), C(sshKey), C(bootArtifactsBaseURL),
+        C(hosts) of agent-config hosts, names matching regardless of case), but a field node-joiner does not know is
+        refused (node-joiner would drop it unseen). Its hosts become records as O(agent_config)'s do, with the file's
+        C(cpuArchitecture) as their C(cpu_architecture); each needs a static address in C(networkConfig) (a DHCP host
+        belongs in O(group), with C(ip)). Its C(sshKey) and C(bootArtifactsBaseURL) go into RV(image).
+    type: str
+    default: ""
+  ssh_key:
+    description:
+      - The run's SSH key for the new hosts (C(day2_ssh_key)). With O(nodes_config) giving a different C(sshKey), the
+        check fails naming both; else RV(image) carries whichever is set.
+    type: str
+    default: ""
+  boot_artifacts_base_url:
+    description:
+      - The run's PXE base URL (C(day2_boot_artifacts_base_url)), checked against O(nodes_config)'s
+        C(bootArtifactsBaseURL) as O(ssh_key) is.
     type: str
     default: ""
   cluster_name:
@@ -179,8 +208,9 @@ hosts:
     - One record per host still to add, the C(hosts) of the later steps (M(openshift_agent.day2.day2_iso) takes them
       as they are). Its keys are documented there; every key given (never C(bmc_password)) and C(address),
       C(addresses), C(state) (C(new), C(half-joined), C(replace)), C(labels), C(taints), C(source) and C(bmc).
-    - C(address) is where the install is followed - C(ip), else C(ipv6), else the first static address of
-      C(network_config); C(addresses) starts with it, then the host's other static addresses.
+    - C(address) is where the install is followed - C(ip) (for a DHCP host the address of its reservation), else
+      C(ipv6), else the first static address of C(network_config); C(addresses) starts with it, then the host's
+      other static addresses.
     - "C(labels) (C({key: value})) and C(taints) (C([{key, value, effect}]), C(value) left out when empty): the play's
       and the host's merged, to put on its Node as soon as it registers."
     - C(bmc), with O(boot_method=redfish), the BMC's endpoint C(bmc_base_url) (C(https://host[:port]), the scheme
@@ -198,8 +228,9 @@ joined:
   elements: dict
 summary:
   description:
-    - The plan, one line each - the cluster, the new workers and the boot method, the agent-config hosts, the labels
-      and taints, the hosts already joined, the variables left alone, the cluster's warnings. The preflight step
+    - The plan, one line each - the cluster, the new workers and the boot method, the agent-config hosts, the
+      nodes-config hosts, the labels and taints, the hosts already joined, the variables left alone, the cluster's
+      warnings. The preflight step
       prints it.
   returned: success
   type: list
@@ -216,6 +247,19 @@ agent_config_hosts:
   returned: success
   type: list
   elements: str
+nodes_config_hosts:
+  description: The hosts taken from O(nodes_config).
+  returned: success
+  type: list
+  elements: str
+image:
+  description:
+    - What the image step passes to M(openshift_agent.day2.day2_iso) - C(ssh_key) and C(boot_artifacts_base_url),
+      each the setting (O(ssh_key), O(boot_artifacts_base_url)), else the C(sshKey) and C(bootArtifactsBaseURL) of
+      O(nodes_config), else empty.
+  returned: success
+  type: dict
+  sample: {ssh_key: "", boot_artifacts_base_url: ""}
 ignored:
   description: Per host, the variables that are no host keys of this collection and were left alone.
   returned: success

@@ -9,6 +9,7 @@ import json
 import socket
 import ssl
 import time
+import types
 
 import pytest
 import requests
@@ -17,6 +18,7 @@ from lab import hosts as hosts_mod
 from lab import ignition as ignition_mod
 from lab import iso as iso_mod
 from lab import versions
+from lab.hosts.boot import static_addresses
 from lab.hosts.progress import REBOOTING_DAY2
 from lab.seeds import find, load_seed
 from lab.waiting import wait_for
@@ -109,6 +111,48 @@ def test_iso_checks_at_boot(lab, tmp_path):
         state = boot(lab, iso=iso)
         assert state["phase"] == "wrong-iso" and state["boot_error"]
         assert refused("127.0.111.20", lab.info["agent_port"])
+
+
+def test_the_host_takes_its_static_address_or_its_dhcp_reservations(lab, tmp_path):
+    """Static: the keyfiles of the host* directory naming its MAC (pre-network-manager-config.sh); none: DHCP, whose
+    reservation gives the host the address the lab was started with."""
+    static = hosts_mod.read_boot_config(lab.iso, HOST0, CLUSTER_ID)
+    assert static.static_addresses == ["127.0.111.20"]
+    dhcp_iso = lab.build_iso(tmp_path / "dhcp.iso", "--dhcp", "extra-worker-0")
+    dhcp = hosts_mod.read_boot_config(dhcp_iso, HOST0, CLUSTER_ID)
+    host1 = dict(HOST0, name="extra-worker-1", mac_address="52:54:00:6f:00:15")
+    assert dhcp.static_addresses == [] and hosts_mod.read_boot_config(dhcp_iso, host1, CLUSTER_ID).static_addresses == [
+        "127.0.111.21"
+    ]
+    assert boot(lab, iso=lab.iso)["network"] == {"method": "static", "addresses": ["127.0.111.20"]}
+    state = boot(lab, iso=dhcp_iso, install_seconds=1)
+    assert state["phase"] == "agent" and state["network"] == {"method": "dhcp", "addresses": ["127.0.111.20"]}
+    wait_for(lambda: state_of(lab)["agent_up"])
+    assert agent(lab, "/infra-envs").status_code == 200  # reached at the reserved address
+
+
+def test_media_giving_the_host_another_static_address_leave_it_unreachable():
+    files = {
+        "/etc/assisted/network/host0/eth0.nmconnection": b"[ipv4]\nmethod=manual\naddress1=127.0.111.99/24,gw\n",
+        "/etc/assisted/network/host0/mac_interface.ini": b"52:54:00:6F:00:14=eth0",
+        "/etc/assisted/network/host1/eth0.nmconnection": b"[ipv4]\nmethod=auto\n",
+        "/etc/assisted/network/host1/mac_interface.ini": b"52:54:00:6f:00:15=eth0",
+    }
+    assert static_addresses(files, "52:54:00:6f:00:14") == ["127.0.111.99"]  # (MACs in any case)
+    assert static_addresses(files, "52:54:00:6f:00:15") == []  # method=auto: DHCP
+    host = types.SimpleNamespace(
+        ip="127.0.111.20",
+        mac="52:54:00:6f:00:14",
+        config=types.SimpleNamespace(static_addresses=["127.0.111.99"]),
+        ctx=types.SimpleNamespace(lab_hosts=types.SimpleNamespace(reservations={})),
+    )
+    with pytest.raises(
+        hosts_mod.WrongIso, match=r"the static addresses 127\.0\.111\.99 .* but this host lives at 127\.0\.111\.20"
+    ):
+        hosts_mod.SimHost._take_address(host)
+    host.config.static_addresses = []
+    with pytest.raises(hosts_mod.WrongIso, match="no static address and no DHCP lease"):
+        hosts_mod.SimHost._take_address(host)
 
 
 def iso_tokens(path):

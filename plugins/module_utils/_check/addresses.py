@@ -1,7 +1,8 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every static address of the new workers against the cluster: its machine networks, their prefix, the API and
-ingress VIPs and the existing Nodes' addresses. (Against each other: ``_image.nodes_config``'s uniqueness check.)
+"""Every address of the new workers (static, or a DHCP host's ``ip``) against the cluster: its machine networks,
+their prefix (a DHCP address has none to check), the API and ingress VIPs and the existing Nodes' addresses.
+(Against each other: ``_image.nodes_config``'s uniqueness check.)
 
 The prefix rule: a host address in a machine network must carry that network's prefix length, so the host's
 subnet is the machine network, where the other nodes and the VIPs are on-link. Where the cluster has VIPs
@@ -79,7 +80,7 @@ class ClusterAddresses:
             report(owned.field, str(address), f"is outside the cluster's machine networks ({shown})", fix)
             return
         network = containing[-1]
-        if owned.prefix == network.prefixlen or (not self.vips and version in host.routed):
+        if owned.prefix is None or owned.prefix == network.prefixlen or (not self.vips and version in host.routed):
             return  # (without VIPs: a routed part of the machine network, behind its gateway)
         why = "without a default gateway the rest of the machine network is unreachable"
         if self.vips:

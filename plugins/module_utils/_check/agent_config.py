@@ -12,28 +12,47 @@ the same checks apply. A ``role`` is ``master`` or ``worker`` or absent (pkg/ass
 @110b87b60aac7ca91fec8bec3a205faf373fe22a ``validateRoles``); ``master`` is refused here, since node-joiner adds
 workers only. Go reads field names case-insensitively, so does this. The file-wide fields (``rendezvousIP``,
 ``additionalNTPSources``...) are day-1 settings of the whole cluster: they are listed as left alone.
+
+oc's ``nodes-config.yaml`` (``day2_nodes_config``) is read the same way, as node-joiner reads it: its ``Config`` is
+``cpuArchitecture``, ``sshKey``, ``bootArtifactsBaseURL`` and ``hosts`` of the same ``agent.Host`` (with the inline
+``TypeMeta`` and ``metadata``) -- openshift/installer pkg/asset/agent/joiner/addnodesconfig.go
+@d465fb6e27edadc0b118f98018ad1170666fddd4 (``Config``, ``Load``). node-joiner decodes it with sigs.k8s.io/yaml
+``Unmarshal``, which drops a field it does not know without a word; here an unknown field is refused, since a
+misspelt ``networkConfig`` would otherwise turn a static host into a DHCP one unnoticed. ``cpuArchitecture`` becomes
+each of its hosts' ``cpu_architecture``; ``sshKey`` and ``bootArtifactsBaseURL`` the run's ``day2_ssh_key`` and
+``day2_boot_artifacts_base_url`` (:func:`image_settings`: a different value set in both places is refused).
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 from typing import Any
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the controller's ansible-core requires PyYAML
-    yaml = None  # type: ignore[assignment]
+from ansible.module_utils.common.yaml import HAS_YAML, SafeLoader  # (the controller's ansible-core requires PyYAML)
 
+if HAS_YAML:
+    from yaml import YAMLError, load
+
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import is_http_url
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import HostVariables
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, secret_name
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, given, secret_name
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import redacted
 
-SOURCE = "(agent-config)"
+# A file of hosts: how its problems name it, its setting, and why an unknown field is refused.
+Kind = collections.namedtuple("Kind", "source setting unknown")
+AGENT_CONFIG = Kind("(agent-config)", "day2_agent_config", "of an agent-config{} (the installer refuses it too)")
+NODES_CONFIG = Kind("(nodes-config)", "day2_nodes_config", "of a nodes-config{} (node-joiner would drop it unseen)")
+SOURCE = AGENT_CONFIG.source
 API_VERSIONS = ("v1alpha1", "v1beta1")
 KIND = "AgentConfig"
 # Config's fields (the JSON names); those day 2 does not use are listed as left alone.
 FILE_FIELDS = ("apiVersion", "kind", "metadata", "hosts")
 DAY1_FIELDS = ("additionalNTPSources", "rendezvousIP", "bootArtifactsBaseURL", "ipxeBaseURL", "minimalISO")
+NODES_FIELDS = ("apiVersion", "kind", "metadata", "cpuArchitecture", "hosts")
+# nodes-config field -> the setting it maps onto (the day2_iso option of the same meaning)
+IMAGE_FIELDS = {"sshKey": "ssh_key", "bootArtifactsBaseURL": "boot_artifacts_base_url"}
 # The host fields (the JSON names) -> the host keys they become.
 HOST_FIELDS = {
     "hostname": "name",
@@ -55,59 +74,65 @@ ROLES = ("master", "worker")
 FIELD_NAMES = dict(
     {key: field for field, key in HOST_FIELDS.items() if key != field},
     mac_address="interfaces",
+    cpu_architecture="cpuArchitecture",
     **{key: "bmc." + field for field, key in BMC_FIELDS.items()},
 )
 
 
-def _loader() -> Any:
+class _Loader(SafeLoader):
     """A YAML loader that, like the installer's, keeps ``10:20:30:40:50:59`` a text (YAML 1.1's base-60 integer
     would otherwise turn an unquoted all-digit MAC into a number)."""
 
-    class Loader(yaml.SafeLoader):
-        def integer(self, node: Any) -> Any:
-            text = self.construct_scalar(node)
-            return text if ":" in text else self.construct_yaml_int(node)
+    def integer(self, node: Any) -> Any:
+        text = self.construct_scalar(node)
+        return text if ":" in text else self.construct_yaml_int(node)
 
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.integer)
-    return Loader
+
+if HAS_YAML:  # (ansible-test's import sanity test has no PyYAML)
+    _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.integer)
 
 
 def _fields(
-    given: dict[str, Any], known: Any, host: str, where: str, problems: Problems, path: str = ""
+    fields: dict[str, Any],
+    known: Any,
+    host: str,
+    where: str,
+    problems: Problems,
+    path: str = "",
+    kind: Any = AGENT_CONFIG,
 ) -> dict[str, Any]:
-    """The fields of ``given`` by their known names, or the host keys ``known`` maps them to (Go's JSON decoding
-    matches names regardless of case); an unknown one is refused, as the installer refuses it."""
+    """The fields of ``fields`` by their known names, or the host keys ``known`` maps them to (Go's JSON decoding
+    matches names regardless of case); an unknown one is refused."""
     by_lower = {name.lower(): known[name] if isinstance(known, dict) else name for name in known}
     found: dict[str, Any] = {}
-    for key, value in given.items():
+    for key, value in fields.items():
         if str(key).lower() in by_lower:
             found[by_lower[str(key).lower()]] = value
-        elif host == SOURCE:
-            what = "is not a field of an agent-config.yaml (the installer refuses it too)"
-            problems.add(SOURCE, str(key), value, what, f"remove it from {path}")
-        else:
-            shown = "(not shown)" if secret_name(str(key)) else value
-            what = "is not a field of an agent-config host (the installer refuses it too)"
-            problems.add(host, where + str(key), shown, what, f"remove it, or use one of: {', '.join(known)}")
+            continue
+        top = host == kind.source  # (a field of the file, else of a host)
+        fix = f"remove it from {path}" if top else f"remove it, or use one of: {', '.join(known)}"
+        shown = "(not shown)" if secret_name(str(key)) and not top else value
+        problems.add(
+            host, where + str(key), shown, "is not a field " + kind.unknown.format(".yaml" if top else " host"), fix
+        )
     return found
 
 
-def _host(index: int, item: Any, path: str, problems: Problems) -> HostVariables | None:
+def _host(index: int, item: Any, path: str, problems: Problems, kind: Any = AGENT_CONFIG) -> HostVariables | None:
     if not isinstance(item, dict):
-        problems.add(SOURCE, f"hosts[{index}]", item, "is not a mapping", "write each host as hostname, interfaces...")
+        what, fix = "is not a mapping", "write each host as hostname, interfaces..."
+        problems.add(kind.source, f"hosts[{index}]", item, what, fix)
         return None
     name = next((value for key, value in item.items() if str(key).lower() == "hostname"), None)
     if not isinstance(name, str) or not name.strip():
         fix = "give every host its hostname (it becomes the Node's name, by which the join is followed)"
-        problems.add(SOURCE, f"hosts[{index}].hostname", name, "is not set", fix)
+        problems.add(kind.source, f"hosts[{index}].hostname", name, "is not set", fix)
         return None
-    fields = _fields(item, HOST_FIELDS, name, "", problems)
+    fields = _fields(item, HOST_FIELDS, name, "", problems, path, kind)
     role, interfaces, bmc = fields.pop("role", None), fields.get("interfaces"), fields.pop("BMC", None)
     if role == "master":
-        fix = f"remove it from {path} (or point day2_agent_config at a file of the new workers only)"
-        problems.add(
-            name, "role", role, "is a control-plane host of the day-1 file: node-joiner adds workers only", fix
-        )
+        fix = f"remove it from {path} (or point {kind.setting} at a file of the new workers only)"
+        problems.add(name, "role", role, f"is a control-plane host of {path}: node-joiner adds workers only", fix)
         return None
     if role not in (None, "", "worker"):
         problems.add(name, "role", role, "is not a role", f"write worker (or leave it out): {', '.join(ROLES)}")
@@ -116,36 +141,60 @@ def _host(index: int, item: Any, path: str, problems: Problems) -> HostVariables
         problems.add(name, "interfaces", interfaces, "is not a non-empty list", fix)
         return None
     fields["interfaces"] = [  # (what is no mapping, the image checks name)
-        _fields(nic, INTERFACE_FIELDS, name, f"interfaces[{i}].", problems) if isinstance(nic, dict) else nic
+        _fields(nic, INTERFACE_FIELDS, name, f"interfaces[{i}].", problems, path, kind)
+        if isinstance(nic, dict)
+        else nic
         for i, nic in enumerate(interfaces)
     ]
     if bmc is not None and not isinstance(bmc, dict):
         problems.add(name, "bmc", "(not shown)", "is not a mapping", "write address, username, password")
     elif bmc is not None:
-        fields.update(_fields(bmc, BMC_FIELDS, name, "bmc.", problems))
+        fields.update(_fields(bmc, BMC_FIELDS, name, "bmc.", problems, path, kind))
         if isinstance(fields.get("bmc_verify_certs"), bool):  # (disableCertificateVerification)
             fields["bmc_verify_certs"] = not fields["bmc_verify_certs"]
     settings = {key: value for key, value in fields.items() if key != "name" and value not in (None, "")}
     return HostVariables(name, source=path, settings=settings)
 
 
-def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -> tuple[list[HostVariables], list[str]]:
-    """The hosts of the agent-config file at ``path`` (on the controller; none when it is empty) and the file-wide
-    fields left alone. A relative path is taken from the current directory, else from the playbook's directory."""
-    if not path:
-        return [], []
+def _load(path: str, playbook_dir: str | None, kind: Any, problems: Problems) -> tuple[str, Any]:
+    """(the path used, the YAML document of the file, None when it cannot be read). A relative path is taken from the
+    current directory, else from the playbook's directory."""
     path, beside = os.path.expanduser(path), os.path.join(playbook_dir or "", os.path.expanduser(path))
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
     try:
         with open(path, encoding="utf-8") as stream:
-            document = yaml.load(stream, Loader=_loader())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        what = "is not YAML: %s" if isinstance(error, yaml.YAMLError) else "cannot be read: %s"
-        fix = "fix the file" if isinstance(error, yaml.YAMLError) else "give the path of the file"
-        problems.add(SOURCE, "day2_agent_config", path, what % error, fix)
-        return [], []
+            document = load(stream, Loader=_Loader)
+    except (OSError, UnicodeDecodeError, YAMLError) as error:
+        what = "is not YAML: %s" if isinstance(error, YAMLError) else "cannot be read: %s"
+        fix = "fix the file" if isinstance(error, YAMLError) else "give the path of the file"
+        problems.add(kind.source, kind.setting, path, what % error, fix)
+        return path, None
     if not isinstance(document, dict):
-        problems.add(SOURCE, "day2_agent_config", path, "is not a mapping", "give the path of an agent-config.yaml")
+        problems.add(kind.source, kind.setting, path, "is not a mapping", "give the path of a file of hosts")
+        return path, None
+    return path, document
+
+
+def _hosts(listed: Any, path: str, problems: Problems, kind: Any) -> list[HostVariables]:
+    """The file's hosts, each once."""
+    hosts = [] if listed is None else listed
+    if not isinstance(hosts, list):
+        problems.add(kind.source, "hosts", hosts, "is not a list", "write hosts as a list of hostname, interfaces...")
+        hosts = []
+    found = [host for host in (_host(index, item, path, problems, kind) for index, item in enumerate(hosts)) if host]
+    names = [host.name for host in found]
+    for name in sorted({name for name in names if names.count(name) > 1}):
+        problems.add(name, "hostname", name, f"is listed more than once in {path}", "give each host once")
+    return [host for host in found if names.count(host.name) == 1]
+
+
+def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -> tuple[list[HostVariables], list[str]]:
+    """The hosts of the agent-config file at ``path`` (on the controller; none when it is empty) and the file-wide
+    fields left alone."""
+    if not path:
+        return [], []
+    path, document = _load(path, playbook_dir, AGENT_CONFIG, problems)
+    if document is None:
         return [], []
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind not in (None, KIND) or version not in (None, *API_VERSIONS):
@@ -154,15 +203,41 @@ def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -
         problems.add(SOURCE, "day2_agent_config", path, what, fix)
         return [], []
     fields = _fields(document, FILE_FIELDS + DAY1_FIELDS, SOURCE, "", problems, path)
-    hosts = [] if fields.get("hosts") is None else fields["hosts"]
-    if not isinstance(hosts, list):
-        problems.add(SOURCE, "hosts", hosts, "is not a list", "write hosts as a list of hostname, interfaces...")
-        hosts = []
-    found = [host for host in (_host(index, item, path, problems) for index, item in enumerate(hosts)) if host]
-    names = [host.name for host in found]
-    for name in sorted({name for name in names if names.count(name) > 1}):
-        problems.add(name, "hostname", name, f"is listed more than once in {path}", "give each host once")
-    return [host for host in found if names.count(host.name) == 1], sorted(set(fields) & set(DAY1_FIELDS))
+    return _hosts(fields.get("hosts"), path, problems, AGENT_CONFIG), sorted(set(fields) & set(DAY1_FIELDS))
+
+
+def read_nodes_config(path: str, playbook_dir: str | None, problems: Problems) -> tuple[list[HostVariables], dict]:
+    """The hosts of oc's nodes-config file at ``path`` (none when it is empty), each with the file's
+    ``cpuArchitecture``, and its ``sshKey`` and ``bootArtifactsBaseURL`` ({day2_iso option: value})."""
+    path, document = _load(path, playbook_dir, NODES_CONFIG, problems) if path else (path, None)
+    if document is None:
+        return [], {}
+    known = dict({field: field for field in NODES_FIELDS}, **IMAGE_FIELDS)
+    fields = _fields(document, known, NODES_CONFIG.source, "", problems, path, NODES_CONFIG)
+    hosts = _hosts(fields.get("hosts"), path, problems, NODES_CONFIG)
+    for host in hosts if given(fields.get("cpuArchitecture")) else []:
+        host.settings["cpu_architecture"] = fields["cpuArchitecture"]
+    return hosts, {key: fields[key] for key in IMAGE_FIELDS.values() if given(fields.get(key))}
+
+
+def image_settings(from_file: dict[str, Any], settings: dict[str, Any], path: str, problems: Problems) -> dict:
+    """The image step's ``ssh_key`` and ``boot_artifacts_base_url``: the setting (``day2_*``), else the
+    nodes-config's; both set and different is refused. (A password in a URL is not shown.)"""
+    merged = {key: str(settings.get(key) or "").strip() for key in IMAGE_FIELDS.values()}
+    for field, key in IMAGE_FIELDS.items():
+        theirs, url = from_file.get(key), key == "boot_artifacts_base_url"
+        if theirs is None:
+            continue
+        if not isinstance(theirs, str) or (url and not is_http_url(theirs)):
+            what, fix = "is not an http:// or https:// URL" if url else "is not a text", f"fix it in {path}"
+        elif merged[key] and merged[key] != theirs.strip():
+            what = f"differs from day2_{key} ({redacted(merged[key])}), which is set too"
+            fix = f"set it in one place: in {path} or as day2_{key}"
+        else:
+            merged[key] = theirs.strip()
+            continue
+        problems.add(NODES_CONFIG.source, field, redacted(theirs), what, fix)
+    return merged
 
 
 def agent_config_password(path: str, name: str) -> str:

@@ -47,6 +47,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addres
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import in_file_words
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import PLAY, HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts
@@ -158,12 +159,14 @@ def check_workers(
     agent_hosts: list[HostVariables] | None = None,
     play: dict[str, Any] | None = None,
     problems: Problems | None = None,
+    nodes_hosts: list[HostVariables] | None = None,
 ) -> dict[str, Any]:
     """Check the cluster and the hosts; return the host records and the plan. ``serve_iso``: whether the boot step
     serves the ISO (None: with Redfish when there is no ``iso_url``). ``groups``: the inventory's group names (a
-    misspelt group is named). ``agent_hosts``: the hosts of a day-1 agent-config (``_check.agent_config``).
-    ``play``: the play's ``cluster_name``, ``base_domain``, ``openshift_version`` (the cluster meant),
-    ``node_labels`` and ``node_taints`` (every host's, under its own) and ``agent_config`` (its path).
+    misspelt group is named). ``agent_hosts``, ``nodes_hosts``: the hosts of a day-1 agent-config and of a
+    nodes-config (``_check.agent_config``). ``play``: the play's ``cluster_name``, ``base_domain``,
+    ``openshift_version`` (the cluster meant), ``node_labels`` and ``node_taints`` (every host's, under its own),
+    ``agent_config`` and ``nodes_config`` (their paths).
     ``problems``: those found before (the settings'), reported with these.
 
     Raises Day2Error for a cluster that cannot take workers, InventoryError with every problem found.
@@ -173,19 +176,18 @@ def check_workers(
     check_identity(cluster, play, problems)
     play_labels = labels.check_labels(play.get("node_labels"), problems.for_host(PLAY), "day2_node_labels")
     play_taints = labels.check_taints(play.get("node_taints"), problems.for_host(PLAY), "day2_node_taints")
-    inventory = {host.name.lower() for host in hosts}
-    for host in (host for host in agent_hosts or [] if host.name.lower() in inventory):
-        what = f"is defined twice: in inventory group {group} and in {host.source}"
-        problems.add(host.name, "hostname", host.name, what, "keep the host in one of the two")
-    hosts = hosts + [host for host in agent_hosts or [] if host.name.lower() not in inventory]
+    hosts = _defined_once(hosts, [*(agent_hosts or []), *(nodes_hosts or [])], group, problems)
+    kept, read = {id(host) for host in hosts}, (("agent_config", agent_hosts), ("nodes_config", nodes_hosts))
+    from_files = {key: sorted(host.name for host in found or [] if id(host) in kept) for key, found in read}
     if not hosts:
         close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
         what = "has no hosts" if group in (groups or [group]) else "is not a group of the inventory"
         fix = "put the new workers in the group (see playbooks/inventory.example.yml)"
         fix = f'did you mean "{close[0]}"? Set day2_hosts_group to it, or {fix}' if close else fix
-        if play.get("agent_config"):
-            what = f"has no hosts, and {play['agent_config']} names no new worker"
-            fix = "list the new workers in the agent-config's hosts or in the group"
+        files = [play[key] for key in ("agent_config", "nodes_config") if play.get(key)]
+        if files:
+            what = f"has no hosts, and {' nor '.join(files)} names no new worker"
+            fix = "list the new workers in the file's hosts or in the group"
         problems.add("(inventory)", "group", group, what, fix)
         problems.raise_any()
     if serve_iso is None:  # day2_serve_iso unset: this run serves the ISO when it boots through Redfish with no URL
@@ -213,13 +215,15 @@ def check_workers(
         record = dict({key: value for key, value in settings.items() if key != "bmc_password"}, bmc=None, state=state)
         record.update(address=(addresses or [None])[0], addresses=addresses, labels=marks[0], taints=marks[1])
         records.append(dict(record, source=sources.get(name, "inventory")))
-        if not addresses and name in sources:  # an agent-config host: its file has no ip key
-            fix = "give the host a static address in networkConfig, or define it in the inventory (with ip) instead"
+        if not addresses and name in sources:  # a host of a file: the file has no ip key
+            fix = "give the host a static address in networkConfig, or define it in the inventory instead (a DHCP "
+            fix += "host: mac_address and ip, the address its DHCP reservation gives)"
             report("networkConfig", None, "has no static address, so there is no address to follow the install at", fix)
         elif not addresses:
             raw = " and network_config has no static address" if "network_config" in settings else ""
-            fix = "set ip (the address the host gets, also with DHCP): the install is followed at that address"
-            report("ip", None, "is not set" + raw, fix)
+            fix = "set ip to the address the host gets: the one its DHCP reservation gives (mac_address and ip are all "
+            fix += "a DHCP host needs), or its static address with prefix_length"
+            report("ip", None, f"is not set{raw}: there is no address the install is followed at", fix)
         if state == "existing" and is_control_plane(nodes[name]):
             what = f"is a control-plane node of the cluster (roles {', '.join(nodes[name].get('roles') or [])})"
             report("name", name, what, "node-joiner adds workers only: take it out of the new workers' group")
@@ -233,7 +237,8 @@ def check_workers(
     if problems.items:
         problems.items = [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
         problems.raise_any()
-    plan = _plan(records, {host.name: host.foreign for host in hosts if host.foreign}, cluster, boot_method, play)
+    ignored = {host.name: host.foreign for host in hosts if host.foreign}
+    plan = _plan(records, ignored, cluster, boot_method, dict(play, from_files=from_files))
     plan["boot"] = {"method": boot_method, "iso_url": iso_url, "serve_iso": bool(redfish and serve_iso)}
     return plan
 
@@ -245,18 +250,48 @@ def _plan(records: list[Json], ignored: Json, cluster: Json, boot_method: str, p
     joined = [record for record in records if record["state"] == "joined"]
     marked = [(record["name"], {key: record[key] for key in ("labels", "taints") if record[key]}) for record in records]
     marks = [dict(name=name, **found) for name, found in marked if found]
-    from_file = [record["name"] for record in records if record["source"] != "inventory"]
     new = ", ".join(r["name"] + ("" if r["state"] == "new" else f" ({r['state']})") for r in hosts)
     facts = [cluster.get(key) for key in ("name", "base_domain", "version", "platform", "architecture")]
     apps = f", apps {cluster['ingress_domain']}" if cluster.get("ingress_domain") else ""
     summary = [
         "Cluster %s.%s %s (%s, %s)%s" % (*facts, apps),
         f"New workers: {new} (boot: {boot_method})",
-        f"Of them from the day-1 agent-config {play.get('agent_config') or '(none given)'}: "
-        f"{', '.join(from_file) or 'none'}",
+        *(
+            f"Of them from the {what} {play.get(key) or '(none given)'}: {', '.join(play['from_files'][key]) or 'none'}"
+            for what, key in (("day-1 agent-config", "agent_config"), ("nodes-config", "nodes_config"))
+        ),
         f"Labels and taints: {json.dumps(marks) if marks else 'none'}",
         f"Already joined: {', '.join(record['name'] for record in joined) or 'none'}",
         f"Variables left alone (not host keys of this collection): {json.dumps(ignored) if ignored else 'none'}",
         f"Cluster warnings: {'; '.join(cluster.get('warnings') or []) or 'none'}",
     ]
-    return {"hosts": hosts, "joined": joined, "ignored": ignored, "agent_config_hosts": from_file, "summary": summary}
+    files = {key + "_hosts": names for key, names in play["from_files"].items()}
+    return dict({"hosts": hosts, "joined": joined, "ignored": ignored, "summary": summary}, **files)
+
+
+def _macs(settings: dict[str, Any]) -> list[str]:
+    """The MACs a host's variables give (mac_address and interfaces), those that are MACs."""
+    nics = [nic for nic in settings.get("interfaces") or [] if isinstance(nic, dict)]
+    listed = [settings.get("mac_address"), *(nic.get("mac_address") or nic.get("macAddress") for nic in nics)]
+    return [mac for mac in map(normalize_mac, listed) if mac]
+
+
+def _defined_once(hosts: list[HostVariables], files: list[HostVariables], group: str, problems: Problems) -> list:
+    """The inventory's hosts and the files', each host once: a file's host of a name or a MAC defined already (in
+    the inventory or the other file) is refused. (The inventory's own duplicates are the host checks'.)"""
+    owners: dict[tuple[str, str], tuple[str, str]] = {}
+    kept = []
+    for host in [*hosts, *files]:
+        where = host.source or f"inventory group {group}"
+        keys = [("name", host.name.lower())] + [("MAC", mac) for mac in _macs(host.settings)]
+        clash = next(((kind, value, *owners[kind, value]) for kind, value in keys if (kind, value) in owners), None)
+        if clash is None or not host.source:
+            kept.append(host)
+            for key in keys:
+                owners.setdefault(key, (host.name, where))
+            continue
+        kind, value, owner, place = clash
+        field, what = ("hostname", "is defined twice") if kind == "name" else ("interfaces", f"is the MAC of {owner}")
+        what += f": in {place} and in {where}" + ("" if kind == "name" else " (the same host defined twice)")
+        problems.add(host.name, field, host.name if kind == "name" else value, what, "keep the host in one of the two")
+    return kept

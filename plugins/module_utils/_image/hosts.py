@@ -82,6 +82,12 @@ NONE_PLATFORM_ONLY = ("ppc64le", "s390x")
 # The simple keys a raw network_config replaces. ip and ipv6 may stay: they name the address the install is
 # followed at, which must be one of network_config's static addresses.
 SIMPLE_NETWORK_KEYS = ("prefix_length", "gateway", "dns_servers", "vlan_id", "ipv6_prefix_length", "ipv6_gateway")
+# A host with none of these (and no network_config) is a DHCP host: no networkConfig goes into its nodes-config entry,
+# as in node-joiner's own add-nodes test (openshift/installer cmd/node-joiner/testdata/add-nodes.txt@
+# 5e705f0f658f4030865683bee11bc0e45bf61cfb); the live system then copies no keyfile ("None of host directories are a
+# match for the current host": data/data/agent/files/usr/local/bin/pre-network-manager-config.sh@
+# 68a2973d6030b51cc29715581831f008bd0b1406) and NetworkManager asks DHCP. Its ip is the address its reservation gives.
+STATIC_NETWORK_KEYS = (*SIMPLE_NETWORK_KEYS, "ipv6")
 DEFAULT_INTERFACE = "eth0"
 FAMILY_KEYS = {4: ("ip", "prefix_length", "gateway"), 6: ("ipv6", "ipv6_prefix_length", "ipv6_gateway")}
 # Names NetworkManager and the kubelet treat as "no hostname set"; a node must not carry them.
@@ -190,8 +196,7 @@ class CheckedHost:
         if self.root_device_hints:
             host["rootDeviceHints"] = self.root_device_hints
         host["interfaces"] = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
-        host["networkConfig"] = self.network_config
-        return host
+        return dict(host, networkConfig=self.network_config) if self.network_config is not None else host
 
 
 @dataclasses.dataclass
@@ -218,7 +223,12 @@ class HostChecker:
             check_root_device_hint(self.report, key, hints[key])
         self.result.root_device_hints = dict(hints) if hints else None
         self.result.interfaces = self._interfaces()
-        (self._raw_network if given(self.host.get("network_config")) else self._simple_network)()
+        if given(self.host.get("network_config")):
+            self._raw_network()
+        elif any(given(self.host.get(key)) for key in STATIC_NETWORK_KEYS):
+            self._simple_network()
+        else:
+            self._dhcp()
         return self.result
 
     def _architecture(self) -> str | None:
@@ -301,7 +311,8 @@ class HostChecker:
                 fix = f"set {key} to the static address the host will have, or drop {key} to follow the first static "
                 self.report(key, value, what, fix + "address of network_config")
 
-    def _simple_network(self) -> None:
+    def _primary(self) -> str:
+        """The interface that carries the addresses: ``interface``, else the first of interfaces (or eth0)."""
         names = [name for name, _mac in self.result.interfaces]
         primary = str(self.host.get("interface") or "")
         if not primary:
@@ -309,6 +320,22 @@ class HostChecker:
         elif names and primary not in names:
             what = f"is not one of interfaces ({', '.join(names)})"
             self.report("interface", primary, what, "name the interface that carries the addresses")
+        return primary
+
+    def _dhcp(self) -> None:
+        """No static network: no networkConfig; ``ip``, when given, is the address the DHCP reservation gives (where
+        the install is followed), checked as a host address (it has no prefix: the prefix rule does not apply)."""
+        self._primary()
+        value = self.host.get("ip")
+        if isinstance(value, str) and "/" in value:
+            fix = "write the address alone: with prefix_length for a static address, alone for a DHCP reservation"
+            self.report("ip", value, "contains a prefix", fix)
+        elif given(value):
+            address = nmstate.check_host_address(self.report, "ip", value, 4, self.allow_loopback)
+            self.result.addresses += [nmstate.OwnedAddress("ip", address, None)] if address is not None else []
+
+    def _simple_network(self) -> None:
+        primary = self._primary()
         vlan_id, given_vlan = None, self.host.get("vlan_id")
         if given(given_vlan):
             vlan_id = nmstate.check_number(self.report, "vlan_id", given_vlan, *nmstate.VLAN_ID_RANGE, "a VLAN ID")
@@ -338,7 +365,8 @@ class HostChecker:
             return None
         address = nmstate.check_host_address(self.report, ip_key, value, version, self.allow_loopback)
         if not given(prefix_value):
-            fix = f"set the prefix length of the host's subnet, e.g. {24 if version == 4 else 64}"
+            fix = f"set the prefix length of the host's subnet, e.g. {24 if version == 4 else 64} (a DHCP host gives "
+            fix += "mac_address and ip only)"
             self.report(prefix_key, prefix_value, f"is not set but {ip_key} is", fix)
             return None
         prefix = nmstate.check_prefix(self.report, prefix_key, prefix_value, version)

@@ -21,11 +21,12 @@ Family = Optional[dict[str, Any]]  # the static settings of one IP version: {ip,
 
 
 class OwnedAddress(NamedTuple):
-    """A static address a host will own: the field that gives it, the netaddr.IPAddress and its prefix length."""
+    """An address a host will own: the field that gives it, the netaddr.IPAddress and its prefix length (None: the
+    address of a DHCP reservation)."""
 
     field: str
     address: Any
-    prefix: int
+    prefix: int | None
 
 
 MAIN_ROUTE_TABLE = 254
@@ -290,7 +291,9 @@ def _check_raw_routes(report: Report, config: dict[str, Any], names: set[str], o
             report(field + ".next-hop-interface", interface, "is not an interface of network_config", fix)
         if hop is None or destination != DEFAULT_ROUTE[hop.version]:
             continue
-        subnets = [subnet_of(address, prefix) for _field, address, prefix in owned if address.version == hop.version]
+        subnets = [
+            subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version and prefix is not None
+        ]
         if any(hop in subnet for subnet in subnets) or (hop.version == 6 and hop.is_link_local()):
             routed.add(hop.version)
         elif subnets:

@@ -325,6 +325,7 @@ def cmd_build_iso(args) -> int:
         "hosts": args.hosts,
         "cluster_id": args.cluster_id,
         "expired_token": args.expired_token,
+        "dhcp": args.dhcp,
     }
     result = _control(_running_lab(args.state), "POST", "/build-iso", body)
     print(json.dumps({"iso": result["iso"]}, indent=2))  # the token stays out of the output
@@ -336,6 +337,9 @@ def _configure_build_iso(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="path of the ISO to write")
     parser.add_argument("--cluster-id", help="write this cluster ID instead of the lab's (a foreign ISO)")
     parser.add_argument("--expired-token", action="store_true", help="embed an expired token")
+    parser.add_argument(
+        "--dhcp", action="append", default=[], metavar="HOST", help="no networkConfig for HOST (it takes a DHCP lease)"
+    )
     parser.add_argument("hosts", nargs="*", metavar="HOST", help="inventory hosts in the ISO (default all)")
 
 

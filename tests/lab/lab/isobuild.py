@@ -21,10 +21,14 @@ class IsoBuildError(Exception):
     """The node-joiner run failed (its fatal log line is the message)."""
 
 
-def nodes_config(hosts):
-    """nodes-config.yaml for inventory hosts with static IPv4."""
+def nodes_config(hosts, dhcp=()):
+    """nodes-config.yaml for inventory hosts with static IPv4, but those named in ``dhcp``: no networkConfig."""
     entries = []
     for host in hosts:
+        if host["name"] in dhcp:
+            interfaces = [{"name": "eth0", "macAddress": host["mac_address"]}]
+            entries.append({"hostname": host["name"], "role": "worker", "interfaces": interfaces})
+            continue
         address = {"ip": host["ip"], "prefix-length": host.get("prefix_length", 24)}
         entries.append(
             {
@@ -72,7 +76,7 @@ class _ForgedSource(clusterinfo.StoreSource):
         return obj
 
 
-async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
+async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False, dhcp=()):
     """Write an add-nodes ISO for ``hosts`` at ``out``; return the run (its ``token`` and ``auth``)."""
     import yaml
 
@@ -98,7 +102,7 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
         os.makedirs(assets)
         options["work_dir"] = work
         with open(os.path.join(assets, "nodes-config.yaml"), "w", encoding="utf-8") as handle:
-            yaml.safe_dump(nodes_config(hosts), handle)
+            yaml.safe_dump(nodes_config(hosts, dhcp), handle)
         run = NodeJoinerRun(
             assets,
             source,
@@ -115,11 +119,13 @@ async def build_iso(ctx, out, hosts, cluster_id=None, expired_token=False):
 
 
 async def build_iso_endpoint(request):
-    """Body {"out": PATH, "hosts": [NAME...], "cluster_id": ID, "expired_token": bool}: an add-nodes ISO.
+    """Body {"out": PATH, "hosts": [NAME...], "cluster_id": ID, "expired_token": bool, "dhcp": [NAME...]}: an
+    add-nodes ISO.
 
     Runs the lab's own node-joiner for the lab inventory (all hosts by default), so tests and the benchmark
     have an ISO without the collection. ``cluster_id`` forges an ISO for another cluster; ``expired_token``
-    one whose token has expired (minted with a throwaway key, the Secret is left alone).
+    one whose token has expired (minted with a throwaway key, the Secret is left alone); the hosts of ``dhcp`` get
+    no networkConfig (they take the lease of their DHCP reservation).
     """
     ctx = request.app[CTX]
     body = await _json_body(request)
@@ -131,7 +137,14 @@ async def build_iso_endpoint(request):
     except KeyError as exc:
         return json_response({"error": exc.args[0]}, 400)
     try:
-        run = await build_iso(ctx, os.path.abspath(out), hosts, body.get("cluster_id"), bool(body.get("expired_token")))
+        run = await build_iso(
+            ctx,
+            os.path.abspath(out),
+            hosts,
+            body.get("cluster_id"),
+            bool(body.get("expired_token")),
+            body.get("dhcp") or (),
+        )
     except IsoBuildError as exc:
         return json_response({"error": str(exc)}, 500)
     # "token": what a monitor sends (agent token on 4.17, watcher token from 4.18); "tokens": every one.

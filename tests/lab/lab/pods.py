@@ -123,6 +123,8 @@ class PodBehaviours:
         self.stage_delay = getattr(ctx.options, "nodejoiner_stage_delay", 0.0)
         self.installer = seeded_installer_image(ctx.variant)
         self.streams = PodStreams(ctx, self.pods)
+        # What each node-joiner run was given: {namespace, pod, nodes_config (the text of /assets/nodes-config.yaml)}.
+        self.received: list = []
 
     # --- status ---------------------------------------------------------------------------------------
     def _set_status(self, sim: SimulatedPod, phase: str, container_status: dict, ready: bool = False) -> None:
@@ -282,6 +284,8 @@ class PodBehaviours:
         source = sim.shell.host_path("/config/nodes-config.yaml")
         if os.path.exists(source):  # `cp` fails quietly in the real pod too, node-joiner then reports it
             shutil.copy(source, os.path.join(assets, "nodes-config.yaml"))
+            with open(source, encoding="utf-8") as handle:
+                self.received.append({"namespace": sim.namespace, "pod": sim.name, "nodes_config": handle.read()})
         self._running(sim)
         argv = njcli.node_joiner_argv(sim.argv)
         if argv is None:
@@ -330,6 +334,7 @@ async def setup(ctx) -> None:
     behaviours = PodBehaviours(ctx)
     ctx.pods = behaviours
     ctx.on_shutdown.append(behaviours.shutdown)
+    ctx.dump_sections["node_joiner_inputs"] = lambda: list(behaviours.received)
     files_url = await serve_pod_files(ctx, behaviours.pods)
 
     async def pod_files(_request):

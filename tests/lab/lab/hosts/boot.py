@@ -18,6 +18,11 @@ The layout read is node-joiner's add-nodes Ignition (openshift/installer pkg/ass
   not start) from ``/usr/local/share/assisted-service/assisted-service.env`` (installer
   data/data/agent/systemd/units/assisted-service.service.template@2e7e078d016b5b25f332ca05dab770b124d22367;
   openshift/assisted-service pkg/auth/agent_local_authenticator.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd);
+- its network: the keyfiles of the ``/etc/assisted/network/host*`` directory whose ``mac_interface.ini`` names one of
+  its MACs (compared in upper case) are copied for NetworkManager; with no such directory nothing is copied and
+  NetworkManager asks DHCP (installer data/data/agent/files/usr/local/bin/pre-network-manager-config.sh@
+  68a2973d6030b51cc29715581831f008bd0b1406, "None of host directories are a match for the current host");
+  ``BootConfig.static_addresses`` are the ``method=manual`` addresses of those keyfiles (none: DHCP);
 - the tokens the host's own services use: the import client reads ``AGENT_AUTH_TOKEN`` on 4.17 and
   ``USER_AUTH_TOKEN`` from 4.18 and sends it in ``Authorization`` (assisted-service
   cmd/agentbasedinstaller/client/main.go@c18512cd02435454b6c92e8a708ddd5b1f188dcd and
@@ -66,6 +71,7 @@ class BootConfig:
     expiry: str | None = None  # the add-nodes.env value, else the earliest exp of the tokens (RFC 3339)
     expiry_variable: str | None = None
     ipv6_autoconf: bool = False  # its NIC takes an IPv6 address from router advertisements (ipv6_autoconf())
+    static_addresses: list = field(default_factory=list)  # of its keyfiles (method=manual); none: it asks DHCP
 
     def client_token(self):
         """What the import client sends in ``Authorization`` (4.17 AGENT_AUTH_TOKEN, 4.18+ USER_AUTH_TOKEN)."""
@@ -150,6 +156,7 @@ def boot_config(config, host, cluster_id):
     expiry_variable = next((name for name in EXPIRY_VARIABLES if add_nodes.get(name)), None)
     hostname = files.get(f"{HOSTNAMES_DIR}/{mac}")
     return BootConfig(
+        static_addresses=static_addresses(files, mac),
         hostname=hostname.decode() if hostname else None,
         cluster_id=add_nodes["CLUSTER_ID"],
         infra_env_id=service.get("INFRA_ENV_ID", ""),
@@ -190,6 +197,28 @@ def ipv6_autoconf(files, mac):
                 return True
         return False
     return True
+
+
+def static_addresses(files, mac):
+    """The static addresses the keyfiles of the ``host*`` directory naming ``mac`` give (pre-network-manager-config.sh
+    takes the first directory, in ``ls`` order, whose mac_interface.ini names a MAC of the host)."""
+    directories = sorted({path.rsplit("/", 1)[0] for path in files if path.startswith(NETWORK_DIR + "/host")})
+    for directory in directories:
+        mapping = files.get(directory + "/mac_interface.ini", b"").decode()
+        if mac.upper() not in [line.split("=", 1)[0].strip().upper() for line in mapping.splitlines()]:
+            continue
+        addresses = []
+        for path in sorted(p for p in files if p.startswith(directory + "/") and p.endswith(".nmconnection")):
+            section = method = None
+            for line in files[path].decode().splitlines():
+                if line.startswith("["):
+                    section, method = line.strip("[] "), None
+                elif line.startswith("method="):
+                    method = line.split("=", 1)[1].strip()
+                elif section in ("ipv4", "ipv6") and method == "manual" and line.startswith("address"):
+                    addresses.append(line.split("=", 1)[1].split(",")[0].split("/")[0].strip())
+        return addresses
+    return []
 
 
 def service_public_key(value):

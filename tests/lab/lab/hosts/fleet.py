@@ -24,6 +24,8 @@ class Hosts:
         options = ctx.options
         self.agent_port = options.agent_port or free_port()
         self.kubelet_port = options.kubelet_port or free_port()
+        # The lab's DHCP server: a reservation per host, its MAC -> the address the lab was started with.
+        self.reservations = {h["mac_address"].lower(): h["ip"] for h in ctx.hosts}
         self.by_name = {
             h["name"]: SimHost(ctx, h, self.agent_port, self.kubelet_port, options.install_seconds) for h in ctx.hosts
         }

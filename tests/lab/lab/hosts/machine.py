@@ -28,6 +28,7 @@ from .agent import API_PREFIX, agent_app
 from .auth import AGENT, SCHEMES, USER, AuthError, authorize
 from .boot import (
     GO_ARCH_TO_RPM,
+    NETWORK_DIR,
     WrongIso,
     boot_config,
     cluster_id_of,
@@ -93,6 +94,7 @@ class SimHost(Progress):
         self.infra_env_id = None
         self.cluster_id = None
         self.hostname = self.name
+        self.network = None  # {"method": "static" | "dhcp", "addresses": [...]}, once booted
         self.failing = ()
         self.requests = 0
         self.agent_up = False
@@ -118,6 +120,7 @@ class SimHost(Progress):
                 self.iso = path
                 config = await asyncio.to_thread(ignition_of_iso, path)
             self.config = boot_config(config, self.inventory, cluster_id_of(self.ctx.store))
+            self._take_address()
         except WrongIso as exc:
             self.phase = "wrong-iso"
             self.boot_error = str(exc)
@@ -132,6 +135,21 @@ class SimHost(Progress):
             "host %s booted %s (%s, %s, OpenShift %s)", self.name, path, self.booted_from, booted_by, self.profile.name
         )
         return self.state()
+
+    def _take_address(self):
+        """The address the live system comes up at: the static one of its media, else the lease of the lab's DHCP
+        server, which reserves each host's MAC the address the lab was started with (``lab.json`` ``hosts``). The
+        lab's network has the host at that address only: media giving it another leave it unreachable."""
+        static = self.config.static_addresses
+        lease = None if static else self.ctx.lab_hosts.reservations.get(self.mac)
+        self.network = {"method": "static" if static else "dhcp", "addresses": static or ([lease] if lease else [])}
+        if self.ip not in self.network["addresses"]:
+            given = f"the static addresses {', '.join(static)}" if static else "no static address and no DHCP lease"
+            raise WrongIso(
+                f"the media give MAC {self.mac} {given} (keyfiles of {NETWORK_DIR}/host*), but this host lives at "
+                f"{self.ip} on the lab's network: nothing can reach it (build the media with its address, or none "
+                "for DHCP)"
+            )
 
     async def power_off(self):
         if self._task is not None:
@@ -309,6 +327,7 @@ class SimHost(Progress):
             "name": self.name,
             "ip": self.ip,
             "mac_address": self.mac,
+            "network": self.network,
             "phase": self.phase,
             "boot_error": self.boot_error,
             "booted_by": self.booted_by,

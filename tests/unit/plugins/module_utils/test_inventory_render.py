@@ -156,11 +156,13 @@ def test_vlan_carries_the_addresses_on_top_of_the_base_interface():
 
 
 @pytest.mark.parametrize("unset", [None, ""], ids=["absent", "empty-survey-answers"])
-def test_dhcp_host(unset):
-    host = {"name": "extra-worker-0", "mac_address": MAC0}
+@pytest.mark.parametrize("ip", [None, "192.168.111.90"], ids=["no-ip", "reserved-ip"])
+def test_a_dhcp_host_has_no_network_config(unset, ip):
+    """No static network key: no networkConfig at all, as in node-joiner's own add-nodes test
+    (cmd/node-joiner/testdata/add-nodes.txt); the ip (the DHCP reservation's) goes nowhere in the ISO."""
+    host = {"name": "extra-worker-0", "mac_address": MAC0, "ip": ip}
     if unset is not None:
         host.update(
-            ip=unset,
             prefix_length=unset,
             gateway=unset,
             dns_servers=unset,
@@ -168,24 +170,21 @@ def test_dhcp_host(unset):
             root_device_hints=unset,
             cpu_architecture=unset,
         )
-    assert _only_config([host])["hosts"] == [
-        {
-            "hostname": "extra-worker-0",
-            "role": "worker",
-            "interfaces": [{"name": "eth0", "macAddress": MAC0}],
-            "networkConfig": {
-                "interfaces": [
-                    {
-                        "name": "eth0",
-                        "type": "ethernet",
-                        "state": "up",
-                        "mac-address": MAC0,
-                        "ipv4": {"enabled": True, "dhcp": True},
-                    }
-                ]
-            },
-        }
+    config = _only_config([host])
+    assert config["hosts"] == [
+        {"hostname": "extra-worker-0", "role": "worker", "interfaces": [{"name": "eth0", "macAddress": MAC0}]}
     ]
+    assert "networkConfig" not in render_nodes_config(config) and "192.168.111.90" not in render_nodes_config(config)
+
+
+def test_a_dhcp_host_with_several_nics_lists_them_all():
+    nics = [{"name": "eno1", "mac_address": MAC0}, {"name": "eno2", "mac_address": MAC1}]
+    config = _only_config([{"name": "extra-worker-0", "interfaces": nics, "ip": "192.168.111.90"}])
+    assert config["hosts"][0]["interfaces"] == [
+        {"name": "eno1", "macAddress": MAC0},
+        {"name": "eno2", "macAddress": MAC1},
+    ]
+    assert "networkConfig" not in config["hosts"][0]
 
 
 def test_raw_nmstate_passes_through_unchanged():

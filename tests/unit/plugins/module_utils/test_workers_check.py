@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import sort_variables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import (
@@ -22,6 +23,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError, Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import cluster_version
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS, CheckedHost
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import build_nodes_configs
 
 CLUSTER = {
     "architecture": "amd64",
@@ -100,6 +102,7 @@ def test_the_plan_summary_is_the_lines_the_preflight_step_prints():
         "Cluster lab.example.test 4.21.1 (BareMetal, amd64), apps apps.lab",
         "New workers: extra-worker-0 (boot: manual)",
         "Of them from the day-1 agent-config (none given): none",
+        "Of them from the nodes-config (none given): none",
         'Labels and taints: [{"name": "extra-worker-0", "labels": {"a": "b"}}, '
         '{"name": "extra-worker-9", "labels": {"a": "b"}}]',
         "Already joined: extra-worker-9",
@@ -161,7 +164,55 @@ def test_a_value_of_the_wrong_type_names_host_field_and_value():
 
 def test_an_address_is_required_to_follow_the_install():
     problems = problems_of(host("extra-worker-0", mac_address="52:54:00:6f:00:14"))
-    assert [p["field"] for p in problems] == ["ip"]
+    assert [(p["host"], p["field"], p["value"]) for p in problems] == [("extra-worker-0", "ip", None)]
+    assert "there is no address the install is followed at" in problems[0]["message"]
+    assert "the one its DHCP reservation gives (mac_address and ip are all a DHCP host needs)" in problems[0]["message"]
+
+
+def test_a_dhcp_host_is_followed_at_its_reserved_ip_and_checked_against_the_cluster():
+    result = check_workers(
+        [host("extra-worker-0", mac_address="52:54:00:6f:00:14", ip="192.168.111.20"), good("extra-worker-1", 21)],
+        CLUSTER,
+    )
+    dhcp = result["hosts"][0]
+    assert (dhcp["address"], dhcp["addresses"], dhcp.get("prefix_length")) == (
+        "192.168.111.20",
+        ["192.168.111.20"],
+        None,
+    )
+    cluster = dict(CLUSTER, api_vips=["192.168.111.5"])
+    problems = problems_of(
+        host("extra-worker-0", mac_address="52:54:00:6f:00:14", ip="10.0.0.5"),
+        host("extra-worker-1", mac_address="52:54:00:6f:00:15", ip="192.168.111.5"),
+        host("extra-worker-2", mac_address="52:54:00:6f:00:16", ip="192.168.111.10"),
+        host("extra-worker-3", mac_address="52:54:00:6f:00:17", ip="192.168.111.40"),
+        host("extra-worker-4", mac_address="52:54:00:6f:00:18", ip="192.168.111.40"),
+        cluster=cluster,
+    )
+    says = {(p["host"], p["field"]): p["message"] for p in problems}
+    assert "outside the cluster's machine networks (192.168.111.0/24)" in says[("extra-worker-0", "ip")]
+    assert "is the cluster's API VIP" in says[("extra-worker-1", "ip")]
+    assert "already belongs to Node master-0" in says[("extra-worker-2", "ip")]
+    assert "is already used by host extra-worker-3" in says[("extra-worker-4", "ip")]
+    assert not any(p["field"] == "prefix_length" for p in problems)  # a DHCP address has no prefix to match
+
+
+@pytest.mark.parametrize(
+    "extra, field, says",
+    [
+        ({"ip": "192.168.111.20/24"}, "ip", "alone for a DHCP reservation"),
+        (
+            {"ip": "192.168.111.20", "gateway": "192.168.111.1"},
+            "prefix_length",
+            "a DHCP host gives mac_address and ip only",
+        ),
+        ({"ip": "192.168.111.20", "vlan_id": 10}, "prefix_length", "is not set but ip is"),
+        ({"ipv6": "fd00::20"}, "ipv6_prefix_length", "is not set but ipv6 is"),
+    ],
+)
+def test_any_static_key_makes_the_network_static(extra, field, says):
+    problems = problems_of(host("extra-worker-0", mac_address="52:54:00:6f:00:14", **extra))
+    assert any(p["field"] == field and says in p["message"] for p in problems), problems
 
 
 def test_a_ready_node_with_the_hosts_address_joined_already():
@@ -507,3 +558,15 @@ def test_the_check_step_imports_neither_the_pod_exec_nor_the_iso_reader():
     heavy = r"\._image\.(pod_exec|iso\w*|cpio|initrd|ignition|info|build|node_joiner|run|artifacts)$"
     heavy += r"|\._(join|install)\b|\._boot\.serve"  # (_boot.redfish holds the BMC address rules, pure)
     assert [name for name in ours if re.search(heavy, name)] == []
+
+
+def test_the_example_inventory_says_what_is_true():
+    """playbooks/inventory.example.yml: a static host and a DHCP one, both good; the DHCP one renders no network."""
+    example = pathlib.Path(__file__).resolve().parents[4] / "playbooks" / "inventory.example.yml"
+    listed = yaml.safe_load(example.read_text())["all"]["children"]["new_workers"]["hosts"]
+    result = check_workers([host(name, **variables) for name, variables in listed.items()], CLUSTER)
+    records = {record["name"]: record for record in result["hosts"]}
+    assert records["extra-worker-1"]["address"] == listed["extra-worker-1"]["ip"]
+    configs = build_nodes_configs(result["hosts"], "x86_64")
+    entries = {entry["hostname"]: entry for entry in configs["x86_64"]["hosts"]}
+    assert "networkConfig" not in entries["extra-worker-1"] and "networkConfig" in entries["extra-worker-0"]
