@@ -6,7 +6,8 @@
 any dot file or directory: linter settings, tool caches) is in it; every Python
 file in it imports only what the tarball itself, the standard library or its declared requirements provide (no
 ``lab``); every module's version_added is at most galaxy.yml's version. Prints the file count and exits 1 on a
-problem. With ``--keep DIR`` the tarball is left in DIR (the examples step installs it from there).
+problem. With ``--keep DIR`` the tarball is left in DIR (tests/integration/test_examples.py installs it from there
+and runs the shipped examples and the documents' snippets with it against the lab).
 """
 
 import ast
