@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both set themselves up.
 SHELL := /bin/bash
 
-.PHONY: setup demo test units sanity lint format integration lab-tests test-slow mutation bench clean
+.PHONY: setup demo test units sanity lint format integration examples lab-tests test-slow mutation bench clean
 
 setup:
 	bash .ci/setup.sh
@@ -23,6 +23,11 @@ lint: setup
 
 integration: setup
 	.venv/bin/python -m pytest -q -n 3 tests/integration
+
+# The release tarball installed as a user installs it; the shipped examples and the README's and user guide's snippets
+# run from it against the lab (part of `make integration`).
+examples: setup
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n 3 tests/integration/test_examples.py
 
 lab-tests: setup
 	.venv/bin/python -m pytest -q -n 3 tests/lab_tests

@@ -1,6 +1,8 @@
 """The shape of the repository, checked: thin modules, cohesive module_utils (few files, none too long), a check
-step that does not load the image step's pod exec or ISO reader, a repository that stands alone, and an architecture
-document that matches the tree. Run by .ci/lint.sh; exits 1 and names every breach.
+step that does not load the image step's pod exec or ISO reader, a repository that stands alone, an architecture
+document that matches the tree, workflow tables (README.md, docs/user-guide.md) that name exactly the modules each
+step of roles/day2/tasks/ runs, and galaxy.yml pointing at the project's own places. Run by .ci/lint.sh; exits 1 and
+names every breach.
 """
 
 import ast
@@ -18,6 +20,11 @@ MODULE_UTILS_FILES = 45  # one file per concept, not a file per function
 CHECK_STEP = "plugins/action/workers_check.py"
 NOT_IN_CHECK_STEP = ("_image.pod_exec", "_image.iso", "_image.initrd", "_image.node_joiner")
 DOC_STRINGS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+# The documents whose workflow table (header "step (tag)") names the modules of every step of the role.
+WORKFLOW_TABLES = ("README.md", "docs/user-guide.md")
+NOT_IN_PLAYBOOK = "(not in the playbook)"  # the row of the modules no step runs
+GALAXY_URLS = ("repository", "documentation", "issues")
+PLACEHOLDER_HOSTS = re.compile(r"(^|\.)(example\.(com|org|net)|[^/]*\.invalid|localhost|[^/]*\.test)$")
 OUTSIDE_FILES = re.compile(r"\b(FACTS|LAB|DESIGN)\.md\b")
 SKIP_DIRS = {".git", ".venv", ".collections", ".cache", "tests/output", ".build"}
 
@@ -66,6 +73,74 @@ def documentation_problems(path):
                 problems.append(
                     "%s: %s is not YAML: %s" % (path.name, node.targets[0].id, str(error).replace("\n", " "))
                 )
+    return problems
+
+
+def step_modules():
+    """{step (task file stem): modules of this collection its tasks call}, block/rescue/always included."""
+
+    def calls(node):
+        if isinstance(node, list):
+            for item in node:
+                yield from calls(item)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if str(key).startswith("openshift_agent.day2."):
+                    yield str(key).rsplit(".", 1)[1]
+                if key in ("block", "rescue", "always"):
+                    yield from calls(value)
+
+    return {
+        path.stem: set(calls(yaml.safe_load(path.read_text())))
+        for path in files("roles/day2/tasks/*.yml")
+        if path.stem != "main"
+    }
+
+
+def workflow_table_problems(relative, steps, modules):
+    """The table of ``relative`` whose header has "step (tag)": each row's modules are exactly its step's."""
+    lines = (ROOT / relative).read_text().splitlines()
+    header = next((n for n, line in enumerate(lines) if line.startswith("| step (tag) |")), None)
+    if header is None:
+        return ["%s: no workflow table (a row starting with '| step (tag) |')" % relative]
+    cells = [c.strip() for c in lines[header].strip("|").split("|")]
+    column = next(n for n, cell in enumerate(cells) if cell.startswith("modules"))
+    problems, seen = [], set()
+    for line in lines[header + 2 :]:
+        if not line.startswith("|"):
+            break
+        row = [c.strip() for c in line.strip("|").split("|")]
+        named = set(re.findall(r"`(\w+)`", row[column])) & modules
+        if row[0] == NOT_IN_PLAYBOOK:
+            step, wanted = row[0], modules - set().union(*steps.values())
+        else:
+            names = [n.strip() for n in row[0].split("(")[0].split(",")]
+            step = next((n for n in names if n in steps), None)
+            if step is None:
+                problems.append("%s: workflow row %r names no task file of roles/day2/tasks" % (relative, row[0]))
+                continue
+            wanted = steps[step]
+        seen.add(step)
+        for name in sorted(wanted - named):
+            problems.append("%s: workflow row %r does not name %s, which the step runs" % (relative, row[0], name))
+        for name in sorted(named - wanted):
+            problems.append("%s: workflow row %r names %s, which the step does not run" % (relative, row[0], name))
+    for step in sorted(set(steps) - seen):
+        problems.append(
+            "%s: the workflow table has no row of step %s (roles/day2/tasks/%s.yml)" % (relative, step, step)
+        )
+    return problems
+
+
+def galaxy_problems():
+    """galaxy.yml's repository, documentation and issues: set, https, and not a placeholder domain."""
+    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
+    problems = []
+    for field in GALAXY_URLS:
+        url = str(galaxy.get(field) or "")
+        host = url.split("://", 1)[-1].split("/", 1)[0]
+        if not url.startswith("https://") or not host or PLACEHOLDER_HOSTS.search(host):
+            problems.append("galaxy.yml: field %r value %r is not the project's own https URL" % (field, url))
     return problems
 
 
@@ -121,6 +196,10 @@ def main():
     for named in sorted(set(re.findall(r"`((?:module_utils|modules|action)/[\w/]+\.py)`", architecture))):
         if not (ROOT / "plugins" / named).exists():
             breaches.append("docs/architecture.md names plugins/%s, which does not exist" % named)
+    modules = {path.stem for path in files("plugins/modules/*.py") if path.name != "__init__.py"}
+    for relative in WORKFLOW_TABLES:
+        breaches.extend(workflow_table_problems(relative, step_modules(), modules))
+    breaches.extend(galaxy_problems())
     for breach in breaches:
         print("layout: " + breach)
     print("layout: %s" % ("%d breach(es)" % len(breaches) if breaches else "ok"))

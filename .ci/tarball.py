@@ -1,10 +1,13 @@
 """Build the release tarball as a user does and check what it holds.
 
 ``ansible-galaxy collection build`` into a temporary directory, then: nothing of the lab, of the tests that need it
-(tests/lab_tests, tests/slow, tests/integration, tests/benchmarks) or of the developer tooling is in it; every Python
+(tests/lab_tests, tests/slow, tests/integration, tests/benchmarks), of the tests that need the repository's
+.collections link (tests/mutation) or of the developer tooling (.ci, Makefile, pyproject.toml, requirements-dev.txt,
+any dot file or directory: linter settings, tool caches) is in it; every Python
 file in it imports only what the tarball itself, the standard library or its declared requirements provide (no
 ``lab``); every module's version_added is at most galaxy.yml's version. Prints the file count and exits 1 on a
-problem. With ``--keep DIR`` the tarball is left in DIR (the examples step installs it from there).
+problem. With ``--keep DIR`` the tarball is left in DIR (tests/integration/test_examples.py installs it from there
+and runs the shipped examples and the documents' snippets with it against the lab).
 """
 
 import ast
@@ -17,7 +20,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-REFUSED = ("tests/lab/", "tests/lab_tests/", "tests/slow/", "tests/integration/", "tests/benchmarks/", ".ci/")
+REFUSED = (
+    "tests/lab/",
+    "tests/lab_tests/",
+    "tests/slow/",
+    "tests/integration/",
+    "tests/benchmarks/",
+    "tests/mutation/",
+    ".ci/",
+)
+REFUSED_FILES = ("Makefile", "ansible.cfg", "pyproject.toml", "requirements-dev.txt")
 REFUSED_IMPORTS = {"lab", "labctl", "test_add_workers", "conftest", "matrix", "cases"}
 
 
@@ -31,7 +43,8 @@ def problems_of(tarball, version):
         members = [m for m in archive.getmembers() if m.isfile()]
         for member in members:
             name = member.name
-            if name.startswith(REFUSED) or name in ("Makefile", "ansible.cfg"):
+            hidden = any(part.startswith(".") for part in name.split("/"))
+            if name.startswith(REFUSED) or name in REFUSED_FILES or hidden:
                 problems.append(f"{name}: must not be in the tarball (add it to build_ignore in galaxy.yml)")
                 continue
             if not name.endswith(".py"):
