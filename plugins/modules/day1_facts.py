@@ -446,7 +446,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import
 
 
 def main():
-    spec = dict(copy.deepcopy(AUTH_ARG_SPEC), allow_upgrading=dict(type="bool", default=False))
+    spec = dict(copy.deepcopy(AUTH_ARG_SPEC), allow_upgrading={"type": "bool", "default": False})
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     try:
         result = cluster.gather(module)
