@@ -19,6 +19,9 @@ description:
   - Decides whether the cluster can take day-2 workers (C(supported)) the way node-joiner decides it, and says why
     not (C(unsupported_reasons)). Objects node-joiner does without are read and used when they exist; when they
     are missing the facts say so in C(warnings) (also shown as module warnings), never as a reason to refuse.
+  - "Names the cluster states in which adding workers is unsafe or only risky (see the notes): an upgrade in progress
+    and a paused worker pool with a rendered config pending are listed in C(unsafe_reasons) unless
+    O(allow_upgrading=true); they and the risky states are always in C(warnings)."
   - Only reads. It makes exactly 18 GET requests on the resources listed in the notes (the kubernetes client may add
     its own discovery requests the first time it meets an API server; it caches them in a temporary file).
   - Secret contents are never returned. For the pull secret only its presence and the registries it covers are
@@ -55,12 +58,33 @@ notes:
     payload); a mirror on C(registry.appliance.openshift.com:22625) (older builds C(registry.appliance.com)) means
     C(appliance) (every node runs that registry for itself); anything else is C(standard). For the two special
     kinds a warning tells what new hosts need and how to get it (see the day2_iso guide)."
+  - "The cluster's state, judged before any write (neither node-joiner nor C(oc adm node-image) checks it: node-joiner
+    takes the release of ClusterVersion C(status.history[0]), C(oc) that of C(status.desired), upgrade or not).
+    An upgrade in progress - ClusterVersion C(Progressing=True) (C(Working towards <version>: ...)) or
+    C(status.history[0].state) C(Partial), what C(oc adm upgrade) calls already upgrading - is unsafe: the new
+    workers would be built from the release being rolled out into a cluster still partly older, and drained and
+    rebooted again by the machine-config operator. A paused worker MachineConfigPool whose C(spec.configuration) is
+    not its C(status.configuration) (a rendered config pending) is unsafe too: the machine-config server gives a
+    new node the old one (it serves C(spec.configuration) only once a node has it), and the pool reboots it into the
+    pending one when it is unpaused. Both are C(unsafe_reasons), with their fix, unless O(allow_upgrading=true)."
+  - "Risky only, so warnings: a paused pool with nothing pending (no MachineConfig change reaches the new workers
+    until it is unpaused), an updating pool (the new workers get what the machine-config server serves, and may be
+    updated once more), a ClusterOperator new workers do not need that is Degraded or not Available. Health
+    problems (C(health.problems)): a Degraded worker pool (C(Degraded), C(NodeDegraded), C(RenderDegraded)), a
+    ClusterOperator new workers need (C(kube-apiserver), C(etcd), C(kube-controller-manager), C(kube-scheduler),
+    C(machine-config), C(network), C(dns)) Degraded or not Available, a NotReady Node."
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - openshift_agent.day2.attributes
   - openshift_agent.day2.attributes.READ_ONLY
   - openshift_agent.day2.attributes.FACTS
-options: {}
+options:
+  allow_upgrading:
+    description:
+      - List an upgrade in progress and a paused worker pool with a rendered config pending in C(warnings) only,
+        not in C(unsafe_reasons) (the role's C(day2_allow_upgrading)).
+    type: bool
+    default: false
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
@@ -153,6 +177,12 @@ ansible_facts:
               them otherwise).
           type: str
           sample: Multi
+        progressing:
+          description:
+            - An update in progress as ClusterVersion says it, null when there is none - C(Progressing=True) and its
+              message, else C(status.history[0] <version> is Partial).
+          type: str
+          sample: "Progressing=True: Working towards 4.21.1: 762 of 955 done (79% complete), waiting on machine-config"
         version_history:
           description: ClusterVersion C(status.history), newest first.
           type: list
@@ -366,8 +396,11 @@ ansible_facts:
               type: dict
             worker_pool:
               description:
-                MachineConfigPool C(worker) state (updated, updating, degraded, machine counts, message),
-                or null when it does not exist.
+                - MachineConfigPool C(worker) state, or null when it does not exist - C(updated), C(updating),
+                  C(degraded) (its conditions), C(paused), C(machine_count), C(ready_machine_count),
+                  C(updated_machine_count), C(configuration) (C(status.configuration), what its nodes run), C(target)
+                  (C(spec.configuration)), C(served) (what the machine-config server gives a new node - C(target) once
+                  a node has it, else C(configuration)), C(message) (why it is degraded, else its Updating message).
               type: dict
         supported:
           description: Whether this cluster can take day-2 workers through node-joiner.
@@ -377,9 +410,20 @@ ansible_facts:
           type: list
           elements: str
           sample: ["cluster version 4.16.20 is older than 4.17, the first release whose node-joiner can add nodes"]
+        unsafe_reasons:
+          description:
+            - Why adding workers now is unsafe, each with its fix - an upgrade in progress, a paused worker pool with
+              a rendered config pending; empty with O(allow_upgrading=true). The role refuses the cluster when it is
+              not empty.
+          type: list
+          elements: str
+          sample: ["an upgrade to 4.21.1 is in progress (ClusterVersion Progressing=True: Working towards 4.21.1: ...):
+            ... Fix: wait until `oc adm upgrade` says \"Cluster version is 4.21.1\" and run again, or set
+            day2_allow_upgrading=true to add them during the upgrade"]
         warnings:
-          description: Optional objects that are missing or cannot be read and what that leaves unknown, and
-            disagreements between sources. None of them makes the cluster unsupported.
+          description: Optional objects that are missing or cannot be read and what that leaves unknown,
+            disagreements between sources, and the cluster states that make adding workers unsafe or risky (see the
+            notes). None of them makes the cluster unsupported.
           type: list
           elements: str
           sample: ["Network.config.openshift.io cluster does not exist: cluster_networks, service_networks and
@@ -402,7 +446,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=copy.deepcopy(AUTH_ARG_SPEC), supports_check_mode=True)
+    spec = dict(copy.deepcopy(AUTH_ARG_SPEC), allow_upgrading={"type": "bool", "default": False})
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     try:
         result = cluster.gather(module)
     except Day2Error as error:

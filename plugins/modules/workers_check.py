@@ -60,8 +60,10 @@ description:
     validation refuses a wrong type when the role starts; the check here also covers the later steps' settings when
     the steps run one by one.) A play variable named like a setting but unknown to the collection
     (C(day2_boot_methd), C(DAY2_PXE), C(day2BootMethod)) is refused naming the one meant."
-  - Before any of that, a cluster that node-joiner cannot add workers to (the facts' C(supported)) is refused, and so
-    is an unhealthy one (the facts' C(health)) unless O(require_healthy=false).
+  - Before any of that, a cluster that node-joiner cannot add workers to (the facts' C(supported)) is refused, so is
+    one being updated (the facts' C(unsafe_reasons), which M(openshift_agent.day2.day1_facts) leaves empty with its
+    O(openshift_agent.day2.day1_facts#module:allow_upgrading)), and so is an unhealthy one (the facts' C(health))
+    unless O(require_healthy=false).
 notes:
   - It reads the inventory only and writes nothing; check mode behaves like a normal run.
   - It is an action plugin; it always runs on the controller.

@@ -59,11 +59,14 @@ MIXABLE = ("x86_64", "aarch64")  # the architectures that may join a cluster of 
 
 
 def refuse_cluster(cluster: dict[str, Any], require_healthy: bool) -> None:
-    """A cluster node-joiner cannot add workers to, or (unless allowed) an unhealthy one: refused first."""
+    """A cluster node-joiner cannot add workers to, one being updated (the facts' ``unsafe_reasons``: empty when
+    day1_facts had ``allow_upgrading``), or (unless allowed) an unhealthy one: refused first."""
     name, health = cluster.get("name"), cluster.get("health") or {}
     if not cluster.get("supported", True):
         reasons = "; ".join(cluster.get("unsupported_reasons") or [])
         raise Day2Error(f"Cluster {name} cannot take day-2 workers: {reasons}")
+    if cluster.get("unsafe_reasons"):
+        raise Day2Error(f"Cluster {name} is being updated: {'; '.join(cluster['unsafe_reasons'])}.")
     if require_healthy and not health.get("healthy", True):
         why, fix = "; ".join(health.get("problems") or []), "set day2_require_healthy=false to go on anyway"
         raise Day2Error(f"Cluster {name} is not healthy: {why}. Fix it first, or {fix}.")

@@ -93,7 +93,13 @@ def cluster_version(clusterversion: Any) -> dict[str, Any]:
     desired = dig(clusterversion, "status", "desired", default={})
     entries = dig(clusterversion, "status", "history", default=[])
     history = [{key: h.get(key) for key in ("version", "state", "image")} for h in entries if isinstance(h, dict)]
-    latest = history[0] if history else {}
+    latest, progressing = history[0] if history else {}, k8s.condition(clusterversion, "Progressing")
+    # An update under way: Progressing=True "Working towards <version>: ..." and history[0] Partial until it is
+    # Completed -- openshift/cluster-version-operator pkg/cvo/status.go@d37e5a056d5a9c74c2ac2d5551ef39f573c9824a
+    # (4.17: @b855c68099755979a053f60a49300d3502f44325).
+    running = f"status.history[0] {latest.get('version')} is Partial" if latest.get("state") == "Partial" else None
+    if progressing.get("status") == "True":
+        running = f"Progressing=True: {progressing.get('message')}"
     return {
         "version": desired.get("version") or latest.get("version"),
         "release_image": desired.get("image") or latest.get("image"),
@@ -101,6 +107,7 @@ def cluster_version(clusterversion: Any) -> dict[str, Any]:
         # 7395174fe74168e53ed58dfda8c170fbedd6d61d): workers of another architecture need "Multi" (_check.arch).
         "release_architecture": desired.get("architecture") or "",
         "version_history": history,
+        "progressing": running,
     }
 
 
@@ -151,11 +158,14 @@ def _core(objects: dict[str, Any], config: dict[str, Any], warnings: list[str]) 
     }
 
 
-def build_facts(objects: dict[str, Any], unreadable: dict[str, str] | None = None) -> dict[str, Any]:
+def build_facts(
+    objects: dict[str, Any], unreadable: dict[str, str] | None = None, allow_upgrading: bool = False
+) -> dict[str, Any]:
     """The ``day1_cluster`` facts.
 
     ``objects`` maps each READS key to the object read (None when absent); ``unreadable`` maps the READS keys
-    that could not be read (403) to the reason.
+    that could not be read (403) to the reason. The updates under way (:func:`health.updates`) are warnings, and
+    also ``unsafe_reasons`` unless ``allow_upgrading``.
     """
     unreadable = unreadable or {}
     readable = {key: key not in unreadable for key, _target, _role in READS}
@@ -190,7 +200,10 @@ def build_facts(objects: dict[str, Any], unreadable: dict[str, str] | None = Non
         )
     facts["worker_ignition"] = settings.worker_ignition(objects.get("worker_user_data"), warnings)
     facts["nodes"] = [{key: node[key] for key in NODE_FACT_KEYS} for node in nodes]
-    facts["health"] = health.health(objects.get("clusteroperators"), objects.get("worker_pool"), nodes, readable)
+    facts["health"] = health.health(objects, nodes, readable, warnings)
+    refused, warned = health.updates(facts)
+    warnings += refused + warned
+    facts["unsafe_reasons"] = [] if allow_upgrading else refused
     needed = {key: MEANING[key][0] for key, _target, role in READS if role == NEEDED}
     facts["unsupported_reasons"] = support.support_reasons(facts, objects, unreadable, needed)
     facts["supported"] = not facts["unsupported_reasons"]
@@ -225,7 +238,7 @@ def gather(module: Any, name: str = "day1_facts") -> dict[str, Any]:
     """day1_facts' result: the facts as ``ansible_facts.day1_cluster``, the number of API calls and the facts'
     warnings (prefixed with the module's ``name``) as module warnings."""
     client = k8s.connect(module)[1]
-    facts = build_facts(*read_objects(client))
+    facts = build_facts(*read_objects(client), allow_upgrading=module.params["allow_upgrading"])
     return {
         "changed": False,
         "ansible_facts": {"day1_cluster": facts},

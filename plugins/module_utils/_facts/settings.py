@@ -127,11 +127,15 @@ def pull_secret(secret: Any) -> dict[str, Any]:
     """Whether the pull secret has a ``.dockerconfigjson``, and the registries it covers; the credentials are never
     returned."""
     encoded = dig(secret, "data", ".dockerconfigjson")
+    return {"present": bool(encoded), "registries": sorted(dig(_json(encoded, True), "auths", default={}))}
+
+
+def _json(text: Any, encoded: bool = False) -> Any:
+    """``text`` (base64-decoded first when ``encoded``) read as JSON; None when it is empty or cannot be read."""
     try:
-        auths = (json.loads(base64.b64decode(encoded)).get("auths") or {}) if encoded else {}
-    except (ValueError, TypeError, AttributeError):
-        auths = {}
-    return {"present": bool(encoded), "registries": sorted(auths)}
+        return json.loads(base64.b64decode(text) if encoded else text) if text else None
+    except (ValueError, TypeError):
+        return None
 
 
 def _artifact(data: Any, *path: str) -> dict[str, Any]:
@@ -141,20 +145,14 @@ def _artifact(data: Any, *path: str) -> dict[str, Any]:
 def boot_images(configmap: Any, warnings: list[str]) -> dict[str, Any]:
     """The RHCOS live ISO and PXE artifacts per RPM architecture, from ConfigMap coreos-bootimages ``stream``."""
     text = dig(configmap, "data", "stream")
-    if not text:
-        return {}
-    try:
-        stream = json.loads(text)
-    except ValueError:
-        stream = None
-    if not isinstance(stream, dict):  # a damaged object is a warning, never an error
+    stream = _json(text)
+    if text and not isinstance(stream, dict):  # a damaged object is a warning, never an error
         warnings.append(
             "ConfigMap openshift-machine-config-operator/coreos-bootimages key 'stream' is not a JSON object, "
             "boot_images is empty; the machine-config operator maintains it: check its health."
         )
-        return {}
     images = {}
-    for arch, data in sorted((stream.get("architectures") or {}).items()):
+    for arch, data in sorted(dig(stream, "architectures", default={}).items()):
         metal = dig(data, "artifacts", "metal", default={})
         pxe = dig(metal, "formats", "pxe", default={})
         images[arch] = {
@@ -168,18 +166,14 @@ def boot_images(configmap: Any, warnings: list[str]) -> dict[str, Any]:
 def worker_ignition(secret: Any, warnings: list[str]) -> dict[str, Any]:
     """The machine-config server URL and CA of the worker pointer config (Secret worker-user-data-managed)."""
     encoded = dig(secret, "data", "userData")
-    try:
-        pointer = json.loads(base64.b64decode(encoded)) if encoded else None
-    except (ValueError, TypeError):
+    pointer = _json(encoded, True)
+    if encoded and pointer is None:
         warnings.append(
             "Secret openshift-machine-api/worker-user-data-managed key 'userData' is not an Ignition JSON document, "
             "worker_ignition is unknown; the machine-config operator maintains it: check its health."
         )
-        pointer = None
-    if pointer is None:
-        return {"url": None, "has_ca": False}
     url = dig(pointer, "ignition", "config", "merge", 0, "source")
-    if url is None:
+    if pointer is not None and url is None:
         warnings.append(
             "the worker ignition pointer config (Secret openshift-machine-api/worker-user-data-managed) has no merge "
             "source URL"

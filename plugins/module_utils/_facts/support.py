@@ -153,15 +153,10 @@ def cluster_kind(
                 found[REGISTRY_LESS].append(f"{host}:{port}")
             elif host in APPLIANCE_REGISTRY_HOSTS:
                 found[APPLIANCE].append(f"{host}:{port}" if port else host)
-    listed = found[REGISTRY_LESS]
-    if listed:  # the cluster's own api-int endpoint comes first when the mirrors lack it
-        if api_int_url:
-            api_int = _host_port(api_int_url.split("://", 1)[-1])[0]
-        else:
-            api_int = f"api-int.{name}.{base_domain}" if name and base_domain else ""
-        if api_int and f"{api_int}:{INTERNAL_REGISTRY_PORT}" not in listed:
-            listed.insert(0, f"{api_int}:{INTERNAL_REGISTRY_PORT}")
-    kind = REGISTRY_LESS if listed else APPLIANCE if found[APPLIANCE] else STANDARD
+    own = _host_port(api_int_url.split("://", 1)[-1])[0] if api_int_url else f"api-int.{name}.{base_domain}"
+    if found[REGISTRY_LESS] and (api_int_url or (name and base_domain)):  # the cluster's own api-int endpoint first
+        found[REGISTRY_LESS].insert(0, f"{own}:{INTERNAL_REGISTRY_PORT}")
+    kind = REGISTRY_LESS if found[REGISTRY_LESS] else APPLIANCE if found[APPLIANCE] else STANDARD
     return {"kind": kind, "internal_registries": list(dict.fromkeys(found.get(kind, [])))}
 
 

@@ -23,6 +23,13 @@ from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.fa
 TARGETS = {key: target for key, target, _role in READS}
 
 
+class Module:
+    """The module as gather uses it: its parameters."""
+
+    def __init__(self, **params):
+        self.params = dict({"allow_upgrading": False}, **params)
+
+
 class FakeApi:
     """An ApiClient stand-in: answers GETs by path from READS keys; an int answer is that HTTP status."""
 
@@ -84,7 +91,7 @@ def test_another_error_on_an_optional_object_fails():
 def test_gather_is_the_module_result(monkeypatch):
     api = FakeApi(objects(network=None, pull_secret=403))
     monkeypatch.setattr(cluster.k8s, "connect", lambda module: ("k8s-client", api))
-    result = gather(object())
+    result = gather(Module())
     facts = result["ansible_facts"]["day1_cluster"]
     assert sorted(result) == ["ansible_facts", "api_calls", "changed", "warnings"]
     assert result["changed"] is False and result["api_calls"] == 18
@@ -93,13 +100,26 @@ def test_gather_is_the_module_result(monkeypatch):
     assert facts["warnings"][0].startswith("Network.config.openshift.io cluster does not exist")
 
 
+def test_gather_passes_allow_upgrading_on(monkeypatch):
+    """The module's allow_upgrading leaves an upgrade in progress a warning: no unsafe_reasons."""
+    partial = objects()["clusterversion"]
+    partial["status"]["history"][0]["state"] = "Partial"
+    for allowed in (False, True):
+        monkeypatch.setattr(
+            cluster.k8s, "connect", lambda module: ("k8s-client", FakeApi(objects(clusterversion=partial)))
+        )
+        facts = gather(Module(allow_upgrading=allowed))["ansible_facts"]["day1_cluster"]
+        assert bool(facts["unsafe_reasons"]) is not allowed
+        assert any(w.startswith("an upgrade to 4.18.3 is in progress") for w in facts["warnings"])
+
+
 def test_gather_lets_access_errors_through(monkeypatch):
     def refused(module):
         raise ApiAccessError("cannot load the kubeconfig /k with its current-context: ...")
 
     monkeypatch.setattr(cluster.k8s, "connect", refused)
     with pytest.raises(ApiAccessError):
-        gather(object())
+        gather(Module())
 
 
 def test_the_facts_keep_their_node_fields():
@@ -116,7 +136,7 @@ def test_the_facts_keep_their_node_fields():
 
 def test_a_pointer_that_is_not_json_is_one_warning():
     facts = build_facts(objects(worker_user_data={"data": {"userData": b64("not json")}}))
-    assert facts["worker_ignition"] == {"url": None, "has_ca": False}
+    assert facts["worker_ignition"] == {"url": None, "has_ca": False, "ignition_version": None}
     assert len([w for w in facts["warnings"] if "worker-user-data-managed" in w]) == 1
 
 

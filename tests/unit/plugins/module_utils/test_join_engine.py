@@ -1310,6 +1310,6 @@ def test_a_node_never_ready_since_it_registered_is_joining_not_unhealthy():
     joining = health_node("False", "2024-05-01T12:00:00Z", "2024-05-01T12:00:01Z")
     failed = health_node("Unknown", "2024-05-01T12:00:00Z", "2024-05-01T15:00:00Z")
     assert never_ready(joining) and not never_ready(failed)
-    assert health(None, None, [node_summary(joining)], {})["joining"] == ["worker-0"]
-    assert health(None, None, [node_summary(joining)], {})["problems"] == []
-    assert health(None, None, [node_summary(failed)], {})["problems"] == ["Node worker-0 is not Ready"]
+    assert health({}, [node_summary(joining)], {}, [])["joining"] == ["worker-0"]
+    assert health({}, [node_summary(joining)], {}, [])["problems"] == []
+    assert health({}, [node_summary(failed)], {}, [])["problems"] == ["Node worker-0 is not Ready"]
