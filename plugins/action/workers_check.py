@@ -33,6 +33,7 @@ ARGUMENT_SPEC = {
     **{key: {"type": "str", "default": ""} for key in ("replace_node", "iso_url", *FILE_OPTIONS)},
     **{key: {"type": "str", "default": ""} for key in ("cluster_name", "base_domain", *files.IMAGE_FIELDS.values())},
     "openshift_version": {"type": "raw", "default": ""},
+    "serve": {"type": "dict", "default": {}},
     "node_labels": {"type": "raw", "default": {}},
     "node_taints": {"type": "raw", "default": []},
 }
@@ -71,19 +72,30 @@ class ActionModule(ActionBase):
                     problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
             variables.check_settings(values, settings, args["cluster"], problems)
             variables.check_play_names(task_vars, known, problems)
-            hostvars = task_vars["hostvars"]
-            shared = set(hostvars[task_vars["inventory_hostname"]])  # what the play's own host sees: all, extra vars
+            hostvars, groups = task_vars["hostvars"], task_vars["groups"]
+            # What every host of the play sees alike (all, extra vars): what the controller's own host sees. (The play
+            # runs on the first host of the limit when --limit leaves localhost out: playbooks/add_workers.yml.)
+            shared = set(hostvars["localhost"])
+            # --limit: the group's hosts that ansible's inventory manager selects with the limit's own patterns (the
+            # play's batch restriction aside: the play runs on one host, playbooks/add_workers.yml).
+            limit, members = task_vars.get("ansible_limit") or "", groups.get(args["group"]) or []
+            inventory = hostvars._inventory  # (HostVars holds the InventoryManager; it has no public accessor)
+            chosen = {host.name for host in inventory.get_hosts(args["group"], ignore_restrictions=True)}
+            # The host the play runs on also holds the run's own variables (registered, set as facts) and facts.
+            own = known - set(settings) | set(task_vars.get("ansible_facts") or {})
+            ours = {task_vars.get("inventory_hostname"): shared | own}
             hosts = []
-            for name in task_vars["groups"].get(args["group"]) or []:
+            for name in (name for name in members if name in chosen):
                 read = functools.partial(_read, hostvars[name].__getitem__)
-                hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, shared))
+                hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, ours.get(name, shared)))
+            args.update(limit=limit, left_out=[name for name in members if name not in chosen])
             playbook_dir = task_vars.get("playbook_dir")
             agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
             nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
             image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
             image = files.image_settings(from_file, image, args["nodes_config"], problems)
-            play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
-            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
+            play = {key: args.pop(key) for key in PLAY_OPTIONS}
+            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": list(groups)}
             outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
             outcome["image"] = image
             if left_alone:
