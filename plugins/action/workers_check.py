@@ -9,10 +9,13 @@ see them. The checks are module_utils code (``_check``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Any, Callable
 
+import jinja2
+import jinja2.meta
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
@@ -40,7 +43,39 @@ ARGUMENT_SPEC = {
 # The options that describe the play (the cluster meant, the play-wide marks, the files of hosts) rather than a check.
 PLAY_OPTIONS = ("cluster_name", "base_domain", "openshift_version", "node_labels", "node_taints", *FILE_OPTIONS)
 # plugins/action/ -> the collection's root (roles/, playbooks/).
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
 COLLECTION_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _templated(value: Any, found: set[str]) -> set[str]:
+    """The variables the templates in ``value`` (a raw, untemplated variable) use, as Jinja's own parser finds them."""
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        with contextlib.suppress(jinja2.TemplateError):
+            found |= jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(value))
+    for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+        _templated(item, found)
+    return found
+
+
+@functools.cache
+def _encrypted(path: str) -> bool:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(len(VAULT_HEADER)) == VAULT_HEADER
+    except OSError:
+        return False
+
+
+def _feeding(raw: dict[str, Any]) -> set[str]:
+    """Of a host's raw variables, those that feed another one: used in its templates, or read from an encrypted file
+    (known from where ansible-core 2.19 and later says a value was read: its Origin tag)."""
+    used = _templated(list(raw.values()), set())
+    try:
+        from ansible._internal._datatag._tags import Origin  # (no public accessor of a value's origin)
+    except ImportError:  # (ansible-core before 2.19)
+        return used
+    origins = {name: getattr(Origin.get_tag(value), "path", None) for name, value in raw.items()}
+    return used | {name for name, path in origins.items() if path and _encrypted(path)}
 
 
 def _read(get: Callable[[Any], Any], key: Any) -> Any:
@@ -87,7 +122,9 @@ class ActionModule(ActionBase):
             hosts = []
             for name in (name for name in members if name in chosen):
                 read = functools.partial(_read, hostvars[name].__getitem__)
-                hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, ours.get(name, shared)))
+                feeding = _feeding(dict(hostvars.raw_get(name)))
+                sorted_ = variables.sort_variables(name, hostvars[name], read, HOST_KEYS, ours.get(name, shared), feeding)
+                hosts.append(sorted_)
             args.update(limit=limit, left_out=[name for name in members if name not in chosen])
             playbook_dir = task_vars.get("playbook_dir")
             agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)

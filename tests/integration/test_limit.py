@@ -2,6 +2,8 @@
 localhost out, adds only the new workers the limit selects, and neither builds for, boots, waits on nor fails over
 the others; a limit that selects no new worker is refused before any write, naming the limit and the group."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 from conftest import REPO, lab_env, run_playbook
@@ -32,7 +34,7 @@ def test_a_limit_adds_only_the_hosts_it_selects(lab_factory, tmp_path, limit):
 
 def test_a_limit_that_selects_no_new_worker_is_refused_before_any_write(lab_factory, tmp_path):
     lab = lab_factory("--hosts", "2")
-    document = yaml.safe_load(open(lab.inventory).read())
+    document = yaml.safe_load(Path(lab.inventory).read_text())
     document["all"]["children"]["bastions"] = {"hosts": {"bastion-0": {}}}
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(yaml.safe_dump(document))

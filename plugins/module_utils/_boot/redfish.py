@@ -56,6 +56,7 @@ EXAMPLE_BMC = "redfish-virtualmedia+https://192.168.111.201/redfish/v1/Systems/1
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 _SYSTEM_PATH = re.compile(r"^/redfish/v1/Systems/[^/]+/?$")
 PLAY = "(play)"
+SYSTEM_FACTS = ["GetSystemInventory", "GetVirtualMedia", "GetBootOverride"]
 
 
 def _valid_host(host: str) -> bool:
@@ -266,51 +267,41 @@ class Bmc:
         self.file = "" if source == "inventory" else source  # an agent-config host: fields named as the file does
         self.baseuri = endpoint["bmc_base_url"].split("://", 1)[1]
 
+    def refuse(self, field: str, what: str, fix: str) -> Day2Error:
+        """The error of a BMC's answer, in the form of every input problem: host, field (an agent-config host's as its
+        file names it, ``bmc.address``), what the BMC said and the fix."""
+        if self.file:
+            field, fix = field.replace("bmc_", "bmc."), fix.replace("bmc_", "bmc.") + f" in {self.file}"
+        return Day2Error(f'host {self.host}: field "{field}": the BMC at {self.baseuri} {what}; {fix}')
+
     def _call(self, module: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = self._run(module, dict(self.login, baseuri=self.baseuri, **arguments))
         if not outcome.get("failed"):
             return outcome
         message = str(outcome.get("msg") or "no message")
+        what = f"refused {module.rsplit('.', 1)[-1]} {arguments.get('command')}: {message}"
         if "401" in message or "403" in message:
-            field, fix = "bmc_password", "check bmc_username and bmc_password against the BMC's accounts"
-        else:
-            field, fix = (
-                "bmc_address",
-                "check that this controller reaches the BMC over HTTPS and that it speaks Redfish",
-            )
-        if self.file:
-            field, fix = field.replace("bmc_", "bmc."), fix.replace("bmc_", "bmc.") + f" in {self.file}"
-        raise Day2Error(
-            f'host {self.host}: field "{field}": the BMC at {self.baseuri} refused {module.rsplit(".", 1)[-1]} '
-            f"{arguments.get('command')}: {message}; {fix}"
+            raise self.refuse("bmc_password", what, "check bmc_username and bmc_password against the BMC's accounts")
+        raise self.refuse(
+            "bmc_address", what, "check that this controller reaches the BMC over HTTPS and that it speaks Redfish"
         )
 
     def inspect(self) -> Media:
         """Read the system, its virtual media and boot override (GET requests only)."""
-        facts = self._call(
-            "community.general.redfish_info",
-            {"category": "Systems", "command": ["GetSystemInventory", "GetVirtualMedia", "GetBootOverride"]},
-        )
-        systems = facts.get("redfish_facts") or {}
+        systems = self._call("community.general.redfish_info", {"category": "Systems", "command": SYSTEM_FACTS})
+        systems, path = systems.get("redfish_facts") or {}, self.endpoint.get("bmc_system_path") or ""
         managers = None
-        if not _entry(
-            (systems.get("virtual_media") or {}).get("entries"),
-            "resource_uri",
-            self.endpoint.get("bmc_system_path") or "",
-        ):
-            managers = self._call(
-                "community.general.redfish_info", {"category": "Manager", "command": ["GetVirtualMedia"]}
-            ).get("redfish_facts")
-        media = pick_media(self.endpoint.get("bmc_system_path") or "", systems, managers)
+        if not _entry((systems.get("virtual_media") or {}).get("entries"), "resource_uri", path):
+            arguments = {"category": "Manager", "command": ["GetVirtualMedia"]}
+            managers = self._call("community.general.redfish_info", arguments).get("redfish_facts")
+        media = pick_media(path, systems, managers)
         if not media.system_uri:
-            raise Day2Error(
-                f"host {self.host}: the BMC at {self.baseuri} has no system "
-                f"{self.endpoint.get('bmc_system_path') or ''}; check bmc_address"
+            raise self.refuse(
+                "bmc_address", f"has no system {path or '(it lists none)'}", "end bmc_address with a system the BMC has"
             )
         if not media.cd:
-            raise Day2Error(
-                f"host {self.host}: the BMC at {self.baseuri} offers no CD/DVD virtual media; boot it by hand "
-                "(day2_boot_method=manual)"
+            raise self.refuse(
+                "bmc_address", "offers no CD/DVD virtual media", "boot the host by hand (day2_boot_method=manual)"
             )
         return media
 

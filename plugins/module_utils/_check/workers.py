@@ -224,7 +224,9 @@ def check_workers(
     loopback, platform = definition.loopback_allowed(), cluster.get("platform")
     checked = check_hosts(list(settings_of.values()), architecture, loopback, platform, problems)
     # A MAC of a file's host that another host has is named once, as the same host defined twice (_defined_once).
-    problems.items = [p for p in problems.items if p["field"] == "interfaces" or (p["host"], str(p["value"])) not in clashes]
+    problems.items = [
+        p for p in problems.items if p["field"] == "interfaces" or (p["host"], str(p["value"])) not in clashes
+    ]
     check_payload(checked, cluster, problems)
     checked_of = {host.hostname: host for host in checked}
     cluster_addresses = ClusterAddresses(cluster, replace_node)
