@@ -66,8 +66,9 @@ class ActionModule(ActionBase):
                 result.update(
                     changed=True,
                     url="",
-                    msg=f"Check mode: {path} would be served over {scheme} on {host}:{port or '(a free port)'} only. "
-                    "The ISO holds the pull secret: only the BMC network should reach that address.",
+                    msg=f"Check mode: nothing is served. A run would serve {path} over {scheme} at {host}, on "
+                    f"{f'port {port}' if port else 'a free port'}, listening on that address only. The ISO holds the "
+                    "pull secret: only the BMC network should reach that address.",
                 )
                 return result
             started = server.start(

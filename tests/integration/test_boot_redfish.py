@@ -304,7 +304,7 @@ def test_the_vault_layout_boots_through_redfish(lab_factory, tmp_path):
     inventory = inventory_with(lab, folder / "hosts.yml", **hosts)
     (folder / "group_vars" / "new_workers" / "vars.yml").write_text('bmc_password: "{{ vault_bmc_password }}"\n')
     vault = folder / "group_vars" / "new_workers" / "vault.yml"
-    vault.write_text(yaml.safe_dump({"vault_bmc_password": password, "bmc_pass_rack2": "spare-Password-7"}))
+    vault.write_text(yaml.safe_dump({"vault_bmc_password": password, "bmc_password_rack2": "spare-Password-7"}))
     secret = tmp_path / "vault-password"
     secret.write_text("the-vault-password\n")
     encrypt = [str(VENV_BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(secret), str(vault)]
@@ -314,7 +314,7 @@ def test_the_vault_layout_boots_through_redfish(lab_factory, tmp_path):
     rc, output = run_playbook(PLAYBOOK, *args, env=lab_env(lab), timeout=600)
     assert rc == 0, output[-6000:]
     said = " ".join(output.split())
-    assert '"vault_bmc_password"' in said and '"bmc_pass_rack2"' in said  # left alone, named in the plan
+    assert '"vault_bmc_password"' in said and '"bmc_password_rack2"' in said  # left alone, named in the plan
     assert password not in output and "spare-Password-7" not in output
     hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
     assert all(hosts[name]["booted_by"] == "redfish" for name in ("extra-worker-0", "extra-worker-1")), hosts
