@@ -107,32 +107,14 @@ class ActionModule(ActionBase):
                     problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
             variables.check_settings(values, settings, args["cluster"], problems)
             variables.check_play_names(task_vars, known, problems)
-            hostvars, groups = task_vars["hostvars"], task_vars["groups"]
-            # What every host of the play sees alike (all, extra vars): what the controller's own host sees. (The play
-            # runs on the first host of the limit when --limit leaves localhost out: playbooks/add_workers.yml.)
-            shared = set(hostvars["localhost"])
-            # --limit: the group's hosts that ansible's inventory manager selects with the limit's own patterns (the
-            # play's batch restriction aside: the play runs on one host, playbooks/add_workers.yml).
-            limit, members = task_vars.get("ansible_limit") or "", groups.get(args["group"]) or []
-            inventory = hostvars._inventory  # (HostVars holds the InventoryManager; it has no public accessor)
-            chosen = {host.name for host in inventory.get_hosts(args["group"], ignore_restrictions=True)}
-            # The host the play runs on also holds the run's own variables (registered, set as facts) and facts.
-            own = known - set(settings) | set(task_vars.get("ansible_facts") or {})
-            ours = {task_vars.get("inventory_hostname"): shared | own}
-            hosts = []
-            for name in (name for name in members if name in chosen):
-                read = functools.partial(_read, hostvars[name].__getitem__)
-                feeding = _feeding(dict(hostvars.raw_get(name)))
-                sorted_ = variables.sort_variables(name, hostvars[name], read, HOST_KEYS, ours.get(name, shared), feeding)
-                hosts.append(sorted_)
-            args.update(limit=limit, left_out=[name for name in members if name not in chosen])
+            hosts = self._hosts(task_vars, args, known - set(settings))
             playbook_dir = task_vars.get("playbook_dir")
             agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
             nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
             image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
             image = files.image_settings(from_file, image, args["nodes_config"], problems)
-            play = {key: args.pop(key) for key in PLAY_OPTIONS}
-            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": list(groups)}
+            play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
+            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
             outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
             outcome["image"] = image
             if left_alone:
@@ -140,3 +122,29 @@ class ActionModule(ActionBase):
         except Day2Error as error:
             return {**result, **error.result, "failed": True, "msg": f"workers_check: {error.message}"}
         return {**result, **outcome, "changed": False}
+
+    def _hosts(self, task_vars: dict[str, Any], args: dict[str, Any], ours: set[str]) -> list[Any]:
+        """The group's hosts that the run's --limit selects, their variables sorted; ``args`` gets the limit and the
+        hosts it left out. ``ours``: the run's own variables (registered, set as facts)."""
+        hostvars, members = task_vars["hostvars"], task_vars["groups"].get(args["group"]) or []
+        # What every host of the play sees alike (all, extra vars) is what the controller's own host sees. The host
+        # the play runs on (localhost, or the limit's first host: playbooks/add_workers.yml) also holds the run's own
+        # variables and facts.
+        shared = set(hostvars["localhost"])
+        own = {task_vars.get("inventory_hostname"): shared | ours | set(task_vars.get("ansible_facts") or {})}
+        # The limit: the group's hosts ansible's own inventory manager selects with its patterns (the play's batch
+        # restriction aside). HostVars holds the InventoryManager; it has no public accessor.
+        chosen = {host.name for host in hostvars._inventory.get_hosts(args["group"], ignore_restrictions=True)}
+        args.update(limit=task_vars.get("ansible_limit") or "", left_out=[n for n in members if n not in chosen])
+        return [
+            variables.sort_variables(
+                name,
+                hostvars[name],
+                functools.partial(_read, hostvars[name].__getitem__),
+                HOST_KEYS,
+                own.get(name, shared),
+                _feeding(dict(hostvars.raw_get(name))),
+            )
+            for name in members
+            if name in chosen
+        ]
