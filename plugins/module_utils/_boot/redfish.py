@@ -142,20 +142,19 @@ def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems, serv
 def check_bmc(host: str, settings: dict[str, Any], problems: Problems) -> dict[str, str]:
     """One host's BMC settings for a Redfish boot; its base URL and system path when they are usable."""
     fix = "set bmc_address, bmc_username and bmc_password in the host's variables (Redfish boot)"
-    address, endpoint = settings.get("bmc_address"), {}
+    address, endpoint = str(settings.get("bmc_address") or ""), {}
     try:
         base, system_path = bmc_endpoint(address) if address else ("", "")
         endpoint = {"bmc_base_url": base, "bmc_system_path": system_path} if address else {}
     except ValueError as error:
         problems.add(host, "bmc_address", without_userinfo(address), *error.args)
     if not address:
-        problems.add(host, "bmc_address", address, "is not set, but the host is booted through Redfish", fix)
-    for key, shown, more in (
-        ("bmc_username", settings.get("bmc_username"), ""),
-        ("bmc_password", None, " (in a vault)"),
-    ):
-        if not settings.get(key):
-            problems.add(host, key, shown, "is not set (Redfish boot)", fix + more)
+        what = "is not set, but the host is booted through Redfish"
+        problems.add(host, "bmc_address", settings.get("bmc_address"), what, fix)
+    if not settings.get("bmc_username"):
+        problems.add(host, "bmc_username", settings.get("bmc_username"), "is not set (Redfish boot)", fix)
+    if not settings.get("bmc_password"):
+        problems.add(host, "bmc_password", None, "is not set (Redfish boot)", fix + " (in a vault)")
     return endpoint
 
 

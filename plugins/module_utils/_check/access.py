@@ -75,8 +75,8 @@ class Rule:
     def of(cls, spec: tuple[str, ...], why: str) -> Rule:
         """The rule of a :data:`_TABLE` entry."""
         steps, verbs, group, resources, names, namespace = (*spec, "", "")[:6]
-        lists = (tuple(text.split()) for text in (resources, verbs, steps))
-        return cls(group, *lists, why, tuple(names.split()), namespace or None)
+        resources_, verbs_, steps_, names_ = (tuple(text.split()) for text in (resources, verbs, steps, names))
+        return cls(group, resources_, verbs_, steps_, why, names_, namespace or None)
 
     def reviews(self) -> list[Review]:
         names: tuple[str | None, ...] = self.names or (None,)
