@@ -136,15 +136,10 @@ class ActionModule(ActionBase):
         # restriction aside). HostVars holds the InventoryManager; it has no public accessor.
         chosen = {host.name for host in hostvars._inventory.get_hosts(args["group"], ignore_restrictions=True)}
         args.update(limit=task_vars.get("ansible_limit") or "", left_out=[n for n in members if n not in chosen])
-        return [
-            variables.sort_variables(
-                name,
-                hostvars[name],
-                functools.partial(_read, hostvars[name].__getitem__),
-                HOST_KEYS,
-                own.get(name, shared),
-                _feeding(dict(hostvars.raw_get(name))),
+        hosts = []
+        for name in (name for name in members if name in chosen):
+            read, feeding = functools.partial(_read, hostvars[name].__getitem__), _feeding(dict(hostvars.raw_get(name)))
+            hosts.append(
+                variables.sort_variables(name, hostvars[name], read, HOST_KEYS, own.get(name, shared), feeding)
             )
-            for name in members
-            if name in chosen
-        ]
+        return hosts

@@ -224,22 +224,19 @@ def check_workers(
     loopback, platform = definition.loopback_allowed(), cluster.get("platform")
     checked = check_hosts(list(settings_of.values()), architecture, loopback, platform, problems)
     # A MAC of a file's host that another host has is named once, as the same host defined twice (_defined_once).
-    problems.items = [
-        p for p in problems.items if p["field"] == "interfaces" or (p["host"], str(p["value"])) not in clashes
-    ]
+    named = [(p["field"] == "interfaces" or (p["host"], str(p["value"])) not in clashes, p) for p in problems.items]
+    problems.items = [problem for keep, problem in named if keep]
     check_payload(checked, cluster, problems)
     checked_of = {host.hostname: host for host in checked}
     cluster_addresses = ClusterAddresses(cluster, replace_node)
     nodes = {node.get("name"): node for node in cluster.get("nodes") or []}
     sources = {host.name: host.source for host in hosts if host.source}
-    records = [
-        _record(name, settings, checked_of.get(name), nodes, replace_node, sources.get(name), problems)
-        for name, settings in settings_of.items()
-    ]
-    for record in records:
-        report, name = problems.for_host(record["name"]), record["name"]
+    records = []
+    for name, settings in settings_of.items():
+        records.append(_record(name, settings, checked_of.get(name), nodes, replace_node, sources.get(name), problems))
+        record, own = records[-1], (settings.get("node_labels"), settings.get("node_taints"))
         record["labels"], record["taints"] = labels.merged_marks(
-            settings_of[name].get("node_labels"), settings_of[name].get("node_taints"), play_labels, play_taints, report
+            *own, play_labels, play_taints, problems.for_host(name)
         )
         if name in checked_of and record["state"] != "joined":
             cluster_addresses.check(checked_of[name], problems)
