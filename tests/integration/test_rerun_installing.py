@@ -34,8 +34,11 @@ def interrupt_while_writing(lab, args, log):
             start_new_session=True,
         )
     try:
-        stages = lambda: [host_stage(lab, name) for name in HOSTS]  # noqa: E731
-        moment = lambda: WRITING in stages() and set(stages()) <= INSTALLING  # noqa: E731
+
+        def moment():
+            stages = [host_stage(lab, name) for name in HOSTS]
+            return WRITING in stages and set(stages) <= INSTALLING
+
         wait_until("a host writing its disk, the other installing", moment, timeout=300, interval=0.1)
     finally:
         for pid in tree(proc.pid):  # (ansible's workers start sessions of their own)

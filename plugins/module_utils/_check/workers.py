@@ -164,7 +164,9 @@ def _no_hosts(group: str, groups: list[str] | None, play: Json, limit: str, left
 
 def _serving(serve: Json, records: list[Json]) -> str:
     """The plan's words for an ISO this run serves (iso_serve): where it listens, over which scheme, what it holds."""
-    bmcs = sorted({str(record["bmc"]["bmc_base_url"]).split("://")[-1] for record in records if record.get("bmc")})
+    bmcs = sorted(
+        {str(record["bmc"]["bmc_base_url"]).rsplit("://", maxsplit=1)[-1] for record in records if record.get("bmc")}
+    )
     where = serve.get("address") or f"this controller's address that routes to the BMCs ({', '.join(bmcs)})"
     scheme = "HTTPS" if serve.get("tls_cert") else "plain HTTP (set day2_serve_tls_cert for HTTPS)"
     return (
