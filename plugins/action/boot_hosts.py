@@ -43,63 +43,46 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        task_vars = task_vars or {}
-        check = (
-            "Check mode: nothing is built or booted; a run would ask you at this point: "
-            if self._task.check_mode
-            else ""
-        )
+        task_vars, redfish = task_vars or {}, args["method"] == "redfish"
         if args["inspect"]:
             return dict(result, **self._inspect(args, task_vars))
         hosts, lines = [], []
         for host in args["hosts"]:
             stands = (args["standing"].get(str(host["name"]).lower()) or {}).get("agent") or {}
+            where = f" at {stands['stage']}" if stands.get("stage") else ""
             if host.get("state") in INSTALLED:
                 lines.append(f"{host['name']} is {host['state']} already ({INSTALLED[host['state']]}): not booted")
-            elif stands.get("phase", "waiting") == "waiting":
-                hosts.append(host)
-            else:  # booting it again would reinstall it, or restart a disk write
-                where = f" at {stands['stage']}" if stands.get("stage") else ""
+            elif stands.get("phase", "waiting") != "waiting":  # booting it again would reinstall it
                 lines.append(
                     f"{host['name']} is {stands['phase']} already (agent: {stands.get('status') or 'gone'}{where}): "
                     "not booted again, its install is followed"
                 )
-        if args["method"] == "manual" or not hosts:
-            paths = ", ".join(str(a.get("path")) for a in args["artifacts"]) or "(the ISO)"
-            if hosts:
-                lines[:0] = [
-                    check + "Boot each of these hosts from the ISO once (virtual media, USB or PXE), with the disk as "
-                    "the next boot device: " + ", ".join(str(h["name"]) for h in hosts),
-                    "The ISO: " + paths,
-                    "The next step follows every host's install as soon as it boots.",
-                ]
-            result.update(changed=False, booted=[], msg=lines)
-            return result
-
+            else:
+                hosts.append(host)
+        if hosts and not redfish:
+            check = "Check mode: nothing is built or booted; a run would ask you at this point: "
+            lines[:0] = [
+                (check if self._task.check_mode else "") + "Boot each of these hosts from the ISO once (virtual "
+                "media, USB or PXE), with the disk as the next boot device: " + ", ".join(h["name"] for h in hosts),
+                "The ISO: " + (", ".join(str(a.get("path")) for a in args["artifacts"]) or "(the ISO)"),
+                "The next step follows every host's install as soon as it boots.",
+            ]
         booted: list[str] = []
         try:
-            for host in hosts:
-                bmc = self._bmc(host, args, task_vars)
+            for host in hosts if redfish else []:
+                bmc, shown = self._bmc(host, args, task_vars), args["image_url_shown"]
                 if self._task.check_mode:
-                    lines.append(
-                        f"Check mode: {host['name']} would be booted {bmc.plan(bmc.inspect(), args['image_url_shown'])}"
-                    )
+                    lines.append(f"Check mode: {host['name']} would be booted {bmc.plan(bmc.inspect(), shown)}")
                     continue
                 if not args["image_url"]:
-                    raise Day2Error(
-                        f"host {host['name']}: there is no ISO URL to insert: set day2_iso_url, or leave it empty "
-                        "and day2_serve_iso unset (this run serves it)"
-                    )
+                    fix = "set day2_iso_url, or leave it empty and day2_serve_iso unset (this run serves it)"
+                    raise Day2Error(f"host {host['name']}: there is no ISO URL to insert: {fix}")
                 bmc.boot(args["image_url"])
                 booted.append(host["name"])
-                lines.append(
-                    f"{host['name']}: booted from {args['image_url_shown'] or 'the ISO'} through its BMC {bmc.baseuri}"
-                )
+                lines.append(f"{host['name']}: booted from {shown or 'the ISO'} through its BMC {bmc.baseuri}")
         except Day2Error as error:
-            result.update(failed=True, msg=f"boot_hosts: {error.message}", booted=booted)
-            return result
-        result.update(changed=bool(booted), booted=booted, msg=lines)
-        return result
+            return dict(result, failed=True, msg=f"boot_hosts: {error.message}", booted=booted)
+        return dict(result, changed=bool(booted), booted=booted, msg=lines)
 
     def _bmc(self, host: dict[str, Any], args: dict[str, Any], task_vars: dict[str, Any]) -> Bmc:
         def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -113,16 +96,19 @@ class ActionModule(ActionBase):
         only, in check mode too), before anything is written; every refusal at once."""
         lines, problems = [], []
         for host in args["hosts"] if args["method"] == "redfish" else []:
-            if host.get("state") in INSTALLED:
-                continue
             try:
-                media = self._bmc(host, args, task_vars).inspect()
+                media = self._bmc(host, args, task_vars).inspect() if host.get("state") not in INSTALLED else None
             except Day2Error as error:
                 problems.append(error.message)
                 continue
-            lines.append(
-                f"{host['name']}: its BMC answers: system {media.system_uri} (power {media.power}), "
-                f"virtual CD {media.cd.get('Id') or '?'}{' (holds a medium)' if media.cd.get('Image') else ''}"
+            held = " (holds a medium)" if media and media.cd.get("Image") else ""
+            lines += (
+                [
+                    f"{host['name']}: its BMC answers: system {media.system_uri} (power {media.power}), virtual CD "
+                    f"{media.cd.get('Id') or '?'}{held}"
+                ]
+                if media
+                else []
             )
         if problems:
             return {"failed": True, "changed": False, "msg": "boot_hosts: " + "; ".join(problems), "problems": problems}

@@ -38,54 +38,39 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        pidfile = os.path.join(args["workdir"], "iso-serve.pid")
+        pidfile, artifacts = os.path.join(args["workdir"], "iso-serve.pid"), args["artifacts"]
         try:
+            if args["state"] == "stopped" and self._task.check_mode:
+                running = server.read_pidfile(pidfile)
+                return dict(result, changed=bool(running), stopped=False, pid=(running or {}).get("pid"))
             if args["state"] == "stopped":
-                if self._task.check_mode:
-                    running = server.read_pidfile(pidfile)
-                    result.update(changed=bool(running), stopped=False, pid=(running or {}).get("pid"))
-                    return result
                 stopped = server.stop(pidfile)
-                result.update(stopped, changed=stopped["stopped"])
-                return result
-            if len(args["artifacts"]) != 1:
-                raise Day2Error(
-                    "iso_serve: the run built %d ISOs (%s), but it serves one: serve them yourself and set "
-                    "day2_iso_url, or boot the hosts by hand (day2_boot_method=manual)"
-                    % (len(args["artifacts"]), ", ".join(str(a.get("architecture")) for a in args["artifacts"]))
-                )
-            path = str(args["artifacts"][0]["path"])
+                return dict(result, changed=stopped["stopped"], **stopped)
+            if len(artifacts) != 1:
+                built = ", ".join(str(a.get("architecture")) for a in artifacts)
+                fix = "serve them yourself and set day2_iso_url, or boot the hosts by hand (day2_boot_method=manual)"
+                raise Day2Error(f"iso_serve: the run built {len(artifacts)} ISOs ({built}), but it serves one: {fix}")
             if args["timeout"] < 60:
                 raise Day2Error("iso_serve: timeout must be at least 60 seconds, got %d" % args["timeout"])
+            path, scheme = str(artifacts[0]["path"]), "HTTPS" if args["tls_cert"] else "HTTP"
             bmc_urls = [
                 str(h["bmc"]["bmc_base_url"]) for h in args["hosts"] if (h.get("bmc") or {}).get("bmc_base_url")
             ]
-            scheme = "HTTPS" if args["tls_cert"] else "HTTP"
+            secret = "The ISO holds the pull secret: only the BMC network should reach that address."
             if self._task.check_mode:
                 host, port = server.listen_address(args["address"], bmc_urls)
-                result.update(
-                    changed=True,
-                    url="",
-                    msg=f"Check mode: {path} would be served over {scheme} on {host}:{port or '(a free port)'} only. "
-                    "The ISO holds the pull secret: only the BMC network should reach that address.",
-                )
-                return result
+                at = f"port {port}" if port else "a free port"
+                said = f"Check mode: nothing is served. A run would serve {path} over {scheme} at {host}, on {at}, "
+                return dict(result, changed=True, url="", msg=said + f"listening on that address only. {secret}")
+            # This worker's parent is ansible-playbook itself: the server lives no longer than the run.
+            cert, key = args["tls_cert"] or "", args["tls_key"] or ""
             started = server.start(
-                path,
-                args["workdir"],
-                args["address"],
-                bmc_urls,
-                # This worker's parent is ansible-playbook itself: the server lives no longer than the run.
-                watch_pid=os.getppid(),
-                max_seconds=args["timeout"],
-                cert=args["tls_cert"] or "",
-                key=args["tls_key"] or "",
+                path, args["workdir"], args["address"], bmc_urls, os.getppid(), args["timeout"], cert, key
             )
             result.update(started, changed=True)
             result["msg"] = (
                 f"Serving {path} over {scheme} to the BMCs at {started['display_url']}, listening on "
-                f"{started['address']} only, until the disks are written or the run ends. The ISO holds the pull "
-                "secret: only the BMC network should reach this address."
+                f"{started['address']} only, until the disks are written or the run ends. {secret}"
             )
         except Day2Error as error:
             result.update(error.result, failed=True, msg=error.message)

@@ -9,10 +9,13 @@ see them. The checks are module_utils code (``_check``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Any, Callable
 
+import jinja2
+import jinja2.meta
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
@@ -33,13 +36,46 @@ ARGUMENT_SPEC = {
     **{key: {"type": "str", "default": ""} for key in ("replace_node", "iso_url", *FILE_OPTIONS)},
     **{key: {"type": "str", "default": ""} for key in ("cluster_name", "base_domain", *files.IMAGE_FIELDS.values())},
     "openshift_version": {"type": "raw", "default": ""},
+    "serve": {"type": "dict", "default": {}},
     "node_labels": {"type": "raw", "default": {}},
     "node_taints": {"type": "raw", "default": []},
 }
 # The options that describe the play (the cluster meant, the play-wide marks, the files of hosts) rather than a check.
 PLAY_OPTIONS = ("cluster_name", "base_domain", "openshift_version", "node_labels", "node_taints", *FILE_OPTIONS)
 # plugins/action/ -> the collection's root (roles/, playbooks/).
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
 COLLECTION_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _templated(value: Any, found: set[str]) -> set[str]:
+    """The variables the templates in ``value`` (a raw, untemplated variable) use, as Jinja's own parser finds them."""
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        with contextlib.suppress(jinja2.TemplateError):
+            found |= jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(value))
+    for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+        _templated(item, found)
+    return found
+
+
+@functools.cache
+def _encrypted(path: str) -> bool:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(len(VAULT_HEADER)) == VAULT_HEADER
+    except OSError:
+        return False
+
+
+def _feeding(raw: dict[str, Any]) -> set[str]:
+    """Of a host's raw variables, those that feed another one: used in its templates, or read from an encrypted file
+    (known from where ansible-core 2.19 and later says a value was read: its Origin tag)."""
+    used = _templated(list(raw.values()), set())
+    try:
+        from ansible._internal._datatag._tags import Origin  # (no public accessor of a value's origin)
+    except ImportError:  # (ansible-core before 2.19)
+        return used
+    origins = {name: getattr(Origin.get_tag(value), "path", None) for name, value in raw.items()}
+    return used | {name for name, path in origins.items() if path and _encrypted(path)}
 
 
 def _read(get: Callable[[Any], Any], key: Any) -> Any:
@@ -71,12 +107,7 @@ class ActionModule(ActionBase):
                     problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
             variables.check_settings(values, settings, args["cluster"], problems)
             variables.check_play_names(task_vars, known, problems)
-            hostvars = task_vars["hostvars"]
-            shared = set(hostvars[task_vars["inventory_hostname"]])  # what the play's own host sees: all, extra vars
-            hosts = []
-            for name in task_vars["groups"].get(args["group"]) or []:
-                read = functools.partial(_read, hostvars[name].__getitem__)
-                hosts.append(variables.sort_variables(name, hostvars[name], read, HOST_KEYS, shared))
+            hosts = self._hosts(task_vars, args, known - set(settings))
             playbook_dir = task_vars.get("playbook_dir")
             agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
             nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
@@ -91,3 +122,24 @@ class ActionModule(ActionBase):
         except Day2Error as error:
             return {**result, **error.result, "failed": True, "msg": f"workers_check: {error.message}"}
         return {**result, **outcome, "changed": False}
+
+    def _hosts(self, task_vars: dict[str, Any], args: dict[str, Any], ours: set[str]) -> list[Any]:
+        """The group's hosts that the run's --limit selects, their variables sorted; ``args`` gets the limit and the
+        hosts it left out. ``ours``: the run's own variables (registered, set as facts)."""
+        hostvars, members = task_vars["hostvars"], task_vars["groups"].get(args["group"]) or []
+        # What every host of the play sees alike (all, extra vars) is what the controller's own host sees. The host
+        # the play runs on (localhost, or the limit's first host: playbooks/add_workers.yml) also holds the run's own
+        # variables and facts.
+        shared = set(hostvars["localhost"])
+        own = {task_vars.get("inventory_hostname"): shared | ours | set(task_vars.get("ansible_facts") or {})}
+        # The limit: the group's hosts ansible's own inventory manager selects with its patterns (the play's batch
+        # restriction aside). HostVars holds the InventoryManager; it has no public accessor.
+        chosen = {host.name for host in hostvars._inventory.get_hosts(args["group"], ignore_restrictions=True)}
+        args.update(limit=task_vars.get("ansible_limit") or "", left_out=[n for n in members if n not in chosen])
+        hosts = []
+        for name in (name for name in members if name in chosen):
+            read, feeding = functools.partial(_read, hostvars[name].__getitem__), _feeding(dict(hostvars.raw_get(name)))
+            hosts.append(
+                variables.sort_variables(name, hostvars[name], read, HOST_KEYS, own.get(name, shared), feeding)
+            )
+        return hosts

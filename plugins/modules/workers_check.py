@@ -24,8 +24,10 @@ description:
     (C(rootDeviceHints)), another usual name for it (C(netmask), C(gw)), its beginning (C(mac), C(bmc_user)), a
     misspelling (C(gatway), C(dns_server), C(root_device_hint)) or the key with more words (C(ip_address)). Refused
     too: a setting of this collection (C(day2_*)) set on the new workers only, where the role does not read it. Any
-    other variable is left alone and listed in RV(ignored): other plays' groups may set it on the same hosts. The
-    value of a mistake is shown, unless it is or resembles a secret."
+    other variable is left alone and listed in RV(ignored): other plays' groups may set it on the same hosts; so is
+    one that only feeds another variable (used in another one's template, read from an encrypted file, or named
+    C(vault_*): Ansible's vault layout, C(bmc_password: \"{{ vault_bmc_password }}\")). The value of a mistake is
+    shown, unless it is or resembles a secret."
   - Against the cluster (the facts of M(openshift_agent.day2.day1_facts)) every host's settings are checked the way
     the image step renders them (names, MACs, addresses, routes, DNS, root device hints, architecture and platform),
     against each other (names, MACs and addresses once each), and every static address against the machine
@@ -45,7 +47,12 @@ description:
     refused: there is no address to follow its install at."
   - The hosts may also come from a day-1 C(agent-config.yaml) (O(agent_config)) and from an C(oc adm node-image)
     C(nodes-config.yaml) (O(nodes_config)), mixed with the group's; a host defined twice (the same name, or a MAC
-    of another host) is refused.
+    of another host) is refused, the latter with its other problems in the same run.
+  - "With C(--limit) (C(ansible_limit)), the new workers are the hosts of O(group) that ansible's inventory manager
+    selects with the limit's patterns; the files' hosts are left out, and so is every other host of the group, named
+    in the plan. A limit that selects no new worker is refused, naming the limit and the group."
+  - "Raw nmstate is read as nmstate reads it: a bond's ports and a VLAN's base that C(network_config) does not
+    define are NICs of C(interfaces), known by their MACs; C(sriov:<PF>:<VF>) names an SR-IOV virtual function."
   - With O(boot_method=redfish), O(iso_url) must be an http(s) URL and every host needs C(bmc_username),
     C(bmc_password) and a C(bmc_address) of a Redfish BMC, as the installer and metal3 write it - C(redfish://),
     C(redfish-virtualmedia://), C(redfish-uefihttp://), C(idrac-redfish://), C(idrac-virtualmedia://),
@@ -104,6 +111,12 @@ options:
       - Whether the boot step serves the ISO itself (C(day2_serve_iso)); then no O(iso_url) is needed. Unset, it
         does with O(boot_method=redfish) and no O(iso_url). RV(boot) says what was decided.
     type: bool
+  serve:
+    description:
+      - How the boot step serves the ISO when it does (O(serve_iso)), for the plan's words - C(address)
+        (C(day2_serve_address)) and C(tls_cert) (C(day2_serve_tls_cert); empty, plain HTTP).
+    type: dict
+    default: {}
   agent_config:
     description:
       - Path (on the controller) of a day-1 C(agent-config.yaml) whose C(hosts) are new workers too, besides or

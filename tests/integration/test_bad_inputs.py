@@ -113,6 +113,12 @@ def test_a_mistake_is_refused_before_any_write(labs, case, tmp_path):
         assert PASSWORD not in stdout + stderr
         return
     problems = [problem for result in failures(stdout) for problem in result.get("problems") or []]
+    for named in [expect, *case.get("also", [])]:  # ("also": more problems the same round must name)
+        assert_named(problems, named, stdout)
+    assert PASSWORD not in stdout + stderr
+
+
+def assert_named(problems, expect, stdout):
     matching = [
         problem
         for problem in problems
@@ -134,4 +140,3 @@ def test_a_mistake_is_refused_before_any_write(labs, case, tmp_path):
     shown = json.dumps(problem["value"], sort_keys=True)
     shown = shown if len(shown) <= MAX_SHOWN else shown[:MAX_SHOWN] + "..."
     assert problem["message"].startswith('%s: field "%s" value %s ' % (scope, expect["field"], shown)), problem
-    assert PASSWORD not in stdout + stderr

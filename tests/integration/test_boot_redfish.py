@@ -6,11 +6,14 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import yaml
 from conftest import REPO, VENV_BIN, ansible_env, lab_env, run_playbook
+from lab.hosts import free_port
 from lab.waiting import wait_for
 from test_add_workers import PLAYBOOK, playbook_args
 
@@ -184,3 +187,134 @@ def test_a_wrong_bmc_password_in_the_file_is_refused_before_any_write(lab_factor
     assert "wrong-password" not in output and lab.info["redfish"]["password"] not in output
     assert lab.writes() == [], lab.writes()  # only reads and access reviews reached the API server
     assert not any(h.get("booted_by") for h in lab.control("GET", "/hosts"))
+
+
+def inventory_with(lab, path, group=None, **hosts):
+    """The lab's inventory, each host's variables updated from ``hosts`` (None removes one), the group's from
+    ``group``; written to ``path``."""
+    document = yaml.safe_load(Path(lab.inventory).read_text())
+    workers = document["all"]["children"]["new_workers"]
+    for name, changes in hosts.items():
+        workers["hosts"][name].update(changes)
+        workers["hosts"][name] = {key: value for key, value in workers["hosts"][name].items() if value is not None}
+    workers["vars"].update(group or {})
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+def args_with(lab, workdir, inventory, *extra):
+    args = redfish_args(lab, workdir)
+    args[args.index(lab.inventory)] = inventory
+    return [*args, *extra]
+
+
+def emulator_without_cd(lab, tmp_path):
+    """A second sushy-emulator with the lab's systems, login and certificate whose BMCs offer no CD or DVD virtual
+    media (a floppy/USB stick only); returns (process, its base URL)."""
+    config = (lab.state / "redfish" / "emulator.conf").read_text()
+    port = free_port()
+    config = config.replace(
+        "LISTEN_PORT = %s" % lab.info["redfish"]["url"].rsplit(":", 1)[1], "LISTEN_PORT = %d" % port
+    )
+    config = config.replace(repr(str(lab.state / "redfish" / "state")), repr(str(tmp_path / "state")))
+    floppy = {"Floppy": {"Name": "Virtual Removable Media", "MediaTypes": ["Floppy", "USBStick"]}}
+    path = tmp_path / "emulator.conf"
+    path.write_text(config + "SUSHY_EMULATOR_VMEDIA_DEVICES = %r\n" % floppy)
+    with open(tmp_path / "emulator.log", "wb") as log:
+        process = subprocess.Popen([str(VENV_BIN / "sushy-emulator"), "--config", str(path)], stdout=log, stderr=log)
+    url = "https://127.0.0.1:%d" % port
+    wait_for(lambda: _answers(url), timeout=30)
+    return process, url
+
+
+def _answers(url):
+    try:
+        return bool(urllib.request.urlopen(url + "/redfish/v1", context=ssl._create_unverified_context(), timeout=2))
+    except OSError:
+        return False
+
+
+def test_bmc_settings_from_group_vars_reach_preflight_and_a_wrong_one_is_refused_before_any_write(
+    lab_factory, tmp_path
+):
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0")
+    password = lab.info["redfish"]["password"]
+    unset = {"bmc_username": None, "bmc_password": None}
+    hosts = dict.fromkeys(("extra-worker-0", "extra-worker-1"), unset)
+    group = {"bmc_username": "admin", "bmc_password": "wrong-password"}
+    lab.reset_log()
+    wrong = inventory_with(lab, tmp_path / "wrong.yml", group, **hosts)
+    rc, output = run_playbook(PLAYBOOK, *args_with(lab, tmp_path / "work", wrong), env=lab_env(lab))
+    said = " ".join(output.split())
+    assert rc != 0, said[-4000:]
+    for name in ("extra-worker-0", "extra-worker-1"):  # every refusal at once
+        assert 'host %s: field "bmc_password": the BMC at 127.0.0.1:' % name in said, said[-4000:]
+    assert "wrong-password" not in output and password not in output
+    assert lab.writes() == [], lab.writes()
+    # The right login in the group's variables: the BMCs answer preflight's questions, and check mode plans the boot.
+    right = inventory_with(lab, tmp_path / "right.yml", dict(group, bmc_password=password), **hosts)
+    rc, output = run_playbook(PLAYBOOK, *args_with(lab, tmp_path / "work", right, "--check"), env=lab_env(lab))
+    said = " ".join(output.split())
+    assert rc == 0, said[-4000:]
+    for name in ("extra-worker-0", "extra-worker-1"):
+        assert "%s: its BMC answers: system /redfish/v1/Systems/" % name in said
+        assert "Check mode: %s would be booted through its BMC" % name in said
+    assert password not in output and lab.writes() == []
+
+
+def test_an_unreachable_bmc_a_missing_system_and_a_bmc_without_a_cd_are_refused_before_any_write(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "3", "--redfish", "--agent-port", "0", "--kubelet-port", "0")
+    process, no_cd = emulator_without_cd(lab, tmp_path)
+    try:
+        addresses = {
+            "extra-worker-0": "https://127.0.0.1:%d/redfish/v1" % free_port(),  # nothing listens there
+            "extra-worker-1": "%s/redfish/v1/Systems/%s" % (no_cd, lab.info["redfish"]["systems"]["extra-worker-1"]),
+            "extra-worker-2": "%s/redfish/v1/Systems/no-such-system" % lab.info["redfish"]["url"],
+        }
+        changes = {name: {"bmc_address": "redfish-virtualmedia+" + url} for name, url in addresses.items()}
+        inventory = inventory_with(lab, tmp_path / "inventory.yml", **changes)
+        lab.reset_log()
+        rc, output = run_playbook(PLAYBOOK, *args_with(lab, tmp_path / "work", inventory), env=lab_env(lab))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    said = " ".join(output.split())
+    assert rc != 0, said[-4000:]
+    assert 'host extra-worker-0: field "bmc_address": the BMC at 127.0.0.1:' in said, said[-4000:]
+    assert "check that this controller reaches the BMC over HTTPS" in said
+    no_cd_words = 'host extra-worker-1: field "bmc_address": the BMC at %s offers no CD/DVD virtual media'
+    assert no_cd_words % no_cd.split("//")[1] in said
+    no_system = (
+        'host extra-worker-2: field "bmc_address": the BMC at %s has no system /redfish/v1/Systems/no-such-system'
+    )
+    assert no_system % lab.info["redfish"]["url"].split("//")[1] in said
+    assert lab.writes() == [], lab.writes()
+    assert lab.info["redfish"]["password"] not in output
+
+
+def test_the_vault_layout_boots_through_redfish(lab_factory, tmp_path):
+    """Ansible's documented vault layout: group_vars/new_workers/vars.yml says bmc_password: "{{ vault_bmc_password }}",
+    an encrypted vault.yml beside it holds vault_bmc_password (and a variable that resembles a host key but only lives
+    in the encrypted file); the run is given --vault-password-file. None of them is taken for a misspelt host key."""
+    lab = lab_factory("--hosts", "2", "--redfish", "--agent-port", "0", "--kubelet-port", "0", "--install-seconds", "6")
+    password = lab.info["redfish"]["password"]
+    folder = tmp_path / "inventory"
+    (folder / "group_vars" / "new_workers").mkdir(parents=True)
+    hosts = {name: {"bmc_password": None} for name in ("extra-worker-0", "extra-worker-1")}
+    inventory = inventory_with(lab, folder / "hosts.yml", **hosts)
+    (folder / "group_vars" / "new_workers" / "vars.yml").write_text('bmc_password: "{{ vault_bmc_password }}"\n')
+    vault = folder / "group_vars" / "new_workers" / "vault.yml"
+    vault.write_text(yaml.safe_dump({"vault_bmc_password": password, "bmc_password_rack2": "spare-Password-7"}))
+    secret = tmp_path / "vault-password"
+    secret.write_text("the-vault-password\n")
+    encrypt = [str(VENV_BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(secret), str(vault)]
+    subprocess.run(encrypt, check=True, capture_output=True, env=ansible_env(), timeout=60)
+    assert vault.read_text().startswith("$ANSIBLE_VAULT;")
+    args = args_with(lab, tmp_path / "work", inventory, "--vault-password-file", str(secret))
+    rc, output = run_playbook(PLAYBOOK, *args, env=lab_env(lab), timeout=600)
+    assert rc == 0, output[-6000:]
+    said = " ".join(output.split())
+    assert '"vault_bmc_password"' in said and '"bmc_password_rack2"' in said  # left alone, named in the plan
+    assert password not in output and "spare-Password-7" not in output
+    hosts = {h["name"]: h for h in lab.control("GET", "/hosts")}
+    assert all(hosts[name]["booted_by"] == "redfish" for name in ("extra-worker-0", "extra-worker-1")), hosts

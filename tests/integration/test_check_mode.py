@@ -254,3 +254,24 @@ def test_diff_shows_the_nodes_config_before_and_after(lab_factory, tmp_path):
     )
     assert rc == 0, output[-6000:]
     assert "nodes-config.yaml for" not in output and "reused: inputs unchanged" in output
+
+
+def test_check_with_a_served_iso_says_where_it_would_listen_in_a_sentence(lab_factory, tmp_path):
+    lab = lab_factory("--hosts", "1", "--redfish", "--agent-port", "0", "--kubelet-port", "0")
+    lab.reset_log()
+    extra = ("-e", "day2_boot_method=redfish", "-e", "day2_serve_address=127.0.0.1:0")
+    rc, output, results = run_check(lab, tmp_path, *extra)
+    assert rc == 0, output[-6000:]
+    assert lab.writes() == []
+    plan = messages(results, "Report the plan (and what each BMC answered)")
+    assert (
+        "ISO: served by this controller over plain HTTP (set day2_serve_tls_cert for HTTPS), listening on "
+        "127.0.0.1:0 only (day2_serve_address), at a secret path. It holds the pull secret: only the BMC network "
+        "should reach that address" in plan
+    ), plan
+    (said,) = messages(results, "Say where the ISO is served")
+    iso = tmp_path / "home" / "openshift-day2" / "node.x86_64.iso"
+    assert said == (
+        "Check mode: nothing is served. A run would serve %s over HTTP at 127.0.0.1, on a free port, listening on that "
+        "address only. The ISO holds the pull secret: only the BMC network should reach that address." % iso
+    )

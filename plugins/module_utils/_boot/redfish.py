@@ -56,63 +56,52 @@ EXAMPLE_BMC = "redfish-virtualmedia+https://192.168.111.201/redfish/v1/Systems/1
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 _SYSTEM_PATH = re.compile(r"^/redfish/v1/Systems/[^/]+/?$")
 PLAY = "(play)"
+NO_CD = ("offers no CD/DVD virtual media", "boot the host by hand (day2_boot_method=manual)")
+Json = dict[str, Any]
+Run = Callable[[str, Json], Json]  # runs a community.general module with its arguments, returns its result
+NOT_CD = ("None", "Hdd")  # boot override targets that do not start the installer again
+SYSTEM_FACTS = ["GetSystemInventory", "GetVirtualMedia", "GetBootOverride"]
 
 
 def _valid_host(host: str) -> bool:
-    return parse_ip(host.strip("[]")) is not None or (
-        bool(host) and all(_HOST_LABEL.match(label) for label in host.split("."))
-    )
+    labels = bool(host) and all(_HOST_LABEL.match(label) for label in host.split("."))
+    return parse_ip(host.strip("[]")) is not None or labels
 
 
 def bmc_endpoint(address: str) -> tuple[str, str]:
     """(Redfish base URL, system path or "") of a bmc_address; ValueError(what, fix) when it cannot be one."""
-    if "://" not in address:
-        raise ValueError(
-            "has no scheme (metal3 and the installer read a bare host as an IPMI address)",
-            f"write the BMC's Redfish address, e.g. {EXAMPLE_BMC}",
-        )
-    scheme, rest = address.split("://", 1)
+    scheme, has_scheme, rest = address.partition("://")
     kind, _plus, transport = scheme.lower().partition("+")
-    if kind in OTHER_TYPES and transport in ("", *TRANSPORTS):
-        raise ValueError(
-            f"is {OTHER_TYPES[kind]}, but the boot step boots through Redfish virtual media only",
-            f"give the BMC's Redfish address, e.g. {EXAMPLE_BMC} (iDRAC: "
-            "idrac-virtualmedia+https://<bmc>/redfish/v1/Systems/"
-            "System.Embedded.1), or boot by hand (day2_boot_method=manual)",
-        )
-    if scheme.lower() not in SCHEMES:
-        raise ValueError(
-            f'has the scheme "{scheme.lower()}", which is not a Redfish BMC type',
-            f"use one of: {', '.join(s + '://' for s in SCHEMES)}",
-        )
-    parts = urlsplit(f"{transport or ('https' if kind in REDFISH_TYPES else kind)}://{rest}")
+    parts = urlsplit(f"{transport or ('https' if kind in REDFISH_TYPES else kind or 'none')}://{rest}")
     try:
         host, port = parts.hostname or "", parts.port
     except ValueError:
         host, port = "", None
-    if "@" in parts.netloc:
-        raise ValueError(
-            "has a user or password in it",
-            "give them in bmc_username and bmc_password (in a vault), and the address alone",
-        )
-    if not _valid_host(host):
-        raise ValueError(
-            f'has the host "{parts.netloc}", which is not a host name or IP address',
-            f"write the BMC's host name or IP address after the scheme, e.g. {EXAMPLE_BMC}",
-        )
-    if parts.path not in ("", "/", "/redfish/v1", "/redfish/v1/") and not _SYSTEM_PATH.match(parts.path):
-        raise ValueError(
-            f'has the path "{parts.path}", which is not a Redfish system',
-            "end the address with the system's path /redfish/v1/Systems/<id>, or with the host alone when the BMC "
-            "has one system",
-        )
-    if parts.scheme != "https":  # community.general's redfish modules build https:// URLs only
-        raise ValueError(
-            "is a plain-HTTP Redfish address, but the boot step talks to BMCs over HTTPS only",
-            f"write redfish-virtualmedia+https://{parts.netloc}{parts.path} (set bmc_verify_certs: false for a "
-            "self-signed BMC certificate), "
-            "or boot by hand (day2_boot_method=manual)",
-        )
+    by_hand, example = "or boot by hand (day2_boot_method=manual)", f"e.g. {EXAMPLE_BMC}"
+    refusals = (
+        (not has_scheme, "has no scheme (metal3 and the installer read a bare host as an IPMI address)",
+         f"write the BMC's Redfish address, {example}"),
+        (kind in OTHER_TYPES and transport in ("", *TRANSPORTS),
+         f"is {OTHER_TYPES.get(kind)}, but the boot step boots through Redfish virtual media only",
+         f"give the BMC's Redfish address, {example} (iDRAC: idrac-virtualmedia+https://<bmc>/redfish/v1/Systems/"
+         f"System.Embedded.1), {by_hand}"),
+        (scheme.lower() not in SCHEMES, f'has the scheme "{scheme.lower()}", which is not a Redfish BMC type',
+         f"use one of: {', '.join(s + '://' for s in SCHEMES)}"),
+        ("@" in parts.netloc, "has a user or password in it",
+         "give them in bmc_username and bmc_password (in a vault), and the address alone"),
+        (not _valid_host(host), f'has the host "{parts.netloc}", which is not a host name or IP address',
+         f"write the BMC's host name or IP address after the scheme, {example}"),
+        (parts.path not in ("", "/", "/redfish/v1", "/redfish/v1/") and not _SYSTEM_PATH.match(parts.path),
+         f'has the path "{parts.path}", which is not a Redfish system',
+         "end the address with the system's path /redfish/v1/Systems/<id>, or with the host alone when the BMC has "
+         "one system"),
+        (parts.scheme != "https",  # community.general's redfish modules build https:// URLs only
+         "is a plain-HTTP Redfish address, but the boot step talks to BMCs over HTTPS only",
+         f"write redfish-virtualmedia+https://{parts.netloc}{parts.path} (set bmc_verify_certs: false for a "
+         f"self-signed BMC certificate), {by_hand}"),
+    )  # fmt: skip
+    for what, fix in (refusal[1:] for refusal in refusals if refusal[0]):
+        raise ValueError(what, fix)
     base = f"https://{f'[{host}]' if ':' in host else host}{':%d' % port if port else ''}"
     return base, parts.path.rstrip("/") if _SYSTEM_PATH.match(parts.path) else ""
 
@@ -137,41 +126,31 @@ def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems, serv
     if boot_method not in BOOT_METHODS:
         problems.add(PLAY, "day2_boot_method", boot_method, "is not a boot method", "set it to one of: manual, redfish")
         return False
-    if boot_method != "redfish" or (not iso_url and serve_iso):
-        return boot_method == "redfish"
-    if not iso_url:
-        problems.add(
-            PLAY,
-            "day2_iso_url",
-            iso_url,
-            "is not set and day2_serve_iso is false, but the BMCs must download the ISO from somewhere",
-            "leave day2_serve_iso unset (this run serves the ISO), or serve it yourself and set day2_iso_url to its "
-            "URL",
+    if boot_method == "redfish" and not iso_url and not serve_iso:
+        what = "is not set and day2_serve_iso is false, but the BMCs must download the ISO from somewhere"
+        fix = (
+            "leave day2_serve_iso unset (this run serves the ISO), or serve it yourself and set day2_iso_url to its URL"
         )
-    elif not is_http_url(iso_url):
-        problems.add(
-            PLAY,
-            "day2_iso_url",
-            iso_url,
-            "is not an http:// or https:// URL, which is what a BMC downloads virtual media from",
-            "set day2_iso_url to the ISO's URL, e.g. http://192.168.111.1:8080/node.x86_64.iso",
-        )
-    return True
+        problems.add(PLAY, "day2_iso_url", iso_url, what, fix)
+    elif boot_method == "redfish" and iso_url and not is_http_url(iso_url):
+        what = "is not an http:// or https:// URL, which is what a BMC downloads virtual media from"
+        fix = "set day2_iso_url to the ISO's URL, e.g. http://192.168.111.1:8080/node.x86_64.iso"
+        problems.add(PLAY, "day2_iso_url", iso_url, what, fix)
+    return boot_method == "redfish"
 
 
 def check_bmc(host: str, settings: dict[str, Any], problems: Problems) -> dict[str, str]:
     """One host's BMC settings for a Redfish boot; its base URL and system path when they are usable."""
     fix = "set bmc_address, bmc_username and bmc_password in the host's variables (Redfish boot)"
-    address = settings.get("bmc_address")
-    endpoint: dict[str, str] = {}
+    address, endpoint = str(settings.get("bmc_address") or ""), {}
+    try:
+        base, system_path = bmc_endpoint(address) if address else ("", "")
+        endpoint = {"bmc_base_url": base, "bmc_system_path": system_path} if address else {}
+    except ValueError as error:
+        problems.add(host, "bmc_address", without_userinfo(address), *error.args)
     if not address:
-        problems.add(host, "bmc_address", address, "is not set, but the host is booted through Redfish", fix)
-    else:
-        try:
-            base, system_path = bmc_endpoint(address)
-            endpoint = {"bmc_base_url": base, "bmc_system_path": system_path}
-        except ValueError as error:
-            problems.add(host, "bmc_address", without_userinfo(address), *error.args)
+        what = "is not set, but the host is booted through Redfish"
+        problems.add(host, "bmc_address", settings.get("bmc_address"), what, fix)
     if not settings.get("bmc_username"):
         problems.add(host, "bmc_username", settings.get("bmc_username"), "is not set (Redfish boot)", fix)
     if not settings.get("bmc_password"):
@@ -193,11 +172,8 @@ class Media:
 
     @property
     def next_boot_is_cd(self) -> bool:
-        enabled = self.override.get("BootSourceOverrideEnabled") or "Disabled"
-        return enabled != "Disabled" and (self.override.get("BootSourceOverrideTarget") or "None") not in (
-            "None",
-            "Hdd",
-        )
+        target = self.override.get("BootSourceOverrideTarget") or "None"
+        return (self.override.get("BootSourceOverrideEnabled") or "Disabled") != "Disabled" and target not in NOT_CD
 
 
 def _entry(entries: Any, key: str, uri: str) -> Any:
@@ -216,11 +192,7 @@ def pick_media(system_path: str, systems: dict[str, Any], managers: dict[str, An
     if not media:
         found = (managers or {}).get("virtual_media", {}).get("entries") or []
         # Several managers: the one named like the system; else the only (or first) one.
-        same = (
-            [e for e in found if (e[0] or {}).get("resource_uri", "").endswith("/" + media_id)]
-            if len(found) > 1
-            else []
-        )
+        same = [e for e in found if (e[0] or {}).get("resource_uri", "").endswith("/" + media_id)] * (len(found) > 1)
         ident, media = (same or found or [({}, [])])[0]
         category, media_id = "Manager", (ident or {}).get("resource_uri", "").rsplit("/", 1)[-1]
     typed = [m for m in media if isinstance(m, dict) and m.get("MediaTypes")]
@@ -242,93 +214,63 @@ def login(host: dict[str, Any], hostvars: Any, verify: bool, ca_path: str, timeo
         )
 
         password = agent_config_password(str(host["source"]), str(host["name"]))
-    found = {
-        "username": host.get("bmc_username") or "",
-        "password": password,
-        "validate_certs": verify if host.get("bmc_verify_certs") is None else host["bmc_verify_certs"],
-        "timeout": timeout,
-    }
-    return dict(found, ca_path=ca_path) if ca_path else found
+    verify = verify if host.get("bmc_verify_certs") is None else host["bmc_verify_certs"]
+    found = {"username": host.get("bmc_username") or "", "password": password, "validate_certs": verify}
+    return dict(found, timeout=timeout, **({"ca_path": ca_path} if ca_path else {}))
 
 
 class Bmc:
     """One host's BMC. ``run(module, arguments)`` runs a community.general module and returns its result."""
 
-    def __init__(
-        self,
-        host: str,
-        endpoint: dict[str, str],
-        login: dict[str, Any],
-        run: Callable[[str, dict[str, Any]], dict[str, Any]],
-        source: str = "inventory",
-    ) -> None:
+    def __init__(self, host: str, endpoint: dict[str, str], login: Json, run: Run, source: str = "inventory") -> None:
         self.host, self.endpoint, self.login, self._run = host, endpoint, login, run
         self.file = "" if source == "inventory" else source  # an agent-config host: fields named as the file does
         self.baseuri = endpoint["bmc_base_url"].split("://", 1)[1]
+
+    def refuse(self, field: str, what: str, fix: str) -> Day2Error:
+        """The error of a BMC's answer, in the form of every input problem: host, field (an agent-config host's as its
+        file names it, ``bmc.address``), what the BMC said and the fix."""
+        if self.file:
+            field, fix = field.replace("bmc_", "bmc."), fix.replace("bmc_", "bmc.") + f" in {self.file}"
+        return Day2Error(f'host {self.host}: field "{field}": the BMC at {self.baseuri} {what}; {fix}')
 
     def _call(self, module: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = self._run(module, dict(self.login, baseuri=self.baseuri, **arguments))
         if not outcome.get("failed"):
             return outcome
         message = str(outcome.get("msg") or "no message")
+        what = f"refused {module.rsplit('.', 1)[-1]} {arguments.get('command')}: {message}"
         if "401" in message or "403" in message:
-            field, fix = "bmc_password", "check bmc_username and bmc_password against the BMC's accounts"
-        else:
-            field, fix = (
-                "bmc_address",
-                "check that this controller reaches the BMC over HTTPS and that it speaks Redfish",
-            )
-        if self.file:
-            field, fix = field.replace("bmc_", "bmc."), fix.replace("bmc_", "bmc.") + f" in {self.file}"
-        raise Day2Error(
-            f'host {self.host}: field "{field}": the BMC at {self.baseuri} refused {module.rsplit(".", 1)[-1]} '
-            f"{arguments.get('command')}: {message}; {fix}"
-        )
+            raise self.refuse("bmc_password", what, "check bmc_username and bmc_password against the BMC's accounts")
+        raise self.refuse("bmc_address", what, "check that this controller reaches the BMC over HTTPS (and Redfish)")
 
     def inspect(self) -> Media:
         """Read the system, its virtual media and boot override (GET requests only)."""
-        facts = self._call(
-            "community.general.redfish_info",
-            {"category": "Systems", "command": ["GetSystemInventory", "GetVirtualMedia", "GetBootOverride"]},
-        )
-        systems = facts.get("redfish_facts") or {}
+        systems = self._call("community.general.redfish_info", {"category": "Systems", "command": SYSTEM_FACTS})
+        systems, path = systems.get("redfish_facts") or {}, self.endpoint.get("bmc_system_path") or ""
         managers = None
-        if not _entry(
-            (systems.get("virtual_media") or {}).get("entries"),
-            "resource_uri",
-            self.endpoint.get("bmc_system_path") or "",
-        ):
-            managers = self._call(
-                "community.general.redfish_info", {"category": "Manager", "command": ["GetVirtualMedia"]}
-            ).get("redfish_facts")
-        media = pick_media(self.endpoint.get("bmc_system_path") or "", systems, managers)
-        if not media.system_uri:
-            raise Day2Error(
-                f"host {self.host}: the BMC at {self.baseuri} has no system "
-                f"{self.endpoint.get('bmc_system_path') or ''}; check bmc_address"
-            )
-        if not media.cd:
-            raise Day2Error(
-                f"host {self.host}: the BMC at {self.baseuri} offers no CD/DVD virtual media; boot it by hand "
-                "(day2_boot_method=manual)"
-            )
+        if not _entry((systems.get("virtual_media") or {}).get("entries"), "resource_uri", path):
+            arguments = {"category": "Manager", "command": ["GetVirtualMedia"]}
+            managers = self._call("community.general.redfish_info", arguments).get("redfish_facts")
+        media = pick_media(path, systems, managers)
+        refusal = (f"has no system {path or '(it lists none)'}", "end bmc_address with a system the BMC has")
+        if not media.cd or not media.system_uri:
+            raise self.refuse("bmc_address", *(refusal if not media.system_uri else NO_CD))
         return media
 
     def _command(self, media: Media, command: str, on_media: bool = False, **arguments: Any) -> None:
         category, ident = (media.category, media.media_id) if on_media else ("Systems", media.system_id)
         self._call(
-            "community.general.redfish_command",
-            dict(category=category, command=command, resource_id=ident, **arguments),
+            "community.general.redfish_command", dict(arguments, category=category, command=command, resource_id=ident)
         )
 
     def plan(self, media: Media, image: str) -> str:
         """What a boot does, in words (check mode says it)."""
+        ejected = " ejected first (it holds a medium)," if media.cd.get("Image") else ""
         return (
-            f"through its BMC https://{self.baseuri}{media.system_uri} (power {media.power}): "
-            f"{media.category.lower()}-level virtual CD "
-            f"{media.cd.get('Id') or ''}{' ejected first (it holds a medium),' if media.cd.get('Image') else ''} "
-            f"given the ISO {image}, a one-time boot from CD set, then "
-            f"{'ForceRestart' if media.power == 'On' else 'On'}."
+            f"through its BMC https://{self.baseuri}{media.system_uri} (power {media.power}): {media.category.lower()}"
+            f"-level virtual CD {media.cd.get('Id') or ''}{ejected} given the ISO {image}, a one-time boot from CD "
+            f"set, then {'ForceRestart' if media.power == 'On' else 'On'}."
         )
 
     def boot(self, image_url: str) -> dict[str, Any]:
@@ -336,17 +278,8 @@ class Bmc:
         media = self.inspect()
         if media.cd.get("Image"):
             self._command(media, "VirtualMediaEject", True, virtual_media={"image_url": media.cd["Image"]})
-        self._command(
-            media,
-            "VirtualMediaInsert",
-            True,
-            virtual_media={
-                "image_url": image_url,
-                "media_types": ["CD", "DVD"],
-                "inserted": True,
-                "write_protected": True,
-            },
-        )
+        inserted = {"image_url": image_url, "media_types": ["CD", "DVD"], "inserted": True, "write_protected": True}
+        self._command(media, "VirtualMediaInsert", True, virtual_media=inserted)
         self._command(media, "SetOneTimeBoot", bootdevice="Cd")
         self._command(media, "PowerForceRestart" if media.power == "On" else "PowerOn")
         return {"name": self.host, "category": media.category, "resource_id": media.media_id}
@@ -360,11 +293,8 @@ class Bmc:
             self._command(media, "SetOneTimeBoot", bootdevice="Hdd")
         after = self.inspect()
         if after.cd.get("Image") or after.next_boot_is_cd:
-            shows = (
-                "a medium in the virtual CD"
-                if after.cd.get("Image")
-                else "a boot override to %s" % (after.override.get("BootSourceOverrideTarget"))
-            )
+            target = after.override.get("BootSourceOverrideTarget")
+            shows = "a medium in the virtual CD" if after.cd.get("Image") else f"a boot override to {target}"
             raise Day2Error(
                 f"host {self.host}: after the eject its BMC at {self.baseuri} still shows {shows}: its next boot "
                 "would start the installer again. Eject the virtual media and set the disk first in the boot order in "

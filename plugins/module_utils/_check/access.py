@@ -28,13 +28,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.node_joiner import cluster_role_rules
 
 # The parts of a run (the option ``plan``) and the module of each, for the messages.
-STEP_MODULES = {
-    "gather": "day1_facts",
-    "image": "day2_iso",
-    "install": "agent_wait",
-    "join": "csr_approve",
-    "replace": "replace_worker.yml",
-}
+STEP_MODULES = {"gather": "day1_facts", "image": "day2_iso", "install": "agent_wait", "join": "csr_approve"}
+STEP_MODULES["replace"] = "replace_worker.yml"
 DEFAULT_PLAN = ("gather", "image", "install", "join")
 ROLE_NAME = "openshift-agent-day2"
 REPLACE_ROLE_NAME = "openshift-agent-day2-replace"
@@ -70,18 +65,18 @@ class Rule:
         rule.update({"resourceNames": list(self.names)} if self.names else {})
         return dict(rule, verbs=list(self.verbs))
 
+    def modules(self) -> list[str]:
+        return [STEP_MODULES[step] for step in self.steps]
+
     def comment(self) -> str:
-        return f"{', '.join(dict.fromkeys(STEP_MODULES[step] for step in self.steps))}: {self.why}"
+        return f"{', '.join(dict.fromkeys(self.modules()))}: {self.why}"
 
     @classmethod
     def of(cls, spec: tuple[str, ...], why: str) -> Rule:
         """The rule of a :data:`_TABLE` entry."""
         steps, verbs, group, resources, names, namespace = (*spec, "", "")[:6]
-
-        def split(text: str) -> tuple[str, ...]:
-            return tuple(text.split())
-
-        return cls(group, split(resources), split(verbs), split(steps), why, split(names), namespace or None)
+        resources_, verbs_, steps_, names_ = (tuple(text.split()) for text in (resources, verbs, steps, names))
+        return cls(group, resources_, verbs_, steps_, why, names_, namespace or None)
 
     def reviews(self) -> list[Review]:
         names: tuple[str | None, ...] = self.names or (None,)
@@ -185,10 +180,8 @@ class Review:
 def planned_rules(plan: list[str] | tuple[str, ...]) -> list[Rule]:
     unknown = sorted(set(plan) - set(STEP_MODULES))
     if unknown:
-        raise Day2Error(
-            f"access_check: option plan has {', '.join(unknown)}, which is not a part of the run; use some of "
-            f"{', '.join(STEP_MODULES)}"
-        )
+        what = f"option plan has {', '.join(unknown)}, which is not a part of the run"
+        raise Day2Error(f"access_check: {what}; use some of {', '.join(STEP_MODULES)}")
     return [rule for rule in RULES if set(rule.steps) & set(plan)]
 
 
@@ -197,11 +190,12 @@ def node_joiner_reviews(version: str | None) -> list[Review]:
     not given)."""
     minor = releases.parse_version(version)
     rows = releases.RELEASES if minor is None else (releases.release(max(minor, releases.MINIMUM)),)
-    rules = [rule for row in rows for rule in cluster_role_rules(row)]
-    reviews = [
-        Review(v, r, g) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
-    ]
-    return list(dict.fromkeys(reviews))
+    rules = [(rule["apiGroups"], rule["resources"], rule["verbs"]) for row in rows for rule in cluster_role_rules(row)]
+    return list(
+        dict.fromkeys(
+            Review(v, r, g) for groups, resources, verbs in rules for g in groups for r in resources for v in verbs
+        )
+    )
 
 
 class AccessError(Day2Error):
@@ -223,24 +217,16 @@ def check(api: k8s.ApiClient, plan: list[str] | tuple[str, ...], release: str | 
         denied = [review for review in rule.reviews() if not allowed(review)]
         if not (denied and rule.or_node_joiner_rules and all(allowed(r) for r in node_joiner_reviews(release))):
             lacking += [(review, rule) for review in denied]
-    missing = [
-        dict(
-            dataclasses.asdict(review),
-            needed_by=[STEP_MODULES[step] for step in rule.steps],
-            why=rule.why,
-            role=f"{ROLE_NAME} (Role in {rule.namespace})" if rule.namespace else rule.role,
-        )
-        for review, rule in lacking
-    ]
+    missing = []
+    for review, rule in lacking:
+        role = f"{ROLE_NAME} (Role in {rule.namespace})" if rule.namespace else rule.role
+        missing.append(dict(dataclasses.asdict(review), needed_by=rule.modules(), why=rule.why, role=role))
     result: dict[str, Any] = {"changed": False, "plan": list(plan), "reviews": len(asked), "missing": missing}
     if missing:
         lines = "".join(f"- {review.describe()}: {rule.comment()}\n" for review, rule in lacking)
-        raise AccessError(
-            f"the identity of {identity} lacks {len(lacking)} permission(s) this run needs; nothing was written to the "
-            f"cluster.\n{lines}Bind the roles of docs/rbac.md to it (they grant exactly what the run needs), or grant "
-            "what is listed.",
-            result,
-        )
+        fix = "Bind the roles of docs/rbac.md to it (they grant exactly what the run needs), or grant what is listed."
+        lacks = f"the identity of {identity} lacks {len(lacking)} permission(s) this run needs"
+        raise AccessError(f"{lacks}; nothing was written to the cluster.\n{lines}{fix}", result)
     return result
 
 

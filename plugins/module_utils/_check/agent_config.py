@@ -26,6 +26,7 @@ each of its hosts' ``cpu_architecture``; ``sshKey`` and ``bootArtifactsBaseURL``
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import re
 from typing import Any
@@ -92,75 +93,92 @@ if HAS_YAML:  # (ansible-test's import sanity test has no PyYAML)
     _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.integer)
 
 
-def _fields(
-    fields: dict[str, Any],
-    known: Any,
-    host: str,
-    where: str,
-    problems: Problems,
-    path: str = "",
-    kind: Any = AGENT_CONFIG,
-) -> dict[str, Any]:
-    """The fields of ``fields`` by their known names, or the host keys ``known`` maps them to (Go's JSON decoding
-    matches names regardless of case); an unknown one is refused."""
-    by_lower = {name.lower(): known[name] if isinstance(known, dict) else name for name in known}
-    found: dict[str, Any] = {}
-    for key, value in fields.items():
-        if str(key).lower() in by_lower:
-            found[by_lower[str(key).lower()]] = value
-            continue
-        top = host == kind.source  # (a field of the file, else of a host)
-        fix = f"remove it from {path}" if top else f"remove it, or use one of: {', '.join(known)}"
-        shown = "(not shown)" if secret_name(str(key)) and not top else value
-        problems.add(
-            host, where + str(key), shown, "is not a field " + kind.unknown.format(".yaml" if top else " host"), fix
+@dataclasses.dataclass
+class _File:
+    """A file of hosts being read: its kind, its path and where its problems go."""
+
+    kind: Kind
+    path: str
+    problems: Problems
+
+    def fields(self, fields: dict[str, Any], known: Any, host: str, where: str = "") -> dict[str, Any]:
+        """The fields of ``fields`` by their known names, or the host keys ``known`` maps them to (Go's JSON decoding
+        matches names regardless of case); an unknown one is refused."""
+        by_lower = {name.lower(): known[name] if isinstance(known, dict) else name for name in known}
+        found: dict[str, Any] = {}
+        for key, value in fields.items():
+            if str(key).lower() in by_lower:
+                found[by_lower[str(key).lower()]] = value
+                continue
+            top = host == self.kind.source  # (a field of the file, else of a host)
+            fix = f"remove it from {self.path}" if top else f"remove it, or use one of: {', '.join(known)}"
+            what = "is not a field " + self.kind.unknown.format(".yaml" if top else " host")
+            self.problems.add(
+                host, where + str(key), "(not shown)" if secret_name(str(key)) and not top else value, what, fix
+            )
+        return found
+
+    def host(self, index: int, item: Any) -> HostVariables | None:
+        report, source = self.problems.add, self.kind.source
+        name = (
+            next((value for key, value in item.items() if str(key).lower() == "hostname"), None)
+            if isinstance(item, dict)
+            else None
         )
-    return found
-
-
-def _host(index: int, item: Any, path: str, problems: Problems, kind: Any = AGENT_CONFIG) -> HostVariables | None:
-    if not isinstance(item, dict):
-        what, fix = "is not a mapping", "write each host as hostname, interfaces..."
-        problems.add(kind.source, f"hosts[{index}]", item, what, fix)
-        return None
-    name = next((value for key, value in item.items() if str(key).lower() == "hostname"), None)
-    if not isinstance(name, str) or not name.strip():
-        fix = "give every host its hostname (it becomes the Node's name, by which the join is followed)"
-        problems.add(kind.source, f"hosts[{index}].hostname", name, "is not set", fix)
-        return None
-    fields = _fields(item, HOST_FIELDS, name, "", problems, path, kind)
-    role, interfaces, bmc = fields.pop("role", None), fields.get("interfaces"), fields.pop("BMC", None)
-    if role == "master":
-        fix = f"remove it from {path} (or point {kind.setting} at a file of the new workers only)"
-        problems.add(name, "role", role, f"is a control-plane host of {path}: node-joiner adds workers only", fix)
-        return None
-    if role not in (None, "", "worker"):
-        problems.add(name, "role", role, "is not a role", f"write worker (or leave it out): {', '.join(ROLES)}")
-    if not isinstance(interfaces, list) or not interfaces:
-        fix = "list the host's NICs as {name, macAddress} (at least one; the ISO recognises the host by them)"
-        problems.add(name, "interfaces", interfaces, "is not a non-empty list", fix)
-        return None
-    fields["interfaces"] = [  # (what is no mapping, the image checks name)
-        _fields(nic, INTERFACE_FIELDS, name, f"interfaces[{i}].", problems, path, kind)
-        if isinstance(nic, dict)
-        else nic
-        for i, nic in enumerate(interfaces)
-    ]
-    if bmc is not None and not isinstance(bmc, dict):
-        problems.add(name, "bmc", "(not shown)", "is not a mapping", "write address, username, password")
-    elif bmc is not None:
-        fields.update(_fields(bmc, BMC_FIELDS, name, "bmc.", problems, path, kind))
+        if not isinstance(item, dict):
+            report(source, f"hosts[{index}]", item, "is not a mapping", "write each host as hostname, interfaces...")
+            return None
+        if not isinstance(name, str) or not name.strip():
+            fix = "give every host its hostname (it becomes the Node's name, by which the join is followed)"
+            report(source, f"hosts[{index}].hostname", name, "is not set", fix)
+            return None
+        fields = self.fields(item, HOST_FIELDS, name)
+        role, interfaces, bmc = fields.pop("role", None), fields.get("interfaces"), fields.pop("BMC", None)
+        if role == "master":
+            fix = f"remove it from {self.path} (or point {self.kind.setting} at a file of the new workers only)"
+            report(name, "role", role, f"is a control-plane host of {self.path}: node-joiner adds workers only", fix)
+            return None
+        if role not in (None, "", "worker"):
+            report(name, "role", role, "is not a role", f"write worker (or leave it out): {', '.join(ROLES)}")
+        if not isinstance(interfaces, list) or not interfaces:
+            fix = "list the host's NICs as {name, macAddress} (at least one; the ISO recognises the host by them)"
+            report(name, "interfaces", interfaces, "is not a non-empty list", fix)
+            return None
+        nics = [
+            self.fields(nic, INTERFACE_FIELDS, name, f"interfaces[{i}].") if isinstance(nic, dict) else nic
+            for i, nic in enumerate(interfaces)
+        ]
+        fields["interfaces"] = nics  # (what is no mapping, the image checks name)
+        if bmc is not None and not isinstance(bmc, dict):
+            report(name, "bmc", "(not shown)", "is not a mapping", "write address, username, password")
+        fields.update(self.fields(bmc, BMC_FIELDS, name, "bmc.") if isinstance(bmc, dict) else {})
         if isinstance(fields.get("bmc_verify_certs"), bool):  # (disableCertificateVerification)
             fields["bmc_verify_certs"] = not fields["bmc_verify_certs"]
-    settings = {key: value for key, value in fields.items() if key != "name" and value not in (None, "")}
-    return HostVariables(name, source=path, settings=settings)
+        settings = {key: value for key, value in fields.items() if key != "name" and value not in (None, "")}
+        return HostVariables(name, source=self.path, settings=settings)
+
+    def hosts(self, listed: Any) -> list[HostVariables]:
+        """The file's hosts, each once."""
+        if not isinstance(listed, (list, type(None))):
+            fix = "write hosts as a list of hostname, interfaces..."
+            self.problems.add(self.kind.source, "hosts", listed, "is not a list", fix)
+        found = [
+            host
+            for index, item in enumerate(listed if isinstance(listed, list) else [])
+            if (host := self.host(index, item))
+        ]
+        names = [host.name for host in found]
+        for name in sorted({name for name in names if names.count(name) > 1}):
+            self.problems.add(name, "hostname", name, f"is listed more than once in {self.path}", "give each host once")
+        return [host for host in found if names.count(host.name) == 1]
 
 
-def _load(path: str, playbook_dir: str | None, kind: Any, problems: Problems) -> tuple[str, Any]:
-    """(the path used, the YAML document of the file, None when it cannot be read). A relative path is taken from the
-    current directory, else from the playbook's directory."""
+def _load(path: str, playbook_dir: str | None, kind: Kind, problems: Problems) -> tuple[_File, Any]:
+    """The file (the path used) and its YAML document, None when it cannot be read. A relative path is taken from
+    the current directory, else from the playbook's directory."""
     path, beside = os.path.expanduser(path), os.path.join(playbook_dir or "", os.path.expanduser(path))
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
+    file, document = _File(kind, path, problems), None
     try:
         with open(path, encoding="utf-8") as stream:
             document = load(stream, Loader=_Loader)
@@ -168,53 +186,36 @@ def _load(path: str, playbook_dir: str | None, kind: Any, problems: Problems) ->
         what = "is not YAML: %s" if isinstance(error, YAMLError) else "cannot be read: %s"
         fix = "fix the file" if isinstance(error, YAMLError) else "give the path of the file"
         problems.add(kind.source, kind.setting, path, what % error, fix)
-        return path, None
+        return file, None
     if not isinstance(document, dict):
         problems.add(kind.source, kind.setting, path, "is not a mapping", "give the path of a file of hosts")
-        return path, None
-    return path, document
-
-
-def _hosts(listed: Any, path: str, problems: Problems, kind: Any) -> list[HostVariables]:
-    """The file's hosts, each once."""
-    hosts = [] if listed is None else listed
-    if not isinstance(hosts, list):
-        problems.add(kind.source, "hosts", hosts, "is not a list", "write hosts as a list of hostname, interfaces...")
-        hosts = []
-    found = [host for host in (_host(index, item, path, problems, kind) for index, item in enumerate(hosts)) if host]
-    names = [host.name for host in found]
-    for name in sorted({name for name in names if names.count(name) > 1}):
-        problems.add(name, "hostname", name, f"is listed more than once in {path}", "give each host once")
-    return [host for host in found if names.count(host.name) == 1]
+    return file, document if isinstance(document, dict) else None
 
 
 def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -> tuple[list[HostVariables], list[str]]:
     """The hosts of the agent-config file at ``path`` (on the controller; none when it is empty) and the file-wide
     fields left alone."""
-    if not path:
-        return [], []
-    path, document = _load(path, playbook_dir, AGENT_CONFIG, problems)
-    if document is None:
+    file, document = _load(path, playbook_dir, AGENT_CONFIG, problems) if path else (None, None)
+    if file is None or document is None:
         return [], []
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind not in (None, KIND) or version not in (None, *API_VERSIONS):
         what = f"is not an agent-config.yaml (kind {kind}, apiVersion {version})"
         fix = f"give the path of a file of kind {KIND}, apiVersion {API_VERSIONS[-1]}"
-        problems.add(SOURCE, "day2_agent_config", path, what, fix)
+        problems.add(SOURCE, "day2_agent_config", file.path, what, fix)
         return [], []
-    fields = _fields(document, FILE_FIELDS + DAY1_FIELDS, SOURCE, "", problems, path)
-    return _hosts(fields.get("hosts"), path, problems, AGENT_CONFIG), sorted(set(fields) & set(DAY1_FIELDS))
+    fields = file.fields(document, FILE_FIELDS + DAY1_FIELDS, SOURCE)
+    return file.hosts(fields.get("hosts")), sorted(set(fields) & set(DAY1_FIELDS))
 
 
 def read_nodes_config(path: str, playbook_dir: str | None, problems: Problems) -> tuple[list[HostVariables], dict]:
     """The hosts of oc's nodes-config file at ``path`` (none when it is empty), each with the file's
     ``cpuArchitecture``, and its ``sshKey`` and ``bootArtifactsBaseURL`` ({day2_iso option: value})."""
-    path, document = _load(path, playbook_dir, NODES_CONFIG, problems) if path else (path, None)
-    if document is None:
+    file, document = _load(path, playbook_dir, NODES_CONFIG, problems) if path else (None, None)
+    if file is None or document is None:
         return [], {}
-    known = dict({field: field for field in NODES_FIELDS}, **IMAGE_FIELDS)
-    fields = _fields(document, known, NODES_CONFIG.source, "", problems, path, NODES_CONFIG)
-    hosts = _hosts(fields.get("hosts"), path, problems, NODES_CONFIG)
+    fields = file.fields(document, dict({field: field for field in NODES_FIELDS}, **IMAGE_FIELDS), NODES_CONFIG.source)
+    hosts = file.hosts(fields.get("hosts"))
     for host in hosts if given(fields.get("cpuArchitecture")) else []:
         host.settings["cpu_architecture"] = fields["cpuArchitecture"]
     return hosts, {key: fields[key] for key in IMAGE_FIELDS.values() if given(fields.get(key))}

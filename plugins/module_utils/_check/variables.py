@@ -12,6 +12,10 @@ variables and Ansible's own. Host keys are always read from the host. Of the oth
   typo and refused, naming the key;
 - a setting of this collection (``day2_*``) set on the new workers only is refused: the role reads it from the
   play, where it would be missing;
+- a name that only feeds another variable is left alone: one that another of the host's variables uses in a
+  template, one of an encrypted file, one of the ``vault_`` convention (Ansible's documented vault layout:
+  ``bmc_password: "{{ vault_bmc_password }}"`` in ``group_vars/<group>/vars.yml``, ``vault_bmc_password`` in an
+  encrypted ``vault.yml`` beside it);
 - any other name is left alone and reported, since other plays' groups may set it on the same hosts.
 
 The settings: roles/day2/meta/argument_specs.yml is the one list of them (entry point ``main``) with their types.
@@ -41,6 +45,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
 
 PLAY = "(play)"
 PREFIX = "day2_"  # the collection's one namespace of settings
+VAULT_PREFIX = "vault_"  # Ansible's convention for a variable kept in a vault and used through another one
 ROLE_SPECS = os.path.join("roles", "day2", "meta", "argument_specs.yml")
 # Ansible's own variables, present on every host ("Special Variables" of the Ansible documentation).
 MAGIC_VARIABLES = frozenset(
@@ -141,11 +146,18 @@ def _shown(name: str, read: Callable[[str], Any], secret: bool = False) -> Any:
 
 
 def sort_variables(
-    host: str, names: Iterable[str], read: Callable[[str], Any], known: Sequence[str], shared: Container[str]
+    host: str,
+    names: Iterable[str],
+    read: Callable[[str], Any],
+    known: Sequence[str],
+    shared: Container[str],
+    feeding: Container[str] = (),
 ) -> HostVariables:
     """Sort the variable ``names`` of ``host``; ``read(name)`` gives a value (raises Day2Error when it cannot be
-    templated); ``shared``: the names every host of the play has alike. The value of a mistake is shown unless it
-    is, or resembles, a secret host key (``bmc_pasword``)."""
+    templated); ``shared``: the names every host of the play has alike; ``feeding``: the names that only feed
+    another variable (another of the host's variables uses them in a template, or an encrypted file holds them:
+    Ansible's vault layout, ``bmc_password: "{{ vault_bmc_password }}"``), left alone like those of the ``vault_``
+    convention. The value of a mistake is shown unless it is, or resembles, a secret host key (``bmc_pasword``)."""
     found, problems = HostVariables(host), Problems()
     for name in sorted(names):
         if name in known:
@@ -158,6 +170,8 @@ def sort_variables(
             continue
         elif name.startswith(PREFIX):
             problems.add(host, name, _shown(name, read), "is a play variable of this collection", MISPLACED_FIX)
+        elif name in feeding or name.startswith(VAULT_PREFIX):
+            found.foreign.append(name)
         elif key := close_key(name, known):
             what, shown = "is not a host variable of this collection", _shown(name, read, key in SECRET_HOST_KEYS)
             problems.add(host, name, shown, what, f'did you mean "{key}"? Rename it')

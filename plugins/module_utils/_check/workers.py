@@ -50,6 +50,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import nmstate
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts
 
 VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -149,6 +150,34 @@ def _state(name: str, addresses: list[str], node: dict[str, Any] | None, replace
     return "half-joined" if node.get("joining") is not False and (ours or not ips) else "existing"
 
 
+def _no_hosts(group: str, groups: list[str] | None, play: Json, limit: str, left_out: list[str]) -> tuple[str, str]:
+    """(what, fix) when no new worker is left: a limit that selects none, a misspelt or empty group, files of none."""
+    if limit:
+        what = f"selects no new worker of group {group}" + (f" (it holds {', '.join(left_out)})" if left_out else "")
+        return what, f"limit the run to hosts of group {group} (or to the group itself), or run it without --limit"
+    close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
+    files = [play[key] for key in ("agent_config", "nodes_config") if play.get(key)]
+    if files:
+        what = f"has no hosts, and {' nor '.join(files)} names no new worker"
+        return what, "list the new workers in the file's hosts or in the group"
+    what = "has no hosts" if group in (groups or [group]) else "is not a group of the inventory"
+    fix = "put the new workers in the group (see playbooks/inventory.example.yml)"
+    return what, f'did you mean "{close[0]}"? Set day2_hosts_group to it, or {fix}' if close else fix
+
+
+def _serving(serve: Json, records: list[Json]) -> str:
+    """The plan's words for an ISO this run serves (iso_serve): where it listens, over which scheme, what it holds."""
+    bmcs = sorted(
+        {str(record["bmc"]["bmc_base_url"]).rsplit("://", maxsplit=1)[-1] for record in records if record.get("bmc")}
+    )
+    where = serve.get("address") or f"this controller's address that routes to the BMCs ({', '.join(bmcs)})"
+    scheme = "HTTPS" if serve.get("tls_cert") else "plain HTTP (set day2_serve_tls_cert for HTTPS)"
+    return (
+        f"ISO: served by this controller over {scheme}, listening on {where} only (day2_serve_address), at a secret "
+        "path. It holds the pull secret: only the BMC network should reach that address"
+    )
+
+
 def check_workers(
     hosts: list[HostVariables],
     cluster: dict[str, Any],
@@ -163,13 +192,17 @@ def check_workers(
     play: dict[str, Any] | None = None,
     problems: Problems | None = None,
     nodes_hosts: list[HostVariables] | None = None,
+    limit: str = "",
+    left_out: list[str] | None = None,
+    serve: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Check the cluster and the hosts; return the host records and the plan. ``serve_iso``: whether the boot step
-    serves the ISO (None: with Redfish when there is no ``iso_url``). ``groups``: the inventory's group names (a
-    misspelt group is named). ``agent_hosts``, ``nodes_hosts``: the hosts of a day-1 agent-config and of a
-    nodes-config (``_check.agent_config``). ``play``: the play's ``cluster_name``, ``base_domain``,
-    ``openshift_version`` (the cluster meant), ``node_labels`` and ``node_taints`` (every host's, under its own),
-    ``agent_config`` and ``nodes_config`` (their paths).
+    serves the ISO (None: with Redfish when there is no ``iso_url``), ``serve``: its ``address`` and ``tls_cert``.
+    ``groups``: the inventory's group names (a misspelt group is named). ``agent_hosts``, ``nodes_hosts``: the hosts
+    of a day-1 agent-config and of a nodes-config (``_check.agent_config``). ``play``: the play's ``cluster_name``,
+    ``base_domain``, ``openshift_version`` (the cluster meant), ``node_labels`` and ``node_taints`` (every host's,
+    under its own), ``agent_config`` and ``nodes_config`` (their paths). ``limit``: the run's ``--limit``, which
+    selected ``hosts`` of the group and left out ``left_out`` (the files' hosts too: a limit selects inventory hosts).
     ``problems``: those found before (the settings'), reported with these.
 
     Raises Day2Error for a cluster that cannot take workers, InventoryError with every problem found.
@@ -179,19 +212,13 @@ def check_workers(
     check_identity(cluster, play, problems)
     play_labels = labels.check_labels(play.get("node_labels"), problems.for_host(PLAY), "day2_node_labels")
     play_taints = labels.check_taints(play.get("node_taints"), problems.for_host(PLAY), "day2_node_taints")
-    hosts = _defined_once(hosts, [*(agent_hosts or []), *(nodes_hosts or [])], group, problems)
-    kept, read = {id(host) for host in hosts}, (("agent_config", agent_hosts), ("nodes_config", nodes_hosts))
-    from_files = {key: sorted(host.name for host in found or [] if id(host) in kept) for key, found in read}
+    files = {"agent_config": [] if limit else agent_hosts or [], "nodes_config": [] if limit else nodes_hosts or []}
+    left_out = [*(left_out or []), *(host.name for host in [*(agent_hosts or []), *(nodes_hosts or [])] if limit)]
+    hosts, clashes = _defined_once(hosts, [*files["agent_config"], *files["nodes_config"]], group, problems)
+    from_files = {key: sorted(host.name for host in found if host in hosts) for key, found in files.items()}
     if not hosts:
-        close = difflib.get_close_matches(group, [name for name in groups or [] if name != group], n=1)
-        what = "has no hosts" if group in (groups or [group]) else "is not a group of the inventory"
-        fix = "put the new workers in the group (see playbooks/inventory.example.yml)"
-        fix = f'did you mean "{close[0]}"? Set day2_hosts_group to it, or {fix}' if close else fix
-        files = [play[key] for key in ("agent_config", "nodes_config") if play.get(key)]
-        if files:
-            what = f"has no hosts, and {' nor '.join(files)} names no new worker"
-            fix = "list the new workers in the file's hosts or in the group"
-        problems.add("(inventory)", "group", group, what, fix)
+        what, fix = _no_hosts(group, groups, play, limit, left_out)
+        problems.add("(inventory)", "limit" if limit else "group", limit or group, what, fix)
         problems.raise_any()
     if serve_iso is None:  # day2_serve_iso unset: this run serves the ISO when it boots through Redfish with no URL
         serve_iso = boot_method == "redfish" and not iso_url
@@ -201,6 +228,9 @@ def check_workers(
     architecture = cluster.get("rpm_architecture") or cluster.get("architecture") or "x86_64"
     loopback, platform = definition.loopback_allowed(), cluster.get("platform")
     checked = check_hosts(list(settings_of.values()), architecture, loopback, platform, problems)
+    # A MAC of a file's host that another host has is named once, as the same host defined twice (_defined_once).
+    named = [(p["field"] == "interfaces" or (p["host"], str(p["value"])) not in clashes, p) for p in problems.items]
+    problems.items = [problem for keep, problem in named if keep]
     check_payload(checked, cluster, problems)
     checked_of = {host.hostname: host for host in checked}
     cluster_addresses = ClusterAddresses(cluster, replace_node)
@@ -208,42 +238,55 @@ def check_workers(
     sources = {host.name: host.source for host in hosts if host.source}
     records = []
     for name, settings in settings_of.items():
-        report = problems.for_host(name)
-        own = settings.get("node_labels"), settings.get("node_taints")
-        marks = labels.merged_marks(*own, play_labels, play_taints, report)
-        addresses = [settings[key] for key in ("ip", "ipv6") if settings.get(key)]
-        statics = [str(owned.address) for owned in checked_of[name].addresses] if name in checked_of else []
-        addresses += [address for address in statics if address not in addresses]
-        state = _state(name, addresses, nodes.get(name), replace_node)
-        record = dict({key: value for key, value in settings.items() if key != "bmc_password"}, bmc=None, state=state)
-        record.update(address=(addresses or [None])[0], addresses=addresses, labels=marks[0], taints=marks[1])
-        records.append(dict(record, source=sources.get(name, "inventory")))
-        if not addresses and name in sources:  # a host of a file: the file has no ip key
-            fix = "give the host a static address in networkConfig, or define it in the inventory instead (a DHCP "
-            fix += "host: mac_address and ip, the address its DHCP reservation gives)"
-            report("networkConfig", None, "has no static address, so there is no address to follow the install at", fix)
-        elif not addresses:
-            raw = " and network_config has no static address" if "network_config" in settings else ""
-            fix = "set ip to the address the host gets: the one its DHCP reservation gives (mac_address and ip are all "
-            fix += "a DHCP host needs), or its static address with prefix_length"
-            report("ip", None, f"is not set{raw}: there is no address the install is followed at", fix)
-        if state == "existing" and is_control_plane(nodes[name]):
-            what = f"is a control-plane node of the cluster (roles {', '.join(nodes[name].get('roles') or [])})"
-            report("name", name, what, "node-joiner adds workers only: take it out of the new workers' group")
-        elif state == "existing":
-            fix = "to replace a failed worker run playbooks/replace_worker.yml; otherwise rename the host"
-            report("name", name, "is already a Node of the cluster (not Ready, or with another address)", fix)
-        if name in checked_of and state != "joined":
+        records.append(_record(name, settings, checked_of.get(name), nodes, replace_node, sources.get(name), problems))
+        record, own = records[-1], (settings.get("node_labels"), settings.get("node_taints"))
+        record["labels"], record["taints"] = labels.merged_marks(
+            *own, play_labels, play_taints, problems.for_host(name)
+        )
+        if name in checked_of and record["state"] != "joined":
             cluster_addresses.check(checked_of[name], problems)
-        if redfish and state not in ("joined", "half-joined"):  # (half-joined: installed, not booted again)
-            records[-1]["bmc"] = check_bmc(name, settings, problems) or None
+        if redfish and record["state"] not in ("joined", "half-joined"):  # (half-joined: installed, not booted again)
+            record["bmc"] = check_bmc(name, settings_of[name], problems) or None
     if problems.items:
+        if not loopback and any(network.is_loopback() for network in cluster_addresses.networks):
+            problems.items = [nmstate.lab_hint(problem) for problem in problems.items]
         problems.items = [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
         problems.raise_any()
     ignored = {host.name: host.foreign for host in hosts if host.foreign}
     plan = _plan(records, ignored, cluster, boot_method, dict(play, from_files=from_files))
+    plan["summary"] += [f"Limit {limit}: left out {', '.join(left_out) or 'none'}"] if limit else []
+    plan["summary"] += [_serving(serve or {}, records)] if redfish and serve_iso else []
     plan["boot"] = {"method": boot_method, "iso_url": iso_url, "serve_iso": bool(redfish and serve_iso)}
     return plan
+
+
+def _record(
+    name: str, settings: Json, checked: Any, nodes: Json, replace_node: str, source: str | None, problems: Problems
+) -> Json:
+    """A host's record: its checked keys (never the BMC password), its addresses and its state, or its problems."""
+    report = problems.for_host(name)
+    addresses = [settings[key] for key in ("ip", "ipv6") if settings.get(key)]
+    statics = [str(owned.address) for owned in (checked.addresses if checked else [])]
+    addresses += [address for address in statics if address not in addresses]
+    state, node = _state(name, addresses, nodes.get(name), replace_node), nodes.get(name) or {}
+    if not addresses and source:  # a host of a file: the file has no ip key
+        fix = "give the host a static address in networkConfig, or define it in the inventory instead (a DHCP "
+        fix += "host: mac_address and ip, the address its DHCP reservation gives)"
+        report("networkConfig", None, "has no static address, so there is no address to follow the install at", fix)
+    elif not addresses:
+        raw = " and network_config has no static address" if "network_config" in settings else ""
+        fix = "set ip to the address the host gets: the one its DHCP reservation gives (mac_address and ip are all "
+        fix += "a DHCP host needs), or its static address with prefix_length"
+        report("ip", None, f"is not set{raw}: there is no address the install is followed at", fix)
+    if state == "existing" and is_control_plane(node):
+        what = f"is a control-plane node of the cluster (roles {', '.join(node.get('roles') or [])})"
+        report("name", name, what, "node-joiner adds workers only: take it out of the new workers' group")
+    elif state == "existing":
+        fix = "to replace a failed worker run playbooks/replace_worker.yml; otherwise rename the host"
+        report("name", name, "is already a Node of the cluster (not Ready, or with another address)", fix)
+    record = {key: value for key, value in settings.items() if key != "bmc_password"}
+    record.update(bmc=None, state=state, address=(addresses or [None])[0], addresses=addresses)
+    return dict(record, source=source or "inventory")
 
 
 def _plan(records: list[Json], ignored: Json, cluster: Json, boot_method: str, play: Json) -> Json:
@@ -279,22 +322,26 @@ def _macs(settings: dict[str, Any]) -> list[str]:
     return [mac for mac in map(normalize_mac, listed) if mac]
 
 
-def _defined_once(hosts: list[HostVariables], files: list[HostVariables], group: str, problems: Problems) -> list:
-    """The inventory's hosts and the files', each host once: a file's host of a name or a MAC defined already (in
-    the inventory or the other file) is refused. (The inventory's own duplicates are the host checks'.)"""
+def _defined_once(hosts: list[HostVariables], files: list[HostVariables], group: str, problems: Problems) -> tuple:
+    """The inventory's hosts and the files', each name once: a file's host of a name defined already (in the
+    inventory or the other file) is refused and left out; one with a MAC of another host is refused and still
+    checked, so its other problems are named in the same run. Also the (host, MAC) of those MAC clashes,
+    which the hosts' own uniqueness check would name again. (The inventory's own duplicates are the host checks'.)"""
     owners: dict[tuple[str, str], tuple[str, str]] = {}
-    kept = []
+    kept, clashes = [], set()
     for host in [*hosts, *files]:
         where = host.source or f"inventory group {group}"
-        keys = [("name", host.name.lower())] + [("MAC", mac) for mac in _macs(host.settings)]
-        clash = next(((kind, value, *owners[kind, value]) for kind, value in keys if (kind, value) in owners), None)
-        if clash is None or not host.source:
-            kept.append(host)
-            for key in keys:
-                owners.setdefault(key, (host.name, where))
+        if host.source and ("name", host.name.lower()) in owners:
+            place = owners["name", host.name.lower()][1]
+            what = f"is defined twice: in {place} and in {where}"
+            problems.add(host.name, "hostname", host.name, what, "keep the host in one of the two")
             continue
-        kind, value, owner, place = clash
-        field, what = ("hostname", "is defined twice") if kind == "name" else ("interfaces", f"is the MAC of {owner}")
-        what += f": in {place} and in {where}" + ("" if kind == "name" else " (the same host defined twice)")
-        problems.add(host.name, field, host.name if kind == "name" else value, what, "keep the host in one of the two")
-    return kept
+        kept.append(host)
+        owners.setdefault(("name", host.name.lower()), (host.name, where))
+        for mac in _macs(host.settings):
+            owner, place = owners.setdefault(("MAC", mac), (host.name, where))
+            if owner != host.name and host.source:
+                what = f"is the MAC of {owner}: in {place} and in {where} (the same host defined twice)"
+                problems.add(host.name, "interfaces", mac, what, "keep the host in one of the two")
+                clashes |= {(host.name, mac), (owner, mac)}
+    return kept, clashes

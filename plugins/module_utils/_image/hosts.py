@@ -152,29 +152,26 @@ def number_instead_of_mac(field: str, value: Any) -> tuple[str, str]:
 
 def check_root_device_hint(report: Report, key: Any, value: Any) -> None:
     """Report a hint node-joiner (and the agent) would not take."""
-    field = f"root_device_hints.{key}"
-    if key in UNREPORTED_HINTS:
-        why = "is not supported: the agent's disk inventory does not report it, so node-joiner refuses it"
-        report(field, value, why, "use wwn, serialNumber or deviceName instead")
-    elif key not in ROOT_DEVICE_HINTS:
-        squashed = str(key).replace("_", "").replace("-", "").lower()
-        close = [hint for hint in ROOT_DEVICE_HINTS if hint.lower() == squashed]
-        close = close or difflib.get_close_matches(str(key), ROOT_DEVICE_HINTS, n=1)
-        fix = f'did you mean "{close[0]}"?' if close else f"use one of: {', '.join(ROOT_DEVICE_HINTS)}"
-        report(field, value, "is not a root device hint", fix)
-    elif key == "rotational":
-        if not isinstance(value, bool):
-            report(field, value, "is not a boolean", "write true or false (unquoted)")
-    elif key == "minSizeGigabytes":
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            report(field, value, "is not a positive integer", "write the size in GB, e.g. 100")
-    elif not isinstance(value, str) or not value.strip():
-        report(field, value, "is not a non-empty string", "write the hint as text")
-    elif key == "deviceName" and not value.startswith("/dev/"):
-        fix = "write the device path, e.g. /dev/sda or /dev/disk/by-path/..."
-        report(field, value, "does not start with /dev/", fix)
-    elif key == "hctl" and not _HCTL.match(value):
-        report(field, value, "is not Host:Channel:Target:Lun", "write four numbers like 0:0:0:0")
+    squashed, text = str(key).replace("_", "").replace("-", "").lower(), isinstance(value, str) and value.strip()
+    close = [hint for hint in ROOT_DEVICE_HINTS if hint.lower() == squashed]
+    close = close or difflib.get_close_matches(str(key), ROOT_DEVICE_HINTS, n=1)
+    rules = (
+        (key in UNREPORTED_HINTS, "is not supported: the agent's disk inventory does not report it, so node-joiner "
+         "refuses it", "use wwn, serialNumber or deviceName instead"),
+        (key not in ROOT_DEVICE_HINTS, "is not a root device hint",
+         f'did you mean "{close[0]}"?' if close else f"use one of: {', '.join(ROOT_DEVICE_HINTS)}"),
+        (key == "rotational" and not isinstance(value, bool), "is not a boolean", "write true or false (unquoted)"),
+        (key == "minSizeGigabytes" and (isinstance(value, bool) or not isinstance(value, int) or value <= 0),
+         "is not a positive integer", "write the size in GB, e.g. 100"),
+        (key not in ("rotational", "minSizeGigabytes") and not text, "is not a non-empty string",
+         "write the hint as text"),
+        (key == "deviceName" and not str(value).startswith("/dev/"), "does not start with /dev/",
+         "write the device path, e.g. /dev/sda or /dev/disk/by-path/..."),
+        (key == "hctl" and not _HCTL.match(str(value)), "is not Host:Channel:Target:Lun",
+         "write four numbers like 0:0:0:0"),
+    )  # fmt: skip
+    for what, fix in [rule[1:] for rule in rules if rule[0]][:1]:  # (the first that applies)
+        report(f"root_device_hints.{key}", value, what, fix)
 
 
 @dataclasses.dataclass

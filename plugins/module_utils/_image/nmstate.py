@@ -36,7 +36,14 @@ MAX_PREFIX = {4: 32, 6: 128}
 MAX_INTERFACE_NAME = 15  # Linux IFNAMSIZ is 16 bytes including the terminating NUL
 VLAN_ID_RANGE = (1, 4094)
 ROUTE_KEYS = ("destination", "next-hop-address", "next-hop-interface")
+SRIOV_VF = re.compile(r"^sriov:[^\s/:]+:[0-9]+$")  # nmstate's name of a NIC's SR-IOV virtual function
 NOT_MAC_FIX = "write six hex octets like 00:02:46:e3:9e:7c"
+LOOPBACK = "is a loopback address"
+LAB_FIX = (
+    "this cluster's machine network is a loopback network, as a test lab's is: set "
+    "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1 in the controller's environment to let the lab's hosts through (a real "
+    "host needs a unicast address of its network)"
+)
 
 # --- single values -----------------------------------------------------------------------------
 
@@ -95,17 +102,21 @@ def check_host_address(report: Report, field: str, value: Any, version: int, all
     reasons = (
         (address.value == 0, "is the unspecified address"),
         (address.is_multicast(), "is a multicast address"),
-        (address.is_loopback() and not allow_loopback, "is a loopback address"),
+        (address.is_loopback() and not allow_loopback, LOOPBACK),
         (address.is_link_local(), "is a link-local address"),
         (address.version == 4 and address.value == 0xFFFFFFFF, "is the limited broadcast address"),
     )
     reason = next((why for found, why in reasons if found), None)
     if reason:
-        fix = "use a unicast address of the host's network"
-        if address.is_loopback():  # the one way a test lab on 127.0.0.0/8 is let through, named where it is needed
-            fix += " (a test lab whose machine network is loopback: set OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1)"
-        report(field, value, reason, fix)
+        report(field, value, reason, "use a unicast address of the host's network")
     return None if reason else address
+
+
+def lab_hint(problem: dict[str, Any]) -> dict[str, Any]:
+    """A loopback refusal in a cluster whose own machine network is loopback (a test lab such as tests/lab, whose
+    hosts all live on one machine): its fix is the lab's switch, not "use a unicast address"."""
+    head, found, _fix = str(problem["message"]).partition(f" {LOOPBACK}; ")
+    return dict(problem, message=f"{head} {LOOPBACK}; {LAB_FIX}") if found else problem
 
 
 def subnet_of(address: Any, prefix: int) -> Any:
@@ -201,28 +212,49 @@ def _mappings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
+def _links(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(field, name) of the interfaces an nmstate interface is built on: a bond's ports (``link-aggregation.port``,
+    nmstate's older ``slaves``) and a VLAN's base (``vlan.base-iface``)."""
+    bond, vlan = entry.get("link-aggregation"), entry.get("vlan")
+    key = next((k for k in ("port", "slaves") if isinstance(bond, dict) and k in bond), "port")
+    ports = bond.get(key) if isinstance(bond, dict) else None
+    found = [(f"link-aggregation.{key}[{i}]", port) for i, port in enumerate(ports if isinstance(ports, list) else [])]
+    return found + ([("vlan.base-iface", vlan.get("base-iface"))] if isinstance(vlan, dict) else [])
+
+
 def check_raw_network_config(
     report: Report, config: dict[str, Any], declared: dict[str, str], allow_loopback: bool
 ) -> tuple[list[OwnedAddress], set[int]]:
     """Check a user-written nmstate document against the host's ``interfaces`` (``declared``: {name: MAC}); return
-    its static addresses (for the uniqueness and cluster checks) and the IP versions it has a default route of."""
+    its static addresses (for the uniqueness and cluster checks) and the IP versions it has a default route of.
+
+    As nmstate reads it: a bond's port or a VLAN's base that network_config does not define is an ethernet NIC
+    (``nmstatectl gc``, which node-joiner runs, assumes so: nmstate/nmstate rust/src/lib/gen_conf.rs
+    @edd553814e12045210ff482e2113f1085a3fa16f ``set_missing_port_to_eth``), here one of ``interfaces``, known by its
+    MAC. ``sriov:<PF>:<VF>`` names a virtual function of a NIC (``SrIovConfig::VF_NAMING_PREFIX``, rust/src/lib/ifaces/
+    sriov.rs@d224862382cf68c43c1f3633ae1701cea4e1b1a5)."""
     nm_interfaces = config.get("interfaces")
     if not _mappings(nm_interfaces) or not nm_interfaces:
         fix = "list the host's interfaces in nmstate form (name, type, state)"
         report("network_config.interfaces", nm_interfaces, "is not a non-empty list of interfaces", fix)
         return [], set()
-    names, addresses = set(), []
+    names, links, addresses = set(), [], []
     for index, entry in enumerate(nm_interfaces):
         field, name = f"network_config.interfaces[{index}]", entry.get("name")
-        problem = interface_name_problem(name)
+        problem = None if SRIOV_VF.match(str(name)) else interface_name_problem(name)
         if problem:
             report(field + ".name", name, problem, "name every interface")
             continue
         names.add(name)
+        links += [(f"{field}.{where}", link) for where, link in _links(entry)]
         _check_raw_mac(report, field, entry, declared)
         addresses += _raw_addresses(report, field, entry, allow_loopback)
-    for name in sorted(set(declared) - names):
-        fix = "add it to network_config.interfaces or remove it from interfaces"
+    for field, link in links:
+        if link not in names and link not in declared:
+            fix = f"add {{name: {link}, mac_address: <its MAC>}} to interfaces (or define it in network_config)"
+            report(field, link, "is neither an interface of network_config nor a NIC of interfaces", fix)
+    for name in sorted(set(declared) - names - {link for _field, link in links}):
+        fix = "add it to network_config.interfaces (or as a bond's port or a VLAN's base) or remove it from interfaces"
         report("interfaces", name, "is not an interface of network_config", fix)
     resolver = config.get("dns-resolver") or {}
     resolver_config = resolver.get("config", {}) if isinstance(resolver, dict) else None

@@ -7,11 +7,13 @@ import pytest
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import (
     REDFISH_TYPES,
     SCHEMES,
+    Bmc,
     bmc_endpoint,
     check_bmc,
     check_boot_settings,
     is_http_url,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 
 SYSTEM = "/redfish/v1/Systems/1"
@@ -137,3 +139,36 @@ def test_every_bmc_setting_is_needed_and_the_password_never_shown():
     problems = Problems()
     check_bmc("w0", {"bmc_address": "https://root:pw-9@bmc", "bmc_username": "u", "bmc_password": "x"}, problems)
     assert problems.items[0]["value"] == "https://(not shown)@bmc" and "pw-9" not in str(problems.items)
+
+
+def _bmc_answering(systems, source="inventory"):
+    """A Bmc whose BMC answers redfish_info with ``systems`` (its Manager: no virtual media)."""
+
+    def run(module, arguments):
+        facts = systems if arguments["category"] == "Systems" else {"virtual_media": {"entries": []}}
+        return {"redfish_facts": facts}
+
+    endpoint = {"bmc_base_url": "https://bmc:8000", "bmc_system_path": "/redfish/v1/Systems/1"}
+    return Bmc("extra-worker-0", endpoint, {"username": "u", "password": "p"}, run, source)
+
+
+SYSTEM_FACTS = {"entries": [[{"system_uri": SYSTEM}, {"PowerState": "Off"}]]}
+FLOPPY = {"entries": [[{"resource_uri": SYSTEM}, [{"Id": "Floppy", "MediaTypes": ["Floppy"]}]]]}
+
+
+@pytest.mark.parametrize("source", ["inventory", "/srv/agent-config.yaml"])
+def test_a_bmc_without_the_system_or_a_cd_is_refused_naming_the_host_and_the_field(source):
+    field = "bmc_address" if source == "inventory" else "bmc.address"
+    with pytest.raises(Day2Error) as caught:
+        _bmc_answering({"system": {"entries": []}}, source).inspect()
+    assert caught.value.message.startswith(
+        'host extra-worker-0: field "%s": the BMC at bmc:8000 has no system /redfish/v1/Systems/1; end %s with a '
+        "system the BMC has" % (field, field)
+    )
+    with pytest.raises(Day2Error) as caught:
+        _bmc_answering({"system": SYSTEM_FACTS, "virtual_media": FLOPPY}, source).inspect()
+    assert caught.value.message.startswith(
+        'host extra-worker-0: field "%s": the BMC at bmc:8000 offers no CD/DVD virtual media; boot the host by hand '
+        "(day2_boot_method=manual)" % field
+    )
+    assert caught.value.message.endswith("" if source == "inventory" else " in /srv/agent-config.yaml")

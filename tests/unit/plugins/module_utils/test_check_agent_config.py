@@ -178,3 +178,18 @@ def test_a_relative_path_is_taken_from_the_current_directory_else_the_playbooks(
     assert [h.name for h in hosts] == ["extra-worker-0"] and problems.items == []
     hosts, _ignored = read_agent_config(tmp_path.name + "/agent-config.yaml", "/nonexistent", problems)
     assert [h.name for h in hosts] == ["extra-worker-0"] and problems.items == []
+
+
+def test_a_file_host_whose_mac_clashes_has_its_other_problems_named_in_the_same_round(tmp_path):
+    """A MAC of an inventory host in the file, and an address outside the machine networks: both at once."""
+    clash = host("extra-worker-1", 21, networkConfig=nmstate("10.0.0.21", "52:54:00:6f:00:14"))
+    clash["interfaces"] = [{"name": "eth0", "macAddress": "52:54:00:6f:00:14"}]
+    hosts, _ignored, _problems, path = read(tmp_path, document(clash))
+    with pytest.raises(InventoryError) as caught:
+        check_workers([good()], CLUSTER, agent_hosts=hosts, play={"agent_config": path})
+    found = [(p["host"], p["field"], p["value"]) for p in caught.value.problems]
+    assert found[0] == ("extra-worker-1", "interfaces", "52:54:00:6f:00:14")  # named once, as the same host twice
+    assert ("extra-worker-1", "networkConfig.interfaces[0].ipv4.address[0].ip", "10.0.0.21") in found
+    assert [p for p in found if p[2] == "52:54:00:6f:00:14"] == [found[0]]
+    assert "is the MAC of extra-worker-0: in inventory group new_workers and in %s" % path in str(caught.value)
+    assert "is outside the cluster's machine networks" in str(caught.value)

@@ -128,6 +128,20 @@ def test_variables_are_sorted():
     assert misplaced(found) == []
 
 
+def test_a_variable_that_only_feeds_another_is_left_alone_and_a_misspelling_still_refused():
+    """Ansible's vault layout: bmc_password: "{{ vault_bmc_password }}" in group_vars/<group>/vars.yml, the value in
+    an encrypted vault.yml beside it; what another variable uses in a template, or an encrypted file holds, only
+    feeds another variable (the action plugin finds them: ``feeding``)."""
+    variables = {"bmc_password": "pw", "vault_bmc_password": "pw", "bmc_password_rack2": "x", "bmc_passwrd": "y"}
+    found = sort_variables("w", variables, variables.__getitem__, HOST_KEYS, set(), feeding={"bmc_password_rack2"})
+    assert found.settings == {"bmc_password": "pw"}
+    assert found.foreign == ["bmc_password_rack2", "vault_bmc_password"]
+    assert [(p["field"], p["value"]) for p in found.problems] == [("bmc_passwrd", "(not shown)")]
+    assert 'did you mean "bmc_password"' in found.problems[0]["message"]
+    without = sort_variables("w", variables, variables.__getitem__, HOST_KEYS, set())  # the check as it was
+    assert sorted(p["field"] for p in without.problems) == ["bmc_password_rack2", "bmc_passwrd"]
+
+
 def test_settings_set_on_the_hosts_only_are_misplaced():
     found = sort(day2_boot_method="redfish", day2_join_timeout=5, day2_workdir="/shared", join_timeout=5)
     assert misplaced(found) == [("day2_boot_method", "redfish"), ("day2_join_timeout", 5)]  # day2_workdir: shared

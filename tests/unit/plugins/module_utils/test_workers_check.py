@@ -570,3 +570,52 @@ def test_the_example_inventory_says_what_is_true():
     configs = build_nodes_configs(result["hosts"], "x86_64")
     entries = {entry["hostname"]: entry for entry in configs["x86_64"]["hosts"]}
     assert "networkConfig" not in entries["extra-worker-1"] and "networkConfig" in entries["extra-worker-0"]
+
+
+def test_the_plan_says_how_a_served_iso_is_served():
+    bmc = {"bmc_address": "redfish-virtualmedia://bmc/redfish/v1/Systems/1", "bmc_username": "u", "bmc_password": "pw"}
+    summary = check_workers([good(**bmc)], CLUSTER, boot_method="redfish")["summary"]
+    assert summary[-1] == (
+        "ISO: served by this controller over plain HTTP (set day2_serve_tls_cert for HTTPS), listening on this "
+        "controller's address that routes to the BMCs (bmc) only (day2_serve_address), at a secret path. It holds the "
+        "pull secret: only the BMC network should reach that address"
+    )
+    serve = {"address": "192.168.111.1:8080", "tls_cert": "/etc/day2/tls.crt"}
+    summary = check_workers([good(**bmc)], CLUSTER, boot_method="redfish", serve=serve)["summary"]
+    assert summary[-1].startswith("ISO: served by this controller over HTTPS, listening on 192.168.111.1:8080 only")
+    assert not any(line.startswith("ISO:") for line in check_workers([good()], CLUSTER)["summary"])
+
+
+@pytest.mark.parametrize("network", ["127.0.111.0/24", "192.168.111.0/24"])
+def test_a_loopback_address_is_refused_with_the_lab_switch_only_where_the_cluster_is_a_lab(monkeypatch, network):
+    monkeypatch.delenv("OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK", raising=False)
+    lab = good(ip="127.0.111.20", gateway="127.0.111.1", dns_servers="127.0.111.1")
+    problems = problems_of(lab, cluster=dict(CLUSTER, machine_networks=[network]))
+    loopback = [p["message"] for p in problems if "is a loopback address" in p["message"]]
+    assert len(loopback) == 1, problems
+    if network.startswith("127."):  # the lab's machine network: the switch first, no "use a unicast address"
+        assert loopback[0].endswith(
+            "is a loopback address; this cluster's machine network is a loopback network, as a test lab's is: set "
+            "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1 in the controller's environment to let the lab's hosts through (a "
+            "real host needs a unicast address of its network)"
+        )
+    else:
+        assert loopback[0].endswith("is a loopback address; use a unicast address of the host's network")
+
+
+def test_a_limit_takes_the_hosts_it_selected_and_refuses_one_that_selects_none(tmp_path):
+    result = check_workers([good()], CLUSTER, limit="extra-worker-0", left_out=["extra-worker-1"])
+    assert [h["name"] for h in result["hosts"]] == ["extra-worker-0"]
+    assert result["summary"][-1] == "Limit extra-worker-0: left out extra-worker-1"
+    # A limit selects inventory hosts: the files' hosts are left out (and named).
+    spare = sort_variables("spare-0", {"mac_address": "52:54:00:6f:00:30"}, {}.get, HOST_KEYS, SHARED)
+    spare.source = str(tmp_path / "agent-config.yaml")
+    result = check_workers([good()], CLUSTER, limit="extra-worker-0", agent_hosts=[spare])
+    assert result["summary"][-1] == "Limit extra-worker-0: left out spare-0"
+    (problem,) = problems_of(limit="bastions", left_out=["extra-worker-0", "extra-worker-1"])
+    assert (problem["host"], problem["field"], problem["value"]) == ("(inventory)", "limit", "bastions")
+    assert problem["message"] == (
+        'inventory: field "limit" value "bastions" selects no new worker of group new_workers (it holds '
+        "extra-worker-0, extra-worker-1); limit the run to hosts of group new_workers (or to the group itself), or "
+        "run it without --limit"
+    )
