@@ -34,6 +34,7 @@ from aiohttp import web
 from . import clusterinfo, isobase, kinds, njcli, seeds, versions
 from .faults import register_fault
 from .nodejoiner import NodeJoinerRun
+from .njmonitor import MonitorRun
 from .payload import baremetal_installer_image, image_references, installer_image, release_image, seeded_installer_image
 from .podexec import PodStreams, serve_pod_files
 from .shell import Container
@@ -43,6 +44,7 @@ LOG = logging.getLogger(__name__)
 NODE_JOINER_MARKERS = ("baremetal-installer", "node-joiner")
 BACKOFF_AFTER = 1.0  # seconds of ErrImagePull before the kubelet reports ImagePullBackOff
 CONFIGMAP = kinds.by_kind("v1", "ConfigMap")
+POD_HOST_IP = "127.0.111.10"  # every pod runs on master-0
 
 
 def parse_nodejoiner_fault(value: str) -> str:
@@ -73,7 +75,7 @@ class SimulatedPod:
         self.root = tempfile.mkdtemp(prefix=f"lab-pod-{self.namespace}-{self.name}-")
         self.shell = Container(self.root)
         self.output = ""  # what the container printed (the log) when it is not a node-joiner run
-        self.run: NodeJoinerRun | None = None
+        self.run: NodeJoinerRun | MonitorRun | None = None
         self.task: asyncio.Task | None = None
         self.pull_failure = False
 
@@ -137,8 +139,8 @@ class PodBehaviours:
             phase=phase,
             conditions=_conditions(ready, now),
             containerStatuses=[container_status],
-            hostIP="127.0.111.10",
-            hostIPs=[{"ip": "127.0.111.10"}],
+            hostIP=POD_HOST_IP,
+            hostIPs=[{"ip": POD_HOST_IP}],
         )
         status.setdefault("startTime", now)
         if phase != "Pending" and "podIP" not in status:
@@ -294,6 +296,11 @@ class PodBehaviours:
             flags = njcli.parse_add_nodes(argv, profile, time.time())
         except njcli.UsageError as refused:
             sim.output = refused.stderr  # exit status 1 (0 for --help); the container goes on with `sleep`
+            return
+        if flags["command"] == njcli.MONITOR:  # oc adm node-image monitor's pod: no sleep, the process's exit ends it
+            interval = getattr(self.ctx.options, "monitor_interval", 5.0)
+            sim.run = MonitorRun(self.ctx, profile, flags["addresses"], POD_HOST_IP, interval)
+            self._terminated(sim, await sim.run.run())
             return
         failure = self.ctx.faults.get("nodejoiner")
         options = {
