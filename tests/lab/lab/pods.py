@@ -33,8 +33,8 @@ from aiohttp import web
 
 from . import clusterinfo, isobase, kinds, njcli, seeds, versions
 from .faults import register_fault
-from .nodejoiner import NodeJoinerRun
 from .njmonitor import MonitorRun
+from .nodejoiner import NodeJoinerRun
 from .payload import baremetal_installer_image, image_references, installer_image, release_image, seeded_installer_image
 from .podexec import PodStreams, serve_pod_files
 from .shell import Container
