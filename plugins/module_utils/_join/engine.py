@@ -29,9 +29,11 @@ import datetime
 import email.utils
 import os
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, cast
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import releases
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
     parse_duration,
@@ -49,7 +51,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
     group_target,
     is_transient,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import (
     NEVER_ANSWERED,
@@ -60,6 +66,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent i
     agent_url,
     bracketed,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import FOLLOW_FROM, ClusterMonitor
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
     SECRET_NAME,
     SECRET_NAMESPACE,
@@ -106,6 +113,7 @@ class Options:
     agent_port: int = 8090
     kubelet_port: int = 10250
     first_header: str | None = None
+    follow_from: str = "auto"
 
 
 def options(params: Json, target: str, environ: dict[str, str]) -> Options:
@@ -237,6 +245,7 @@ class Host:
         self.refused: dict[str, str] = {}  # its CSRs the policy refuses now: name -> reason: message
         self.marked = not (self.labels or self.taints)
         self.disk_written = False
+        self.via: str | None = None  # where it was heard from: controller or cluster
         self._shown: tuple[Any, ...] | None = None
 
     @property
@@ -292,6 +301,7 @@ class Host:
         approvals = ", ".join("{kind} {name}".format(**a) for a in self.approved) or "none"
         text = f"{self.name}: {self.phase} ({phases}); approved in this run: {approvals}"
         text += f"; agent token in {self.progress.auth_header}" if self.progress.auth_header else ""
+        text += "; followed from the cluster" if self.via == "cluster" else ""
         return text + (f"; {self.failure}" if self.failure else "")
 
     def summary(self, end: Moment) -> Json:
@@ -305,6 +315,7 @@ class Host:
             "phases": self.durations(end),
             "phase_started": {phase: format_rfc3339(when) for phase, when in self.phase_started.items()},
             "rebooted_by": self.rebooted_by,
+            "followed_from": self.via,
             "approved": list(self.approved),
             "refused": dict(self.refused),
             "summary": self.summary_line(end),
@@ -399,8 +410,10 @@ class JoinRun:
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], Moment] = utcnow,
         network: policy.Network | None = None,
+        monitor: ClusterMonitor | None = None,
     ) -> None:
         self.options, self.say, self.cluster, self.network = options, say, cluster, network or policy.Network()
+        self.monitor = monitor  # follows from inside the cluster the hosts this controller does not reach
         self.server_offset = server_offset
         self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
         self._sleep, self._now = sleep, now
@@ -427,6 +440,13 @@ class JoinRun:
         return host.phase == FAILED or (host.phase == JOINED and host.marked)
 
     def run(self) -> Json:
+        try:
+            return self._rounds()
+        finally:
+            if self.monitor is not None:
+                self.monitor.stop()
+
+    def _rounds(self) -> Json:
         with ThreadPoolExecutor(max_workers=max(1, min(32, len(self.hosts)))) as pool:
             while True:
                 self.rounds += 1
@@ -435,14 +455,16 @@ class JoinRun:
                     for h in self.hosts
                     if not self.finished(h) and h.rebooted_at is None and not (self.joining and h.phase == JOINED)
                 ]
-                for host, seen in zip(polled, pool.map(lambda h: h.agent.poll(), polled)):
+                if self.monitor is not None and polled:
+                    self._read_monitor()
+                for host, seen in zip(polled, pool.map(self._poll, polled)):
                     self._observed(host, seen, self._now())
                 if self.joining:
                     self._look_at_cluster(self._now())
                 self._eject(self._now())
                 self._check_timeouts(self._now())
                 self._show(self._now())
-                if all(self.finished(host) for host in self.hosts) or not self.options.wait:
+                if all(self.finished(host) for host in self.hosts) or not (self.options.wait or self._looking()):
                     break
                 if self.still_wanted is not None and not self.still_wanted():
                     raise JoinError(
@@ -452,6 +474,40 @@ class JoinRun:
                     )
                 self._sleep(self.options.wait_sleep)
         return self._finish(self._now())
+
+    def _looking(self) -> bool:
+        """One look (wait false) with a monitor lasts until it asked every host once, or it ended."""
+        unheard = [h for h in self.hosts if h.via is None and not self.finished(h)]
+        return self.monitor is not None and bool(unheard) and not self.monitor.asked_once()
+
+    def _read_monitor(self) -> None:
+        try:
+            cast(ClusterMonitor, self.monitor).poll()
+        except ApiAccessError as error:
+            if not is_transient(error.status):
+                raise JoinError(f"cannot read the monitor pod in the cluster: {error}", self.result(self._now()))
+            self.api_errors += 1
+
+    def _poll(self, host: Host) -> Any:
+        """One look at ``host``: from this controller, else (a host it never reached) from the cluster's monitor."""
+        if self.monitor is not None and (host.via == "cluster" or self.options.follow_from == "cluster"):
+            host.via = "cluster"
+            return self._from_cluster(host)
+        seen = cast(AgentClient, host.agent).poll()
+        if seen.kind != "unreachable" or seen.kubelet:
+            host.via = "controller"
+        elif self.monitor is not None and host.via is None:
+            from_cluster = self._from_cluster(host)
+            if from_cluster.kind != "unreachable" or from_cluster.kubelet:
+                host.via = "cluster"  # this controller does not reach it: it is followed from the cluster from now on
+                return from_cluster
+        return seen
+
+    def _from_cluster(self, host: Host) -> Any:
+        """The monitor's observation, its time in this controller's clock (the log's times are the cluster's)."""
+        seen = cast(ClusterMonitor, self.monitor).observation(host.address)
+        shifted = seen.at - datetime.timedelta(seconds=self.server_offset) if seen.at else None
+        return dataclasses.replace(seen, at=shifted)
 
     def _observed(self, host: Host, seen: Any, now: Moment) -> None:
         host.progress.observe(seen, now)
@@ -602,6 +658,8 @@ class JoinRun:
             heard = host.progress.answered or host.rebooted_at is not None
             if not heard and elapsed >= o.boot_timeout:
                 never = NEVER_ANSWERED % (host.address, o.agent_port)
+                if self.monitor is not None:
+                    never += f"; nor did it answer the cluster's monitor{self.monitor.describe()}"
                 host.fail(
                     f"nothing answered within day2_boot_timeout ({o.boot_timeout} s): {never}; its kubelet port "
                     f"{o.kubelet_port} did not answer either. Boot it (check its console) and run again",
@@ -675,10 +733,12 @@ class JoinRun:
         follow = [
             {
                 "name": h.name,
+                "address": h.address,
                 "agent_url": agent_url(h.address, o.agent_port),
                 "addresses": h.addresses,
                 "kubelet": "%s:%d" % (bracketed(h.address), o.kubelet_port),
                 "until": o.target if o.target in TARGETS else "ready",
+                "from": o.follow_from,
             }
             for h in self.hosts
         ]
@@ -710,13 +770,17 @@ class JoinRun:
             if not self.joining:
                 then = "nothing is asked of its agent in check mode"
             until = "its Node is Ready" if self.joining else f"it is {o.target}"
-            lines.append(
-                f"Check mode: {entry['name']} would be followed at {entry['agent_url']} (then its kubelet at "
-                f"{entry['kubelet']}) until {until}; {then}"
-            )
+            where = FOLLOWED_FROM[o.follow_from].format(**entry)
+            lines.append(f"Check mode: {entry['name']} would be followed {where} until {until}; {then}")
         return {"changed": bool(would), "would_follow": follow, "would_approve": would, "msg": lines}
 
 
+# Where check mode says each host would be followed from, by follow_from.
+FOLLOWED_FROM = {
+    "controller": "at {agent_url} (then its kubelet at {kubelet})",
+    "cluster": "from inside the cluster (node-joiner monitor-add-nodes asks {address})",
+    "auto": "at {agent_url} (then its kubelet at {kubelet}), else from inside the cluster",
+}
 # The options of the two faces of the loop (their documentation: plugins/modules/agent_wait.py, csr_approve.py).
 FOLLOW_OPTIONS: dict[str, Json] = {
     "hosts": {"type": "list", "elements": "dict", "required": True},
@@ -731,6 +795,8 @@ FOLLOW_OPTIONS: dict[str, Json] = {
     "kubelet_port": {"type": "int"},
     "token": {"type": "str", "no_log": True},
     "first_header": {"type": "str", "default": "auto", "choices": ["auto", "Watcher-Authorization", "Authorization"]},
+    "follow_from": {"type": "str", "default": "auto", "choices": list(FOLLOW_FROM)},
+    "node_joiner_image": {"type": "str"},
 }
 AGENT_WAIT_OPTIONS = dict(
     FOLLOW_OPTIONS,
@@ -791,8 +857,50 @@ def follow(
         f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} "
         f"({how if joining else 'until ' + target})"
     )
-    run = JoinRun(records, run_options, say, token, cluster if joining else None, offset or 0.0, **hooks)
+    monitor = start_monitor(params, run_options, records, connected, say, warnings) if connected else None
+    run = JoinRun(
+        records, run_options, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks
+    )
     run.warnings.extend(warnings)
-    result = run.run()
+    with signals_raise():
+        result = run.run()
     result["token_info"] = dict(token.info(), first_header=run_options.first_header) if token else None
     return result
+
+
+def start_monitor(
+    params: Json,
+    o: Options,
+    records: list[Json],
+    connected: tuple[Any, ApiClient],
+    say: Callable[[str], None],
+    warnings: list[str],
+) -> ClusterMonitor | None:
+    """The monitor pod that follows from inside the cluster the hosts this controller does not reach (follow_from
+    auto or cluster); None with auto when this identity may not run it (a warning says so)."""
+    addresses = [r["address"] for r in records if r.get("state") != "joined"]
+    if o.follow_from == "controller" or not addresses:
+        return None
+    api, facts = connected[1], params.get("cluster") or {}
+    try:
+        facts = facts if facts.get("release_image") and facts.get("version") else image_facts(api)
+        run = nj.NodeJoinerRun(
+            api, uuid.uuid4().hex[:12], releases.release(facts["version"]), facts.get("proxy_status")
+        )
+        run.owner = leftovers.owner_tag()
+        monitor = ClusterMonitor(run, addresses)
+        monitor.start(lambda: run.node_joiner_image(params.get("node_joiner_image"), facts["release_image"]))
+    except Day2Error as error:
+        if o.follow_from == "cluster":
+            raise JoinError(f"cannot follow the hosts from inside the cluster: {error.message}", {})
+        warnings.append(
+            f"the hosts are followed from this controller only: the monitor pod cannot run ({error.message})"
+        )
+        return None
+    where = (
+        "from inside the cluster"
+        if o.follow_from == "cluster"
+        else "from here where this controller reaches them, else from inside the cluster"
+    )
+    say(f"following {len(addresses)} host(s) {where} (node-joiner monitor-add-nodes in {run.ns_name})")
+    return monitor

@@ -78,9 +78,22 @@ class SimulatedPod:
         self.run: NodeJoinerRun | MonitorRun | None = None
         self.task: asyncio.Task | None = None
         self.pull_failure = False
+        self.stamps: list = []  # the times of the log's lines (log_entries)
 
     def log_text(self) -> str:
         return self.run.log_text() if self.run else self.output
+
+    def log_entries(self) -> list:
+        """``(time, line)`` of every line so far: the time the container runtime took it (here: when it was first
+        read, which for a log read every round is close enough), with nine fraction digits always: the kubelet
+        writes them as types.RFC3339NanoFixed -- kubernetes pkg/kubelet/kuberuntime/logs/
+        logs.go@04791b4906602ffda5ccf9bc4c84d3329f1d7080 (timeFormatOut)."""
+        lines = self.log_text().splitlines(keepends=True)
+        while len(self.stamps) < len(lines):
+            now = time.time()
+            whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+            self.stamps.append(f"{whole}.{int((now % 1) * 1e9):09d}Z")
+        return list(zip(self.stamps, lines))
 
     def remove(self) -> None:
         if self.task:

@@ -1021,15 +1021,17 @@ def test_check_mode_predicts_nothing_in_a_flood_and_names_where_each_host_is_fol
     assert predicted["would_approve"] == result["approved"] == [] and predicted["changed"] is False
     assert predicted["would_follow"][0] == {
         "name": "worker-0",
+        "address": "127.0.111.20",
         "agent_url": "http://127.0.111.20:8090/api/assisted-install/v2",
         "addresses": ["127.0.111.20"],
         "kubelet": "127.0.111.20:10250",
         "until": "ready",
+        "from": "auto",
     }
     assert predicted["msg"][1] == (
         "Check mode: worker-1 would be followed at http://127.0.111.21:8090/api/assisted-install/v2 (then its kubelet "
-        "at 127.0.111.21:10250) until its Node is Ready; would approve none yet (no CSR of this host is pending); its "
-        "serving certificate may carry 127.0.111.21"
+        "at 127.0.111.21:10250), else from inside the cluster until its Node is Ready; would approve none yet (no CSR "
+        "of this host is pending); its serving certificate may carry 127.0.111.21"
     )
 
 
@@ -1039,8 +1041,8 @@ def test_check_mode_names_the_csrs_it_would_approve():
     predicted = join_run(api, clock, hosts("worker-0")).predict()
     assert predicted["msg"] == [
         "Check mode: worker-0 would be followed at http://127.0.111.20:8090/api/assisted-install/v2 (then its kubelet "
-        "at 127.0.111.20:10250) until its Node is Ready; would approve now, once its kubelet answers: "
-        "worker-0.client; its serving certificate may carry 127.0.111.20"
+        "at 127.0.111.20:10250), else from inside the cluster until its Node is Ready; would approve now, once its "
+        "kubelet answers: worker-0.client; its serving certificate may carry 127.0.111.20"
     ]
     assert [call for call in api.calls if call[0] != "GET"] == [] and clock.sleeps == []
 
@@ -1148,6 +1150,7 @@ def params_for(lab, count=1, **overrides):
         "wait": False,
         "until": "rebooted",
         "first_header": "auto",
+        "follow_from": "controller",  # the monitor pod: test_join_monitor.py
     }
     values.update(overrides)
     return values
@@ -1160,17 +1163,21 @@ def test_agent_wait_in_check_mode_asks_no_one(lab):
     assert result["would_follow"] == [
         {
             "name": "worker-0",
+            "address": lab.address(0),
             "agent_url": "http://%s:%d/api/assisted-install/v2" % (lab.address(0), lab.port),
             "addresses": [lab.address(0)],
             "kubelet": "%s:%d" % (lab.address(0), lab.kubelet_port),
             "until": "rebooted",
+            "from": "controller",
         },
         {
             "name": "worker-1",
+            "address": "fd00::21",
             "agent_url": "http://[fd00::21]:%d/api/assisted-install/v2" % lab.port,
             "addresses": ["fd00::21"],
             "kubelet": "[fd00::21]:%d" % lab.kubelet_port,
             "until": "rebooted",
+            "from": "controller",
         },
     ]
     assert result["changed"] is False and result["would_approve"] == [] and one.requests == []
