@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import email.utils
 import os
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, cast
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common import releases
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
     format_rfc3339,
     parse_duration,
@@ -42,20 +39,14 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    API_ERRORS,
     ApiAccessError,
     ApiClient,
-    Target,
     condition_true,
     core_target,
-    group_target,
     is_transient,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
-from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import (
     NEVER_ANSWERED,
@@ -66,7 +57,16 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent i
     agent_url,
     bracketed,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import FOLLOW_FROM, ClusterMonitor
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import (
+    APPROVED_BY,
+    Cluster,
+    describe_marks,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import (
+    FOLLOW_FROM,
+    ClusterMonitor,
+    start_monitor,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
     SECRET_NAME,
     SECRET_NAMESPACE,
@@ -78,17 +78,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token i
 WAITING, INSTALLING, REBOOTED, SETTLING = "waiting", "installing", "rebooted", "settling"
 HALF_JOINED, JOINED, FAILED = "half-joined", "joined", "failed"
 PHASES = (WAITING, INSTALLING, REBOOTED, SETTLING, HALF_JOINED, JOINED, FAILED)
-APPROVED_BY = "openshift_agent.day2.csr_approve"
-APPROVAL_REASON = "OpenshiftAgentDay2Approved"
 Json = dict[str, Any]
 Moment = datetime.datetime
-CSRS = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
 SECRET_TARGET = core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
-MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, as kubectl patch --type merge sends it
-
-
-# What reading the API server's Date header raises: a failed request, no or a garbled header.
-SERVER_DATE_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, AttributeError, TypeError, ValueError, IndexError)
 
 
 class JoinError(Day2Error):
@@ -178,41 +170,6 @@ def host_records(hosts: list[Json], installed_after: Json | None = None) -> list
     if problems:
         raise InputError("; ".join(problems))
     return records
-
-
-def _taint(taint: Json) -> tuple[str, str, str]:
-    return (str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or ""))
-
-
-def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json | None:
-    """The merge patch that gives ``node`` its labels and taints, or None when it has them. For every taint key
-    given, the Node's taints of that key become exactly the given ones; taints of other keys (the lifecycle
-    controller's node.kubernetes.io/not-ready) are kept. A merge patch replaces a list whole, so it carries the
-    Node's resourceVersion: should a controller change the taints in between, the API server answers 409 and the
-    Node is read again."""
-    metadata = node.get("metadata") or {}
-    have = metadata.get("labels") or {}
-    patch: Json = {}
-    missing = {key: value for key, value in labels.items() if have.get(key) != value}
-    if missing:
-        patch["metadata"] = {"labels": missing}
-    current = (node.get("spec") or {}).get("taints") or []
-    keys = {str(t.get("key")) for t in taints}
-    if taints and sorted(_taint(t) for t in current if str(t.get("key")) in keys) != sorted(
-        {_taint(t) for t in taints}
-    ):
-        written = [dict({"key": k, "effect": e}, **({"value": v} if v else {})) for k, v, e in map(_taint, taints)]
-        patch["spec"] = {"taints": [t for t in current if str(t.get("key")) not in keys] + written}
-        if metadata.get("resourceVersion"):
-            patch.setdefault("metadata", {})["resourceVersion"] = metadata["resourceVersion"]
-    return patch or None
-
-
-def describe_marks(labels: Json, taints: list[Json]) -> str:
-    """``labels a=b; taints k=v:NoSchedule`` for a progress line."""
-    shown = ["labels " + ", ".join(f"{key}={value}" for key, value in sorted(labels.items()))] if labels else []
-    written = (f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints)
-    return "; ".join(shown + (["taints " + ", ".join(written)] if taints else []))
 
 
 def decide(keys: policy.HostCsrs, node: Json | None, rebooted: bool, settled: bool) -> list[policy.ParsedCSR]:
@@ -321,77 +278,6 @@ class Host:
             "summary": self.summary_line(end),
             "agent": self.progress.result(),
         }
-
-
-class Cluster:
-    """The CSRs and Nodes of the cluster, through the collection's ApiClient (its retry policy)."""
-
-    def __init__(self, client: ApiClient, dynamic_client: Any = None) -> None:
-        self.client, self._dynamic = client, dynamic_client
-
-    def csrs(self) -> list[Json]:
-        return (self.client.request("GET", CSRS) or {}).get("items") or []
-
-    def nodes(self) -> dict[str, Json]:
-        items = (self.client.request("GET", core_target("nodes")) or {}).get("items") or []
-        return {str((node.get("metadata") or {}).get("name")): node for node in items}
-
-    def approve(self, listed: Json, message: str, moment: Moment) -> bool:
-        """Approve a CSR after a fresh read: never one that is no longer pending, or another object of that name."""
-        name = str(listed["metadata"]["name"])
-        approval = Target(
-            f"{CSRS.path}/{name}/approval",
-            "update",
-            "certificatesigningrequests/approval",
-            "certificates.k8s.io",
-            name,
-        )
-        condition = {
-            "type": "Approved",
-            "status": "True",
-            "reason": APPROVAL_REASON,
-            "message": message,
-            "lastUpdateTime": format_rfc3339(moment),
-        }
-        sent: list[str] = []
-
-        def change(fresh: Json) -> tuple[str, Target, Any] | None:
-            sent.clear()  # only the write of the last try counts: one refused with 409 approved nothing
-            if fresh.get("spec") != listed.get("spec") or policy.parse_csr(fresh).state != policy.PENDING:
-                return None
-            sent.append(name)
-            status = dict(fresh.get("status") or {})
-            status["conditions"] = [*list(status.get("conditions") or []), condition]
-            return "PUT", approval, dict(fresh, status=status)
-
-        return self.client.update_fresh(
-            group_target("certificates.k8s.io", "v1", CSRS.resource, name), change
-        ) is not None and bool(sent)
-
-    def mark(self, name: str, labels: dict[str, str], taints: list[Json]) -> bool:
-        """Give Node ``name`` its labels and taints (one merge patch, read again after a conflict); True when sent."""
-        sent: list[str] = []
-
-        def change(node: Json) -> tuple[str, Target, Any] | None:
-            patch = node_patch(node, labels, taints)
-            sent[:] = [name] if patch else []  # only the write of the last try counts
-            return None if patch is None else ("PATCH", core_target("nodes", name, verb="patch"), patch)
-
-        self.client.update_fresh(core_target("nodes", name), change, content_type=MERGE_PATCH)
-        return bool(sent)
-
-    def server_offset(self) -> float | None:
-        """Seconds the API server's clock is ahead of this one (the Date header of GET /version, to about a
-        second), or None: CSR creation times are the server's clock."""
-        try:
-            before = time.time()
-            response = self._dynamic.request("GET", "/version", serialize=False)
-            after = time.time()
-            headers = getattr(response, "headers", None) or {}
-            date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
-        except SERVER_DATE_ERRORS:
-            return None
-        return date.timestamp() + 0.5 - (before + after) / 2  # the header has whole seconds
 
 
 class JoinRun:
@@ -857,7 +743,7 @@ def follow(
         f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} "
         f"({how if joining else 'until ' + target})"
     )
-    monitor = start_monitor(params, run_options, records, connected, say, warnings) if connected else None
+    monitor = start_monitor(params, o.follow_from, records, connected[1], say, warnings) if connected else None
     run = JoinRun(
         records, run_options, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks
     )
@@ -866,41 +752,3 @@ def follow(
         result = run.run()
     result["token_info"] = dict(token.info(), first_header=run_options.first_header) if token else None
     return result
-
-
-def start_monitor(
-    params: Json,
-    o: Options,
-    records: list[Json],
-    connected: tuple[Any, ApiClient],
-    say: Callable[[str], None],
-    warnings: list[str],
-) -> ClusterMonitor | None:
-    """The monitor pod that follows from inside the cluster the hosts this controller does not reach (follow_from
-    auto or cluster); None with auto when this identity may not run it (a warning says so)."""
-    addresses = [r["address"] for r in records if r.get("state") != "joined"]
-    if o.follow_from == "controller" or not addresses:
-        return None
-    api, facts = connected[1], params.get("cluster") or {}
-    try:
-        facts = facts if facts.get("release_image") and facts.get("version") else image_facts(api)
-        run = nj.NodeJoinerRun(
-            api, uuid.uuid4().hex[:12], releases.release(facts["version"]), facts.get("proxy_status")
-        )
-        run.owner = leftovers.owner_tag()
-        monitor = ClusterMonitor(run, addresses)
-        monitor.start(lambda: run.node_joiner_image(params.get("node_joiner_image"), facts["release_image"]))
-    except Day2Error as error:
-        if o.follow_from == "cluster":
-            raise JoinError(f"cannot follow the hosts from inside the cluster: {error.message}", {})
-        warnings.append(
-            f"the hosts are followed from this controller only: the monitor pod cannot run ({error.message})"
-        )
-        return None
-    where = (
-        "from inside the cluster"
-        if o.follow_from == "cluster"
-        else "from here where this controller reaches them, else from inside the cluster"
-    )
-    say(f"following {len(addresses)} host(s) {where} (node-joiner monitor-add-nodes in {run.ns_name})")
-    return monitor

@@ -27,11 +27,15 @@ from __future__ import annotations
 import datetime
 import re
 import time
+import uuid
 from typing import Any, Callable
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s, releases
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, dig
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import Observation
 
@@ -111,8 +115,8 @@ class Seen:
             name, info = stage.group(2), stage.group(3) or ""
             percentage = int(info[:-1]) if re.fullmatch(r"\d{1,3}%", info) else None
             self.host["progress"] = {"current_stage": name, "installation_percentage": percentage}
-            status = STAGE_STATUS.get(name, "installing-in-progress")
-            self.host.update(status=status, status_info=f"Failed - {info}" if name == "Failed" else name)
+            moved = STAGE_STATUS.get(name, "installing-in-progress")
+            self.host.update(status=moved, status_info=f"Failed - {info}" if name == "Failed" else name)
         if status or stage or level != "info" or not (self.api or self.kubelet):
             self.event = message
         if not self.kubelet:  # what the live ISO's agent said, last at this time
@@ -195,3 +199,41 @@ class ClusterMonitor:
         if self.ended:
             return f" ({self.ended})"
         return "" if self.began else f" (its pod {self.run.ns_name}/{POD} has not started)"
+
+
+def start_monitor(
+    params: dict[str, Any],
+    follow_from: str,
+    records: list[dict[str, Any]],
+    api: k8s.ApiClient,
+    say: Callable[[str], None],
+    warnings: list[str],
+) -> ClusterMonitor | None:
+    """The monitor pod that follows from inside the cluster the hosts this controller does not reach (follow_from
+    auto or cluster); None with auto when this identity may not run it (a warning says so)."""
+    addresses = [r["address"] for r in records if r.get("state") != "joined"]
+    if follow_from == "controller" or not addresses:
+        return None
+    facts = params.get("cluster") or {}
+    try:
+        facts = facts if facts.get("release_image") and facts.get("version") else image_facts(api)
+        run = nj.NodeJoinerRun(
+            api, uuid.uuid4().hex[:12], releases.release(facts["version"]), facts.get("proxy_status")
+        )
+        run.owner = leftovers.owner_tag()
+        monitor = ClusterMonitor(run, addresses)
+        monitor.start(lambda: run.node_joiner_image(params.get("node_joiner_image"), facts["release_image"]))
+    except Day2Error as error:
+        if follow_from == "cluster":
+            raise Day2Error(f"cannot follow the hosts from inside the cluster: {error.message}") from None
+        warnings.append(
+            f"the hosts are followed from this controller only: the monitor pod cannot run ({error.message})"
+        )
+        return None
+    where = (
+        "from inside the cluster"
+        if follow_from == "cluster"
+        else "from here where this controller reaches them, else from inside the cluster"
+    )
+    say(f"following {len(addresses)} host(s) {where} (node-joiner monitor-add-nodes in {run.ns_name})")
+    return monitor
