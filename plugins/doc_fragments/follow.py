@@ -82,4 +82,29 @@ options:
     type: str
     default: auto
     choices: [auto, Watcher-Authorization, Authorization]
+  follow_from:
+    description:
+      - Where each host is followed from. C(controller) asks every host's agent and kubelet from this controller.
+      - C(cluster) asks them from inside the cluster, as C(oc adm node-image monitor) does (4.17 and later). A pod
+        of the node-joiner image runs C(node-joiner monitor-add-nodes) with the hosts' addresses in a namespace,
+        service account and ClusterRole of its own, and its log is read through the API server each round, so only
+        the API server needs to be reachable from this controller. node-joiner reads the agent token inside the
+        cluster; the token is in no pod spec, command line or log. The pod's namespace and role are deleted at the
+        end (also when the run is stopped; a run killed outright leaves them for the next
+        M(openshift_agent.day2.day2_iso) run to remove).
+      - C(auto) asks from this controller and, for the hosts it does not reach, from the cluster; the summary line of
+        each host says when it was followed from the cluster. When this identity may not run the pod, C(auto)
+        follows from this controller alone, with a warning.
+      - The approval gate is the same either way. A host's client CSR is approved once its kubelet answers (to this
+        controller or to the monitor) and the settle period passed.
+    type: str
+    default: auto
+    choices: [auto, controller, cluster]
+  node_joiner_image:
+    description:
+      - The node-joiner image for the monitor pod (O(follow_from)). Default is where oc of the cluster's release looks,
+        ConfigMap C(openshift-config/installer-images) (4.18 and later), else the release payload's
+        C(baremetal-installer) image, read by a pod of the release image; so nothing is pulled from outside the
+        cluster's own mirrors.
+    type: str
 """

@@ -35,15 +35,17 @@ options:
       - The parts of the run to check. C(gather) is M(openshift_agent.day2.day1_facts) (and the check step, which
         needs nothing more), C(image) M(openshift_agent.day2.day2_iso), C(install) and C(join)
         M(openshift_agent.day2.agent_wait) and M(openshift_agent.day2.csr_approve) (following the installs, approving
-        the CSRs), C(replace) the drain and delete of playbooks/replace_worker.yml.
+        the CSRs), C(follow) the monitor pod they run to follow hosts from inside the cluster (their O(follow_from)),
+        C(replace) the drain and delete of playbooks/replace_worker.yml.
     type: list
     elements: str
-    choices: [gather, image, install, join, replace]
-    default: [gather, image, install, join]
+    choices: [gather, image, install, join, follow, replace]
+    default: [gather, image, install, join, follow]
   run_tags:
     description:
       - The run's tags (C(ansible_run_tags)). When given, O(plan) is C(gather) and those of C(image), C(install) and
-        C(join) that the tags select (C(all) selects every one) and O(skip_tags) does not skip.
+        C(join) that the tags select (C(all) selects every one) and O(skip_tags) does not skip, and C(follow) with
+        C(install) or C(join) unless O(follow_from) is C(controller).
     type: list
     elements: str
   skip_tags:
@@ -51,6 +53,11 @@ options:
     type: list
     elements: str
     default: []
+  follow_from:
+    description: Where the installs are followed from (the role's C(day2_follow_from)), with O(run_tags).
+    type: str
+    choices: [auto, controller, cluster]
+    default: auto
   release:
     description:
       - The cluster's version (C(ansible_facts.day1_cluster.version)), which decides the rules of node-joiner's
@@ -144,6 +151,7 @@ ARGUMENT_SPEC = {
     "release": {"type": "str"},
     "run_tags": {"type": "list", "elements": "str"},
     "skip_tags": {"type": "list", "elements": "str", "default": []},
+    "follow_from": {"type": "str", "choices": ["auto", "controller", "cluster"], "default": "auto"},
 }
 
 

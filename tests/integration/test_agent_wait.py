@@ -166,7 +166,7 @@ def test_three_hosts_booted_at_the_console_reach_rebooted(lab):
         # The lab host really goes through the whole install (agent_wait may stop at stage Done).
         state = wait_until("%s rebooted" % name, lambda name=name: rebooted(lab, name), timeout=CEILING)
         assert state["kubelet"]
-        assert "Host %s: reached installation stage Writing image to disk: 100%%" % name in state["events"]
+        assert "Host: %s, reached installation stage Writing image to disk: 100%%" % name in state["events"]
         # At most two requests per host and round (the lab counts every request its agent got); the header was
         # right at once, so no third one.
         assert 0 < state["requests"] <= 2 * result["rounds"], (state["requests"], result["rounds"])

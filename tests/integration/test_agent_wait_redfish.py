@@ -136,7 +136,7 @@ def test_two_hosts_booted_through_redfish_reach_rebooted(lab_factory, tmp_path):
             "%s rebooted" % name, lambda name=name: _rebooted(host_state(redfish_lab, name)), timeout=CEILING
         )
         assert state["booted_by"] == "redfish" and state["iso"].endswith("/redfish/%s.iso" % name)
-        assert "Host %s: reached installation stage Rebooting" % name in state["events"]
+        assert "Host: %s, reached installation stage Rebooting" % name in state["events"]
     assert "extra-worker-0: rebooted [" in output and "extra-worker-1: rebooted [" in output
 
 

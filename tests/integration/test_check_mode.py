@@ -80,8 +80,9 @@ def test_check_on_a_fresh_lab_writes_nothing_and_says_what_would_happen(lab_fact
     follow = messages(results, "Report every new node, or in check mode what a run would do")
     assert follow == [
         "Check mode: extra-worker-%d would be followed at http://127.0.111.2%d:%d/api/assisted-install/v2 (then its "
-        "kubelet at 127.0.111.2%d:%d) until its Node is Ready; would approve none yet (no CSR of this host is "
-        "pending); its serving certificate may carry 127.0.111.2%d and its Node's other addresses in the machine "
+        "kubelet at 127.0.111.2%d:%d), else from inside the cluster until its Node is Ready; would approve none yet "
+        "(no CSR of this host is pending); its serving certificate may carry 127.0.111.2%d and its Node's other "
+        "addresses in the machine "
         "networks" % (index, index, lab.info["agent_port"], index, lab.info["kubelet_port"], index)
         for index in range(2)
     ]

@@ -290,7 +290,7 @@ def test_day2_stages_statuses_and_percentages(lab, tmp_path, profile):
         "Waiting for control plane",
         "Rebooting",
     ):
-        assert f"Host extra-worker-0: reached installation stage {text}" in events
+        assert f"Host: extra-worker-0, reached installation stage {text}" in events
     assert not any("reached installation stage Done" in event for event in events)
 
 

@@ -246,9 +246,9 @@ def test_the_install_walks_the_state_machine_then_the_kubelet_port_alerts(lab):
     assert events[0] == "Host extra-worker-0: Successfully registered"
     assert "Host extra-worker-0: updated status from discovering to known (Host is ready to be installed)" in events
     for percent in hosts_mod.WRITE_STEPS:
-        assert f"Host extra-worker-0: reached installation stage Writing image to disk: {percent}%" in events
-    assert events.index("Host extra-worker-0: reached installation stage Rebooting") > events.index(
-        "Host extra-worker-0: reached installation stage Writing image to disk: 100%"
+        assert f"Host: extra-worker-0, reached installation stage Writing image to disk: {percent}%" in events
+    assert events.index("Host: extra-worker-0, reached installation stage Rebooting") > events.index(
+        "Host: extra-worker-0, reached installation stage Writing image to disk: 100%"
     )
     assert (
         f"Host extra-worker-0: updated status from installing-in-progress to added-to-existing-cluster "
@@ -320,7 +320,7 @@ def test_an_install_error_at_a_stage(lab, stage):
     assert host["status_info"].startswith(f"Failed - installation stage {stage} failed: ")
     time.sleep(1)
     assert host_of(lab)["status"] == "error"  # it stays there
-    failed = f"Host extra-worker-0: reached installation stage Failed: installation stage {stage} failed: "
+    failed = f"Host: extra-worker-0, reached installation stage Failed: installation stage {stage} failed: "
     assert any(event.startswith(failed) for event in state_of(lab)["events"])
 
 

@@ -29,8 +29,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.node_j
 
 # The parts of a run (the option ``plan``) and the module of each, for the messages.
 STEP_MODULES = {"gather": "day1_facts", "image": "day2_iso", "install": "agent_wait", "join": "csr_approve"}
-STEP_MODULES["replace"] = "replace_worker.yml"
-DEFAULT_PLAN = ("gather", "image", "install", "join")
+STEP_MODULES.update(follow="monitor", replace="replace_worker.yml")  # monitor: the pod of follow_from
+DEFAULT_PLAN = ("gather", "image", "install", "join", "follow")
 ROLE_NAME = "openshift-agent-day2"
 REPLACE_ROLE_NAME = "openshift-agent-day2-replace"
 RBAC = "rbac.authorization.k8s.io"
@@ -117,20 +117,20 @@ _TABLE: tuple[Any, ...] = (
     "approve exactly those CSRs",
     ("join", "approve", _CERTS, "signers", KUBELET_SIGNERS),
     "approving needs the signer's approve: the kubelet's two only",
-    ("image", "create delete list", "", "namespaces"),
-    "node-joiner's namespace (a generated name, so no resourceNames), deleted at the end; old runs' found",
-    ("image", "create", "", "serviceaccounts configmaps"),
-    "node-joiner's service account and nodes-config in that namespace",
-    ("image", "create get", "", "pods"),
-    "the node-joiner pod (and the release pod) and their state",
+    ("image follow", "create delete list", "", "namespaces"),
+    "a namespace of its own (a generated name: no resourceNames), deleted at the end; old runs' found",
+    ("image follow", "create", "", "serviceaccounts configmaps"),
+    "its service account (and node-joiner's nodes-config) in that namespace",
+    ("image follow", "create get", "", "pods"),
+    "its pod (node-joiner's, the monitor's, the release pod) and their state",
     ("image", "create", "", "pods/exec"),
     "read node-joiner's report, copy the ISO out of the pod",
-    ("image", "get", "", "pods/log"),
-    "the release pod's image references; node-joiner's log on failure",
-    ("image", "create delete get list", RBAC, "clusterroles clusterrolebindings"),
-    "node-joiner's ClusterRole and binding (as oc adm node-image grants), deleted at the end; old runs' found",
-    ("image", "escalate bind", RBAC, "clusterroles"),
-    "creating that role and its binding needs escalate and bind, or every permission the role grants",
+    ("image follow", "get", "", "pods/log"),
+    "the release pod's image references, node-joiner's log on failure, the monitor's log",
+    ("image follow", "create delete get list", RBAC, "clusterroles clusterrolebindings"),
+    "the ClusterRole and binding oc adm node-image grants, deleted at the end; old runs' found",
+    ("image follow", "escalate bind", RBAC, "clusterroles"),
+    "that role and binding need escalate and bind, or every permission the role grants",
     # --- Roles openshift-agent-day2 ---
     ("gather", "get", "", "secrets", "pull-secret", "openshift-config"),
     "the pull secret node-joiner needs (never returned)",
@@ -138,7 +138,7 @@ _TABLE: tuple[Any, ...] = (
     "node-joiner's agent tokens: ISO reuse, agent API login",
     ("gather", "get", "", "configmaps", "user-ca-bundle", "openshift-config"),
     "the additional trust bundle",
-    ("image", "get", "", "configmaps", "installer-images", "openshift-config"),
+    ("image follow", "get", "", "configmaps", "installer-images", "openshift-config"),
     "the node-joiner image (4.18 and later)",
     ("gather", "get", "", "configmaps", "cluster-config-v1", "kube-system"),
     "install-config: name, base domain, machine networks",
@@ -231,11 +231,14 @@ def check(api: k8s.ApiClient, plan: list[str] | tuple[str, ...], release: str | 
 
 
 def plan_of(params: dict[str, Any]) -> list[str]:
-    """``plan``, or with ``run_tags`` the parts of the run that the playbook's tags select (gather always)."""
+    """``plan``, or with ``run_tags`` the parts of the run that the playbook's tags select (gather always; the
+    monitor pod with install or join, unless ``follow_from`` is controller)."""
     run, skip = params.get("run_tags"), set(params.get("skip_tags") or [])
     if run is None:
         return list(params["plan"])
-    return ["gather"] + [step for step in DEFAULT_PLAN[1:] if ("all" in run or step in run) and step not in skip]
+    plan = ["gather"] + [step for step in DEFAULT_PLAN[1:-1] if ("all" in run or step in run) and step not in skip]
+    following = params.get("follow_from") != "controller" and {"install", "join"} & set(plan)
+    return plan + (["follow"] if following else [])
 
 
 def run(module: Any) -> dict[str, Any]:

@@ -96,7 +96,7 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
     try:
         with run:
             result["namespace"] = run.ns_name
-            result["node_joiner_image"] = node_joiner_image(params, api, cluster, row, run)
+            result["node_joiner_image"] = run.node_joiner_image(params["node_joiner_image"], cluster["release_image"])
             artifact = artifacts.build(plan, run, result["node_joiner_image"])
     except Day2Error as error:
         message = error.message + cleanup_note(run)
@@ -252,17 +252,6 @@ def check_architecture_pairs(configs: dict[str, dict[str, Any]], cluster_arch: s
             "multi-architecture release payload); s390x and ppc64le only join clusters of the same architecture. "
             "Fix cpu_architecture."
         )
-
-
-def node_joiner_image(
-    params: dict[str, Any], api: ApiClient, cluster: dict[str, Any], row: releases.Release, run: nj.NodeJoinerRun
-) -> str:
-    """node_joiner_image; else ConfigMap openshift-config/installer-images where oc of the release looks (it
-    ships from 4.19); else the release payload's (a pod reads it)."""
-    if params["node_joiner_image"]:
-        return str(params["node_joiner_image"])
-    image = nj.installer_image_from_configmap(api.get(nj.INSTALLER_IMAGES)) if row.installer_images_configmap else None
-    return image or run.image_from_release(cluster["release_image"])
 
 
 def cleanup_note(run: nj.NodeJoinerRun) -> str:

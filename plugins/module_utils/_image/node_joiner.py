@@ -348,13 +348,13 @@ class NodeJoinerRun:
         )
         try:
             for body in rbac_manifests(self.namespace, self.run_id, self.release):
-                self._create(body)
+                self.create(body)
         except BaseException:
             self.__exit__(*sys.exc_info())  # __exit__ does not run when __enter__ fails
             raise
         return self
 
-    def _create(self, body: dict[str, Any]) -> Any:
+    def create(self, body: dict[str, Any]) -> Any:
         group, namespace = body["apiVersion"].rpartition("/")[0], dig(body, "metadata", "namespace")
         return self.api.create(group_target(group, "v1", body["kind"].lower() + "s", None, namespace, "create"), body)
 
@@ -427,10 +427,22 @@ class NodeJoinerRun:
             raise RunError(f"cannot list {path} in the node-joiner pod: {result.text('stderr')}")
         return sorted(line.strip() for line in result.text().splitlines() if line.strip())
 
+    def node_joiner_image(self, configured: str | None, release_image: str) -> str:
+        """``configured``; else ConfigMap openshift-config/installer-images where oc of the release looks (it ships
+        from 4.19); else the release payload's (a pod reads it)."""
+        if configured:
+            return configured
+        found = (
+            installer_image_from_configmap(self.api.get(INSTALLER_IMAGES))
+            if self.release.installer_images_configmap
+            else None
+        )
+        return found or self.image_from_release(release_image)
+
     def image_from_release(self, release_image: str) -> str:
         """Run the release image once and read its image-references (no registry access needed here)."""
         container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat " + IMAGE_REFERENCES]}
-        self._create(pod_manifest(self.namespace, self.run_id, RELEASE_POD, container))
+        self.create(pod_manifest(self.namespace, self.run_id, RELEASE_POD, container))
         deadline = Deadline(self.pod_start_timeout)
         self.wait_started(RELEASE_POD, release_image, ("Succeeded",))
         try:
@@ -447,8 +459,8 @@ class NodeJoinerRun:
         Raises RunError with the stages and the pod log tail when it fails.
         """
         data = {CONFIGMAP + ".yaml": nodes_config_yaml}
-        self._create(manifest("ConfigMap", self.namespace, self.run_id, CONFIGMAP, data=data))
-        self._create(node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy, config_iso))
+        self.create(manifest("ConfigMap", self.namespace, self.run_id, CONFIGMAP, data=data))
+        self.create(node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy, config_iso))
         self.wait_started(POD, image, ("Running",))
         report, exit_code = self.wait_report(exit_code_only=not self.release.report_json)
         if exit_code != 0:

@@ -87,6 +87,7 @@ DISK_WRITTEN_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Join
 KUBELET_TEXT = {
     "handshake": "the kubelet answers TLS",
     "internal_error": "the kubelet aborts TLS with alert internal_error (its serving certificate is not approved yet)",
+    "cluster": "the cluster's monitor sees its kubelet running",
 }
 BOOT_ORDER_ADVICE = (
     "the host booted the ISO again after writing the disk: eject the virtual media or fix the boot order so it "
@@ -247,6 +248,7 @@ class Observation:
     kubelet: str | None = None
     header: str | None = None
     recovered: dict[str, Any] | None = None
+    at: datetime.datetime | None = None  # when the agent said it, if not at the poll (the cluster's monitor's log)
 
 
 class AgentClient:
@@ -405,7 +407,7 @@ class HostProgress:
         self._record(note, now)
 
     def _answered(self, seen: Observation, now: datetime.datetime) -> None:
-        self.last_answer = now
+        self.last_answer = seen.at or now
         self.auth_header = seen.header or self.auth_header
         if seen.cluster:
             self.cluster_status = seen.cluster.get("status")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import email.utils
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,15 +39,13 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    API_ERRORS,
     ApiAccessError,
     ApiClient,
-    Target,
     condition_true,
     core_target,
-    group_target,
     is_transient,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import (
@@ -59,6 +56,16 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent i
     HostProgress,
     agent_url,
     bracketed,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import (
+    APPROVED_BY,
+    Cluster,
+    describe_marks,
+)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import (
+    FOLLOW_FROM,
+    ClusterMonitor,
+    start_monitor,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
     SECRET_NAME,
@@ -71,17 +78,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token i
 WAITING, INSTALLING, REBOOTED, SETTLING = "waiting", "installing", "rebooted", "settling"
 HALF_JOINED, JOINED, FAILED = "half-joined", "joined", "failed"
 PHASES = (WAITING, INSTALLING, REBOOTED, SETTLING, HALF_JOINED, JOINED, FAILED)
-APPROVED_BY = "openshift_agent.day2.csr_approve"
-APPROVAL_REASON = "OpenshiftAgentDay2Approved"
 Json = dict[str, Any]
 Moment = datetime.datetime
-CSRS = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
 SECRET_TARGET = core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
-MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, as kubectl patch --type merge sends it
-
-
-# What reading the API server's Date header raises: a failed request, no or a garbled header.
-SERVER_DATE_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, AttributeError, TypeError, ValueError, IndexError)
 
 
 class JoinError(Day2Error):
@@ -106,6 +105,7 @@ class Options:
     agent_port: int = 8090
     kubelet_port: int = 10250
     first_header: str | None = None
+    follow_from: str = "auto"
 
 
 def options(params: Json, target: str, environ: dict[str, str]) -> Options:
@@ -172,41 +172,6 @@ def host_records(hosts: list[Json], installed_after: Json | None = None) -> list
     return records
 
 
-def _taint(taint: Json) -> tuple[str, str, str]:
-    return (str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or ""))
-
-
-def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json | None:
-    """The merge patch that gives ``node`` its labels and taints, or None when it has them. For every taint key
-    given, the Node's taints of that key become exactly the given ones; taints of other keys (the lifecycle
-    controller's node.kubernetes.io/not-ready) are kept. A merge patch replaces a list whole, so it carries the
-    Node's resourceVersion: should a controller change the taints in between, the API server answers 409 and the
-    Node is read again."""
-    metadata = node.get("metadata") or {}
-    have = metadata.get("labels") or {}
-    patch: Json = {}
-    missing = {key: value for key, value in labels.items() if have.get(key) != value}
-    if missing:
-        patch["metadata"] = {"labels": missing}
-    current = (node.get("spec") or {}).get("taints") or []
-    keys = {str(t.get("key")) for t in taints}
-    if taints and sorted(_taint(t) for t in current if str(t.get("key")) in keys) != sorted(
-        {_taint(t) for t in taints}
-    ):
-        written = [dict({"key": k, "effect": e}, **({"value": v} if v else {})) for k, v, e in map(_taint, taints)]
-        patch["spec"] = {"taints": [t for t in current if str(t.get("key")) not in keys] + written}
-        if metadata.get("resourceVersion"):
-            patch.setdefault("metadata", {})["resourceVersion"] = metadata["resourceVersion"]
-    return patch or None
-
-
-def describe_marks(labels: Json, taints: list[Json]) -> str:
-    """``labels a=b; taints k=v:NoSchedule`` for a progress line."""
-    shown = ["labels " + ", ".join(f"{key}={value}" for key, value in sorted(labels.items()))] if labels else []
-    written = (f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints)
-    return "; ".join(shown + (["taints " + ", ".join(written)] if taints else []))
-
-
 def decide(keys: policy.HostCsrs, node: Json | None, rebooted: bool, settled: bool) -> list[policy.ParsedCSR]:
     """The CSRs of one host to approve now: its kubelet's client CSRs once it rebooted and settled (while it has no
     Node and no approved client CSR), its serving CSR once its client certificate is issued."""
@@ -237,6 +202,7 @@ class Host:
         self.refused: dict[str, str] = {}  # its CSRs the policy refuses now: name -> reason: message
         self.marked = not (self.labels or self.taints)
         self.disk_written = False
+        self.via: str | None = None  # where it was heard from: controller or cluster
         self._shown: tuple[Any, ...] | None = None
 
     @property
@@ -292,6 +258,7 @@ class Host:
         approvals = ", ".join("{kind} {name}".format(**a) for a in self.approved) or "none"
         text = f"{self.name}: {self.phase} ({phases}); approved in this run: {approvals}"
         text += f"; agent token in {self.progress.auth_header}" if self.progress.auth_header else ""
+        text += "; followed from the cluster" if self.via == "cluster" else ""
         return text + (f"; {self.failure}" if self.failure else "")
 
     def summary(self, end: Moment) -> Json:
@@ -305,82 +272,12 @@ class Host:
             "phases": self.durations(end),
             "phase_started": {phase: format_rfc3339(when) for phase, when in self.phase_started.items()},
             "rebooted_by": self.rebooted_by,
+            "followed_from": self.via,
             "approved": list(self.approved),
             "refused": dict(self.refused),
             "summary": self.summary_line(end),
             "agent": self.progress.result(),
         }
-
-
-class Cluster:
-    """The CSRs and Nodes of the cluster, through the collection's ApiClient (its retry policy)."""
-
-    def __init__(self, client: ApiClient, dynamic_client: Any = None) -> None:
-        self.client, self._dynamic = client, dynamic_client
-
-    def csrs(self) -> list[Json]:
-        return (self.client.request("GET", CSRS) or {}).get("items") or []
-
-    def nodes(self) -> dict[str, Json]:
-        items = (self.client.request("GET", core_target("nodes")) or {}).get("items") or []
-        return {str((node.get("metadata") or {}).get("name")): node for node in items}
-
-    def approve(self, listed: Json, message: str, moment: Moment) -> bool:
-        """Approve a CSR after a fresh read: never one that is no longer pending, or another object of that name."""
-        name = str(listed["metadata"]["name"])
-        approval = Target(
-            f"{CSRS.path}/{name}/approval",
-            "update",
-            "certificatesigningrequests/approval",
-            "certificates.k8s.io",
-            name,
-        )
-        condition = {
-            "type": "Approved",
-            "status": "True",
-            "reason": APPROVAL_REASON,
-            "message": message,
-            "lastUpdateTime": format_rfc3339(moment),
-        }
-        sent: list[str] = []
-
-        def change(fresh: Json) -> tuple[str, Target, Any] | None:
-            sent.clear()  # only the write of the last try counts: one refused with 409 approved nothing
-            if fresh.get("spec") != listed.get("spec") or policy.parse_csr(fresh).state != policy.PENDING:
-                return None
-            sent.append(name)
-            status = dict(fresh.get("status") or {})
-            status["conditions"] = [*list(status.get("conditions") or []), condition]
-            return "PUT", approval, dict(fresh, status=status)
-
-        return self.client.update_fresh(
-            group_target("certificates.k8s.io", "v1", CSRS.resource, name), change
-        ) is not None and bool(sent)
-
-    def mark(self, name: str, labels: dict[str, str], taints: list[Json]) -> bool:
-        """Give Node ``name`` its labels and taints (one merge patch, read again after a conflict); True when sent."""
-        sent: list[str] = []
-
-        def change(node: Json) -> tuple[str, Target, Any] | None:
-            patch = node_patch(node, labels, taints)
-            sent[:] = [name] if patch else []  # only the write of the last try counts
-            return None if patch is None else ("PATCH", core_target("nodes", name, verb="patch"), patch)
-
-        self.client.update_fresh(core_target("nodes", name), change, content_type=MERGE_PATCH)
-        return bool(sent)
-
-    def server_offset(self) -> float | None:
-        """Seconds the API server's clock is ahead of this one (the Date header of GET /version, to about a
-        second), or None: CSR creation times are the server's clock."""
-        try:
-            before = time.time()
-            response = self._dynamic.request("GET", "/version", serialize=False)
-            after = time.time()
-            headers = getattr(response, "headers", None) or {}
-            date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
-        except SERVER_DATE_ERRORS:
-            return None
-        return date.timestamp() + 0.5 - (before + after) / 2  # the header has whole seconds
 
 
 class JoinRun:
@@ -399,8 +296,10 @@ class JoinRun:
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], Moment] = utcnow,
         network: policy.Network | None = None,
+        monitor: ClusterMonitor | None = None,
     ) -> None:
         self.options, self.say, self.cluster, self.network = options, say, cluster, network or policy.Network()
+        self.monitor = monitor  # follows from inside the cluster the hosts this controller does not reach
         self.server_offset = server_offset
         self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
         self._sleep, self._now = sleep, now
@@ -427,6 +326,13 @@ class JoinRun:
         return host.phase == FAILED or (host.phase == JOINED and host.marked)
 
     def run(self) -> Json:
+        try:
+            return self._rounds()
+        finally:
+            if self.monitor is not None:
+                self.monitor.stop()
+
+    def _rounds(self) -> Json:
         with ThreadPoolExecutor(max_workers=max(1, min(32, len(self.hosts)))) as pool:
             while True:
                 self.rounds += 1
@@ -435,14 +341,16 @@ class JoinRun:
                     for h in self.hosts
                     if not self.finished(h) and h.rebooted_at is None and not (self.joining and h.phase == JOINED)
                 ]
-                for host, seen in zip(polled, pool.map(lambda h: h.agent.poll(), polled)):
+                if self.monitor is not None and polled:
+                    self._read_monitor()
+                for host, seen in zip(polled, pool.map(self._poll, polled)):
                     self._observed(host, seen, self._now())
                 if self.joining:
                     self._look_at_cluster(self._now())
                 self._eject(self._now())
                 self._check_timeouts(self._now())
                 self._show(self._now())
-                if all(self.finished(host) for host in self.hosts) or not self.options.wait:
+                if all(self.finished(host) for host in self.hosts) or not (self.options.wait or self._looking()):
                     break
                 if self.still_wanted is not None and not self.still_wanted():
                     raise JoinError(
@@ -452,6 +360,40 @@ class JoinRun:
                     )
                 self._sleep(self.options.wait_sleep)
         return self._finish(self._now())
+
+    def _looking(self) -> bool:
+        """One look (wait false) with a monitor lasts until it asked every host once, or it ended."""
+        unheard = [h for h in self.hosts if h.via is None and not self.finished(h)]
+        return self.monitor is not None and bool(unheard) and not self.monitor.asked_once()
+
+    def _read_monitor(self) -> None:
+        try:
+            cast(ClusterMonitor, self.monitor).poll()
+        except ApiAccessError as error:
+            if not is_transient(error.status):
+                raise JoinError(f"cannot read the monitor pod in the cluster: {error}", self.result(self._now()))
+            self.api_errors += 1
+
+    def _poll(self, host: Host) -> Any:
+        """One look at ``host``: from this controller, else (a host it never reached) from the cluster's monitor."""
+        if self.monitor is not None and (host.via == "cluster" or self.options.follow_from == "cluster"):
+            host.via = "cluster"
+            return self._from_cluster(host)
+        seen = cast(AgentClient, host.agent).poll()
+        if seen.kind != "unreachable" or seen.kubelet:
+            host.via = "controller"
+        elif self.monitor is not None and host.via is None:
+            from_cluster = self._from_cluster(host)
+            if from_cluster.kind != "unreachable" or from_cluster.kubelet:
+                host.via = "cluster"  # this controller does not reach it: it is followed from the cluster from now on
+                return from_cluster
+        return seen
+
+    def _from_cluster(self, host: Host) -> Any:
+        """The monitor's observation, its time in this controller's clock (the log's times are the cluster's)."""
+        seen = cast(ClusterMonitor, self.monitor).observation(host.address)
+        shifted = seen.at - datetime.timedelta(seconds=self.server_offset) if seen.at else None
+        return dataclasses.replace(seen, at=shifted)
 
     def _observed(self, host: Host, seen: Any, now: Moment) -> None:
         host.progress.observe(seen, now)
@@ -602,6 +544,8 @@ class JoinRun:
             heard = host.progress.answered or host.rebooted_at is not None
             if not heard and elapsed >= o.boot_timeout:
                 never = NEVER_ANSWERED % (host.address, o.agent_port)
+                if self.monitor is not None:
+                    never += f"; nor did it answer the cluster's monitor{self.monitor.describe()}"
                 host.fail(
                     f"nothing answered within day2_boot_timeout ({o.boot_timeout} s): {never}; its kubelet port "
                     f"{o.kubelet_port} did not answer either. Boot it (check its console) and run again",
@@ -675,10 +619,12 @@ class JoinRun:
         follow = [
             {
                 "name": h.name,
+                "address": h.address,
                 "agent_url": agent_url(h.address, o.agent_port),
                 "addresses": h.addresses,
                 "kubelet": "%s:%d" % (bracketed(h.address), o.kubelet_port),
                 "until": o.target if o.target in TARGETS else "ready",
+                "from": o.follow_from,
             }
             for h in self.hosts
         ]
@@ -710,13 +656,17 @@ class JoinRun:
             if not self.joining:
                 then = "nothing is asked of its agent in check mode"
             until = "its Node is Ready" if self.joining else f"it is {o.target}"
-            lines.append(
-                f"Check mode: {entry['name']} would be followed at {entry['agent_url']} (then its kubelet at "
-                f"{entry['kubelet']}) until {until}; {then}"
-            )
+            where = FOLLOWED_FROM[o.follow_from].format(**entry)
+            lines.append(f"Check mode: {entry['name']} would be followed {where} until {until}; {then}")
         return {"changed": bool(would), "would_follow": follow, "would_approve": would, "msg": lines}
 
 
+# Where check mode says each host would be followed from, by follow_from.
+FOLLOWED_FROM = {
+    "controller": "at {agent_url} (then its kubelet at {kubelet})",
+    "cluster": "from inside the cluster (node-joiner monitor-add-nodes asks {address})",
+    "auto": "at {agent_url} (then its kubelet at {kubelet}), else from inside the cluster",
+}
 # The options of the two faces of the loop (their documentation: plugins/modules/agent_wait.py, csr_approve.py).
 FOLLOW_OPTIONS: dict[str, Json] = {
     "hosts": {"type": "list", "elements": "dict", "required": True},
@@ -731,6 +681,8 @@ FOLLOW_OPTIONS: dict[str, Json] = {
     "kubelet_port": {"type": "int"},
     "token": {"type": "str", "no_log": True},
     "first_header": {"type": "str", "default": "auto", "choices": ["auto", "Watcher-Authorization", "Authorization"]},
+    "follow_from": {"type": "str", "default": "auto", "choices": list(FOLLOW_FROM)},
+    "node_joiner_image": {"type": "str"},
 }
 AGENT_WAIT_OPTIONS = dict(
     FOLLOW_OPTIONS,
@@ -791,8 +743,12 @@ def follow(
         f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} "
         f"({how if joining else 'until ' + target})"
     )
-    run = JoinRun(records, run_options, say, token, cluster if joining else None, offset or 0.0, **hooks)
+    monitor = start_monitor(params, o.follow_from, records, connected[1], say, warnings) if connected else None
+    run = JoinRun(
+        records, run_options, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks
+    )
     run.warnings.extend(warnings)
-    result = run.run()
+    with signals_raise():
+        result = run.run()
     result["token_info"] = dict(token.info(), first_header=run_options.first_header) if token else None
     return result

@@ -77,6 +77,18 @@ def add_start_options(parser: argparse.ArgumentParser) -> None:
         "--nodejoiner-stage-delay", type=float, default=0.05, help="seconds each simulated node-joiner stage takes"
     )
     parser.add_argument(
+        "--firewalled-hosts",
+        action="store_true",
+        help="every host's agent and kubelet answer the cluster's nodes only (its pods and its API server), never "
+        "the controller (lab.hosts.firewall)",
+    )
+    parser.add_argument(
+        "--monitor-interval",
+        type=float,
+        default=5.0,
+        help="seconds between two rounds of node-joiner monitor-add-nodes (upstream 5)",
+    )
+    parser.add_argument(
         "--host-arch",
         action="append",
         default=[],

@@ -156,11 +156,18 @@ class PodStreams:
                 f'container "{sim.container}" in pod "{sim.name}" is waiting to '
                 "start: trying and failing to pull image",
             )
-        text = sim.log_text()
+        # sinceTime (RFC 3339) keeps the lines not before it, timestamps=true puts each line's time first, tailLines
+        # keeps the last N -- kubernetes pkg/kubelet/kuberuntime/logs/logs.go@04791b4906602ffda5ccf9bc4c84d3329f1d7080
+        # (NewLogOptions, logWriter.write).
+        entries = sim.log_entries()
+        since = request.query.get("sinceTime")
+        if since:
+            entries = [(stamp, line) for stamp, line in entries if stamp[:19] >= since[:19]]
         tail = request.query.get("tailLines")
         if tail is not None:
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
+            entries = entries[-int(tail) :] if int(tail) > 0 else []
+        stamped = request.query.get("timestamps") == "true"
+        text = "".join(f"{stamp} {line}" if stamped else line for stamp, line in entries)
         return web.Response(text=text, content_type="text/plain")
 
 

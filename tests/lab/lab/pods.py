@@ -33,6 +33,7 @@ from aiohttp import web
 
 from . import clusterinfo, isobase, kinds, njcli, seeds, versions
 from .faults import register_fault
+from .njmonitor import MonitorRun
 from .nodejoiner import NodeJoinerRun
 from .payload import baremetal_installer_image, image_references, installer_image, release_image, seeded_installer_image
 from .podexec import PodStreams, serve_pod_files
@@ -43,6 +44,7 @@ LOG = logging.getLogger(__name__)
 NODE_JOINER_MARKERS = ("baremetal-installer", "node-joiner")
 BACKOFF_AFTER = 1.0  # seconds of ErrImagePull before the kubelet reports ImagePullBackOff
 CONFIGMAP = kinds.by_kind("v1", "ConfigMap")
+POD_HOST_IP = "127.0.111.10"  # every pod runs on master-0
 
 
 def parse_nodejoiner_fault(value: str) -> str:
@@ -73,12 +75,25 @@ class SimulatedPod:
         self.root = tempfile.mkdtemp(prefix=f"lab-pod-{self.namespace}-{self.name}-")
         self.shell = Container(self.root)
         self.output = ""  # what the container printed (the log) when it is not a node-joiner run
-        self.run: NodeJoinerRun | None = None
+        self.run: NodeJoinerRun | MonitorRun | None = None
         self.task: asyncio.Task | None = None
         self.pull_failure = False
+        self.stamps: list = []  # the times of the log's lines (log_entries)
 
     def log_text(self) -> str:
         return self.run.log_text() if self.run else self.output
+
+    def log_entries(self) -> list:
+        """``(time, line)`` of every line so far: the time the container runtime took it (here: when it was first
+        read, which for a log read every round is close enough), with nine fraction digits always: the kubelet
+        writes them as types.RFC3339NanoFixed -- kubernetes pkg/kubelet/kuberuntime/logs/
+        logs.go@04791b4906602ffda5ccf9bc4c84d3329f1d7080 (timeFormatOut)."""
+        lines = self.log_text().splitlines(keepends=True)
+        while len(self.stamps) < len(lines):
+            now = time.time()
+            whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+            self.stamps.append(f"{whole}.{int((now % 1) * 1e9):09d}Z")
+        return list(zip(self.stamps, lines))
 
     def remove(self) -> None:
         if self.task:
@@ -137,8 +152,8 @@ class PodBehaviours:
             phase=phase,
             conditions=_conditions(ready, now),
             containerStatuses=[container_status],
-            hostIP="127.0.111.10",
-            hostIPs=[{"ip": "127.0.111.10"}],
+            hostIP=POD_HOST_IP,
+            hostIPs=[{"ip": POD_HOST_IP}],
         )
         status.setdefault("startTime", now)
         if phase != "Pending" and "podIP" not in status:
@@ -294,6 +309,11 @@ class PodBehaviours:
             flags = njcli.parse_add_nodes(argv, profile, time.time())
         except njcli.UsageError as refused:
             sim.output = refused.stderr  # exit status 1 (0 for --help); the container goes on with `sleep`
+            return
+        if flags["command"] == njcli.MONITOR:  # oc adm node-image monitor's pod: no sleep, the process's exit ends it
+            interval = getattr(self.ctx.options, "monitor_interval", 5.0)
+            sim.run = MonitorRun(self.ctx, profile, flags["addresses"], POD_HOST_IP, interval)
+            self._terminated(sim, await sim.run.run())
             return
         failure = self.ctx.faults.get("nodejoiner")
         options = {

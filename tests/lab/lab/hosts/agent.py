@@ -114,6 +114,9 @@ def _error(status, message):
 @web.middleware
 async def agent_auth(request, handler):
     host = request.app[HOSTS_KEY]
+    if not host.ctx.lab_hosts.firewall.admits(host.name, "agent", request.remote):
+        request.transport.abort()  # reset before anything is read, as a REJECT rule does
+        return web.Response(status=403)  # never sent
     host.requests += 1
     missing = request.match_info.http_exception
     if isinstance(missing, web.HTTPMethodNotAllowed):

@@ -9,6 +9,7 @@ import socket
 from aiohttp import web
 
 from ..apiserver import CTX, json_response
+from .firewall import Firewall
 from .machine import SimHost
 
 
@@ -24,6 +25,7 @@ class Hosts:
         options = ctx.options
         self.agent_port = options.agent_port or free_port()
         self.kubelet_port = options.kubelet_port or free_port()
+        self.firewall = Firewall(ctx)
         # The lab's DHCP server: a reservation per host, its MAC -> the address the lab was started with.
         self.reservations = {h["mac_address"].lower(): h["ip"] for h in ctx.hosts}
         self.by_name = {
@@ -111,6 +113,7 @@ async def setup(ctx) -> None:
     if not hasattr(ctx, "lab_json"):
         ctx.lab_json = {}
     ctx.dump_sections["hosts"] = ctx.lab_hosts.state
+    ctx.dump_sections["host_connections"] = lambda: list(ctx.lab_hosts.firewall.log)
     ctx.lab_json["agent_port"] = ctx.lab_hosts.agent_port
     ctx.lab_json["kubelet_port"] = ctx.lab_hosts.kubelet_port
     ctx.on_shutdown.append(ctx.lab_hosts.shutdown)

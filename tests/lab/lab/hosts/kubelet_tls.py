@@ -49,7 +49,8 @@ class KubeletPort:
     leaves in its outgoing buffer: here it is sent before the connection closes.
     """
 
-    def __init__(self, ip, port, serving):
+    def __init__(self, ip, port, serving, admits=lambda source: True):
+        self.admits = admits  # admits(source address): the host's firewall
         self.ip = ip
         self.port = port
         self.serving = serving
@@ -74,6 +75,10 @@ class KubeletPort:
         return None
 
     async def _connection(self, reader, writer):
+        peer = writer.get_extra_info("peername")
+        if not self.admits(peer[0] if peer else None):
+            writer.transport.abort()
+            return
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         tls = self._base.wrap_bio(incoming, outgoing, server_side=True)
 

@@ -271,7 +271,10 @@ class SimHost(Progress):
         self.phase = "rebooted"
         kubelets = getattr(self.ctx, "kubelets", None)
         self.kubelet = KubeletPort(
-            self.ip, self.kubelet_port, lambda: kubelets.serving_certificate(self.name) if kubelets else None
+            self.ip,
+            self.kubelet_port,
+            lambda: kubelets.serving_certificate(self.name) if kubelets else None,
+            lambda source: self.ctx.lab_hosts.firewall.admits(self.name, "kubelet", source),
         )
         await self.kubelet.start()
         LOG.info("host %s rebooted from disk; kubelet TLS on %s:%s", self.name, self.ip, self.kubelet_port)

@@ -13,9 +13,9 @@
   ``statusInfoRebootingDay2``@c18512cd02435454b6c92e8a708ddd5b1f188dcd).
 - events: ``Host <name>: updated status from A to B (<status_info>)`` when the status changes
   (internal/host/hostutil/update_host.go ``UpdateHostStatus``, docs/events.yaml ``host_status_updated``), then
-  ``Host <name>: reached installation stage <reported stage>[: <info>]`` for every progress change
-  (internal/bminventory/inventory.go ``V2UpdateHostInstallProgress``; upstream words it ``Host: <name>, ...``,
-  the lab keeps ``Host <name>: ...``).
+  ``Host: <name>, reached installation stage <reported stage>[: <info>]`` for every progress change
+  (internal/bminventory/inventory.go ``V2UpdateHostInstallProgress``, event ``host_install_progress_updated`` of
+  docs/events.yaml@003cbfdfe21b60c91a42a0b358bc145cf540662e; node-joiner's monitor prints these texts).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class Progress:
             else:
                 self._set_status("installing-in-progress", stored)
         suffix = f": {info}" if info else ""
-        self._event(f"Host {self.hostname}: reached installation stage {stage}{suffix}")
+        self._event(f"Host: {self.hostname}, reached installation stage {stage}{suffix}")
 
     def progress_json(self):
         return {

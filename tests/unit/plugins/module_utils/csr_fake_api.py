@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import api_exception
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, RetryPolicy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import cluster as join_cluster
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import engine
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import Observation
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.csr import CLIENT_SIGNER
@@ -296,7 +297,7 @@ def join_run(api, clock, records, polls=None, lines=None, **options):
         "join_timeout": 600,
     }
     settings.update(options)
-    cluster_ = engine.Cluster(api_client(api), api) if api is not None else None
+    cluster_ = join_cluster.Cluster(api_client(api), api) if api is not None else None
     run = engine.JoinRun(
         engine.host_records(records, installed_after),
         engine.Options(**settings),

@@ -466,24 +466,21 @@ def test_parameters_that_cannot_work_are_refused_first(tmp_path, changes, messag
 def test_node_joiner_image_only_from_openshift_config():
     path = "/api/v1/namespaces/openshift-config/configmaps/installer-images"
     api = Api({path: {"data": {"images.json": '{"installer": "quay.io/installer@sha256:2"}'}}})
+
+    class ReleaseRun(nj.NodeJoinerRun):
+        def image_from_release(self, release_image):
+            return "from-release:" + release_image
+
     newest = release((4, 21))
-    assert build.node_joiner_image(params("/"), api, cluster(), newest, None) == "quay.io/installer@sha256:2"
-
-    class ReleaseRun:
-        @staticmethod
-        def image_from_release(release):
-            return "from-release:" + release
-
+    assert ReleaseRun(api, "r", newest).node_joiner_image(None, "quay.io/x@sha256:1") == "quay.io/installer@sha256:2"
     empty = Api({"/api/v1/namespaces/openshift/configmaps/installer-images": {"data": {"images.json": "{}"}}})
-    assert build.node_joiner_image(params("/"), empty, cluster(), newest, ReleaseRun()) == (
-        "from-release:quay.io/x@sha256:1"
+    assert (
+        ReleaseRun(empty, "r", newest).node_joiner_image("", "quay.io/x@sha256:1") == "from-release:quay.io/x@sha256:1"
     )
     assert empty.asked == [path]
-    assert build.node_joiner_image(params("/", node_joiner_image="mine"), empty, cluster(), newest, None) == "mine"
-    # oc 4.17 does not look for the ConfigMap (releases: installer_images_configmap): neither does day2_iso
-    assert build.node_joiner_image(params("/"), api, cluster((4, 17)), release((4, 17)), ReleaseRun()).startswith(
-        "from-release:"
-    )
+    assert ReleaseRun(empty, "r", newest).node_joiner_image("mine", "quay.io/x@sha256:1") == "mine"
+    # oc 4.17 does not look for the ConfigMap (releases: installer_images_configmap): neither does the collection
+    assert ReleaseRun(api, "r", release((4, 17))).node_joiner_image(None, "x").startswith("from-release:")
     assert api.asked == [path]
 
 
@@ -579,6 +576,10 @@ def test_a_failed_run_returns_its_stages_log_and_namespace(connected, tmp_path, 
 
         def __exit__(self, *exc):
             self.cleaned_up = True
+
+        @staticmethod
+        def node_joiner_image(configured, _release_image):
+            return configured
 
         def build(self, image, nodes_config, pxe, config_iso=False):
             stages = [{"id": "create-manifest", "status": "failed"}]

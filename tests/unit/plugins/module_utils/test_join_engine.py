@@ -25,6 +25,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health
     never_ready,
     node_summary,
 )
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import cluster as join_cluster
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import engine
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import AgentTokenError
@@ -100,53 +101,56 @@ def apply(obj, patch):
 
 def test_labels_only_the_missing_ones_then_nothing():
     registered = node(labels={"kubernetes.io/hostname": "w", "zone": "old"})
-    patch = engine.node_patch(registered, {"zone": "a", "node-role.kubernetes.io/infra": ""}, [])
+    patch = join_cluster.node_patch(registered, {"zone": "a", "node-role.kubernetes.io/infra": ""}, [])
     assert patch == {"metadata": {"labels": {"zone": "a", "node-role.kubernetes.io/infra": ""}}}
     assert "resourceVersion" not in patch["metadata"]  # a label merge cannot undo anyone's change
-    assert engine.node_patch(apply(registered, patch), {"zone": "a", "node-role.kubernetes.io/infra": ""}, []) is None
+    assert (
+        join_cluster.node_patch(apply(registered, patch), {"zone": "a", "node-role.kubernetes.io/infra": ""}, [])
+        is None
+    )
 
 
 def test_taints_keep_the_controllers_and_carry_the_resource_version():
     registered = node(taints=[NOT_READY])
-    patch = engine.node_patch(registered, {}, DEDICATED)
+    patch = join_cluster.node_patch(registered, {}, DEDICATED)
     assert patch == {"metadata": {"resourceVersion": "42"}, "spec": {"taints": [NOT_READY, *DEDICATED]}}
     marked = apply(registered, patch)
-    assert engine.node_patch(marked, {}, DEDICATED) is None
+    assert join_cluster.node_patch(marked, {}, DEDICATED) is None
     # the controller removes its taint when the Node is Ready: still nothing to do
     marked["spec"]["taints"] = copy.deepcopy(DEDICATED)
-    assert engine.node_patch(marked, {}, DEDICATED) is None
+    assert join_cluster.node_patch(marked, {}, DEDICATED) is None
 
 
 def test_a_key_given_gets_exactly_the_given_taints():
     current = [{"key": "dedicated", "value": "infra", "effect": "NoExecute"}, NOT_READY]
-    assert engine.node_patch(node(taints=current), {}, DEDICATED)["spec"]["taints"] == [NOT_READY, *DEDICATED]
+    assert join_cluster.node_patch(node(taints=current), {}, DEDICATED)["spec"]["taints"] == [NOT_READY, *DEDICATED]
     same = [{"key": "dedicated", "value": "infra", "effect": "NoExecute"}]
-    assert engine.node_patch(node(taints=current[:1]), {}, same) is None
+    assert join_cluster.node_patch(node(taints=current[:1]), {}, same) is None
     # a Node without spec.taints, and a value left out equals an empty one
-    assert engine.node_patch(node(), {}, [{"key": "gpu", "effect": "NoSchedule"}])["spec"]["taints"] == [
+    assert join_cluster.node_patch(node(), {}, [{"key": "gpu", "effect": "NoSchedule"}])["spec"]["taints"] == [
         {"key": "gpu", "effect": "NoSchedule"}
     ]
     empty_value = node(taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}])
-    assert engine.node_patch(empty_value, {}, [{"key": "gpu", "effect": "NoSchedule"}]) is None
+    assert join_cluster.node_patch(empty_value, {}, [{"key": "gpu", "effect": "NoSchedule"}]) is None
     # two taints of one key replace the one the Node has
     two = [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}, {"key": "dedicated", "effect": "NoExecute"}]
-    assert engine.node_patch(node(taints=DEDICATED), {}, two)["spec"]["taints"] == [
+    assert join_cluster.node_patch(node(taints=DEDICATED), {}, two)["spec"]["taints"] == [
         {"key": "dedicated", "value": "a", "effect": "NoSchedule"},
         {"key": "dedicated", "effect": "NoExecute"},
     ]
 
 
 def test_both_and_neither():
-    patch = engine.node_patch(node(), {"zone": "a"}, [{"key": "gpu", "effect": "NoSchedule"}])
+    patch = join_cluster.node_patch(node(), {"zone": "a"}, [{"key": "gpu", "effect": "NoSchedule"}])
     assert patch["metadata"] == {"labels": {"zone": "a"}, "resourceVersion": "42"}
-    assert engine.node_patch(node(), {}, []) is None
+    assert join_cluster.node_patch(node(), {}, []) is None
 
 
 def test_describe_marks():
-    assert engine.describe_marks({"zone": "a", "b": ""}, [*DEDICATED, {"key": "gpu", "effect": "NoExecute"}]) == (
+    assert join_cluster.describe_marks({"zone": "a", "b": ""}, [*DEDICATED, {"key": "gpu", "effect": "NoExecute"}]) == (
         "labels b=, zone=a; taints dedicated=infra:NoSchedule, gpu:NoExecute"
     )
-    assert engine.describe_marks({}, []) == ""
+    assert join_cluster.describe_marks({}, []) == ""
 
 
 # ================================================================ decide: the one decision
@@ -271,7 +275,7 @@ def test_the_old_installations_approved_csr_is_not_the_kubelets_key():
 
 
 def cluster_over(api, attempts=3):
-    return engine.Cluster(api_client(api, attempts), api)
+    return join_cluster.Cluster(api_client(api, attempts), api)
 
 
 def csr_path(name, approval=False):
@@ -421,7 +425,7 @@ def test_csrs_and_nodes_are_read_in_one_list_each():
 
 
 def test_the_server_clock_offset_comes_from_the_date_header(monkeypatch):
-    monkeypatch.setattr(engine, "time", types.SimpleNamespace(time=lambda: 1000.0))
+    monkeypatch.setattr(join_cluster, "time", types.SimpleNamespace(time=lambda: 1000.0))
     api = FakeApi(FakeClock(), server_date=1100)
     assert cluster_over(api).server_offset() == 100.5  # the header has whole seconds
     assert cluster_over(FakeApi(FakeClock())).server_offset() is None
@@ -1021,15 +1025,17 @@ def test_check_mode_predicts_nothing_in_a_flood_and_names_where_each_host_is_fol
     assert predicted["would_approve"] == result["approved"] == [] and predicted["changed"] is False
     assert predicted["would_follow"][0] == {
         "name": "worker-0",
+        "address": "127.0.111.20",
         "agent_url": "http://127.0.111.20:8090/api/assisted-install/v2",
         "addresses": ["127.0.111.20"],
         "kubelet": "127.0.111.20:10250",
         "until": "ready",
+        "from": "auto",
     }
     assert predicted["msg"][1] == (
         "Check mode: worker-1 would be followed at http://127.0.111.21:8090/api/assisted-install/v2 (then its kubelet "
-        "at 127.0.111.21:10250) until its Node is Ready; would approve none yet (no CSR of this host is pending); its "
-        "serving certificate may carry 127.0.111.21"
+        "at 127.0.111.21:10250), else from inside the cluster until its Node is Ready; would approve none yet (no CSR "
+        "of this host is pending); its serving certificate may carry 127.0.111.21"
     )
 
 
@@ -1039,8 +1045,8 @@ def test_check_mode_names_the_csrs_it_would_approve():
     predicted = join_run(api, clock, hosts("worker-0")).predict()
     assert predicted["msg"] == [
         "Check mode: worker-0 would be followed at http://127.0.111.20:8090/api/assisted-install/v2 (then its kubelet "
-        "at 127.0.111.20:10250) until its Node is Ready; would approve now, once its kubelet answers: "
-        "worker-0.client; its serving certificate may carry 127.0.111.20"
+        "at 127.0.111.20:10250), else from inside the cluster until its Node is Ready; would approve now, once its "
+        "kubelet answers: worker-0.client; its serving certificate may carry 127.0.111.20"
     ]
     assert [call for call in api.calls if call[0] != "GET"] == [] and clock.sleeps == []
 
@@ -1148,6 +1154,7 @@ def params_for(lab, count=1, **overrides):
         "wait": False,
         "until": "rebooted",
         "first_header": "auto",
+        "follow_from": "controller",  # the monitor pod: test_join_monitor.py
     }
     values.update(overrides)
     return values
@@ -1160,17 +1167,21 @@ def test_agent_wait_in_check_mode_asks_no_one(lab):
     assert result["would_follow"] == [
         {
             "name": "worker-0",
+            "address": lab.address(0),
             "agent_url": "http://%s:%d/api/assisted-install/v2" % (lab.address(0), lab.port),
             "addresses": [lab.address(0)],
             "kubelet": "%s:%d" % (lab.address(0), lab.kubelet_port),
             "until": "rebooted",
+            "from": "controller",
         },
         {
             "name": "worker-1",
+            "address": "fd00::21",
             "agent_url": "http://[fd00::21]:%d/api/assisted-install/v2" % lab.port,
             "addresses": ["fd00::21"],
             "kubelet": "[fd00::21]:%d" % lab.kubelet_port,
             "until": "rebooted",
+            "from": "controller",
         },
     ]
     assert result["changed"] is False and result["would_approve"] == [] and one.requests == []

@@ -28,7 +28,7 @@ def run_main(args, capsys):
 def test_main_passes_when_everything_is_held(api, capsys):
     result = run_main({"release": "4.20.2"}, capsys)
     assert "failed" not in result and result["changed"] is False
-    assert result["missing"] == [] and result["plan"] == ["gather", "image", "install", "join"]
+    assert result["missing"] == [] and result["plan"] == ["gather", "image", "install", "join", "follow"]
     assert result["reviews"] == len(api.asked) > 30
 
 
