@@ -6,18 +6,19 @@ and the sidecar record the reuse decision reads.
 An ISO is ``<dest>/node.<arch>.iso`` (``<dest>/agentconfig.noarch.iso`` for a config ISO); PXE files go into
 ``<dest>/boot-artifacts/<arch>/``. A JSON sidecar next to each (``node.<arch>.iso.json``,
 ``boot-artifacts/<arch>.json``) records the digest of every input, each file written with its sha256 and size, the
-agent token expiry when it was built and the nodes-config it was built from, secrets redacted (``nodes_config``,
-the "before" of the next run's --diff). It holds no secret. A re-run with the same inputs, files that still have
-their sha256 and a token valid long enough reuses the artifact.
+agent token expiry, the sha256 of each agent token the artifact carries and the nodes-config it was built from,
+secrets redacted (``nodes_config``, the "before" of the next run's --diff). It holds no secret: a token's sha256
+tells whether the cluster still holds that token, never the token. A re-run reuses the artifact when the inputs
+are the same, its files still have their sha256, its token is valid long enough and Secret
+openshift-config/agent-auth-token still holds the tokens it carries (deleted, or regenerated with a new key, the
+Secret's tokens are not the ones the hosts' agents take: the run could not follow a host booted from it).
 
-The token expiry comes from Secret openshift-config/agent-auth-token, read before and after node-joiner runs: when
-the Secret did not change, node-joiner used its tokens, and their ``exp`` claims are the truth. When it changed --
-node-joiner wrote new tokens, or another run refreshed them at the same time -- only the artifact knows which tokens
-it carries, so its own expiry is read: the earlier of its add-nodes.env and its tokens' ``exp`` (``ignition.py``;
-the Secret's new expiry when the artifact has none to read: the config ISO). The reuse decision takes the earlier of
-the recorded expiry and the node ISO's own: node-joiner 4.17 writes a fresh 48 h into add-nodes.env when it reuses
-an older token (openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d),
-and a sidecar written from that value must not keep an expired ISO in use.
+Which tokens an artifact carries, and when they expire, the artifact itself says (``ignition.py``): the tokens in
+its Ignition config, and the earlier of its add-nodes.env expiry and their ``exp`` claims -- node-joiner 4.17 writes
+a fresh 48 h into add-nodes.env when it reuses an older token (openshift/installer
+pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d). Whatever another run did to the
+Secret meanwhile, the artifact cannot be wrong about itself. The config ISO is not read: for it the Secret as
+node-joiner left it counts.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, initrd, iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.workdir import open_nofollow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
 PXE_DIR = "boot-artifacts"
@@ -47,8 +49,11 @@ DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments"
 DIGESTED_FACTS = ("release_image", "cluster_id")
 SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
 SIDECAR_SUFFIX = ".json"
-# 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
-SIDECAR_VERSION = 2
+# 3: the tokens' sha256 and the artifact's own expiry; a sidecar of another version is not read, the artifact is
+# rebuilt (version 2 recorded the Secret's expiry, version 1 no ``files``).
+SIDECAR_VERSION = 3
+# The facts the artifact says of itself that only the sidecar keeps (not the result).
+OWN_TOKEN_FACTS = ("token_expiry", "token_digests")
 # The rootfs among the PXE files (boot-artifacts/node.<arch>-rootfs.img), named in the result.
 ROOTFS_SUFFIX = "-rootfs.img"
 
@@ -97,8 +102,8 @@ class Artifacts:
         if self.params["force"]:
             reuse, reason = False, "force is set"
         else:
-            own = (lambda path: iso_facts(path)["token_expiry"]) if self.node_iso else None
-            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, own)
+            tokens = lambda: token_digests(self.api.get(SECRET))  # noqa: E731 (read only when all else holds)
+            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, tokens)
         return Plan(arch, nodes_config, nodes_config if shown is None else shown, digest, reuse, reason)
 
     def reused(self, plan: Plan) -> dict[str, Any]:
@@ -131,7 +136,6 @@ class Artifacts:
 
         Its ``reason`` is the plan's: why the artifact could not be reused.
         """
-        before = self.api.get(SECRET)
         stages = run.build(image, plan.nodes_config, self.pxe, self.config_iso)
         path = self.path(plan.architecture)
         seen: dict[str, Any] = {}  # what the node ISO says of itself
@@ -139,22 +143,21 @@ class Artifacts:
             os.makedirs(path, 0o700, exist_ok=True)
             names = run.list_dir(nj.ASSETS + "/" + PXE_DIR)
             files = [self._fetch(run, f"{PXE_DIR}/{name}", os.path.join(path, name)) for name in names]
+            seen = initrd_facts([entry["path"] for entry in files])
         elif self.config_iso:
             files = [self._fetch(run, CONFIG_ISO, path, check_config_iso)]
         else:
             files = [self._fetch(run, os.path.basename(path), path, lambda temp: seen.update(self._finish_iso(temp)))]
             if self.params["live_kernel_arguments"]:  # written into the copy: the file differs from the pod's
                 files[0].update(sha256=file_sha256(path), size=os.path.getsize(path))
-        after, expiry = self.api.get(SECRET), None
-        if before is None or after is None or before.get("data") != after.get("data"):
-            expiry = seen.get("token_expiry") if self.node_iso else initrd_token_expiry([f["path"] for f in files])
-        if expiry is None:
-            moment = token.secret_expiry(after)
-            expiry = format_rfc3339(moment) if moment else None
+        if not seen.get("token_digests"):  # the artifact says nothing of its tokens (a config ISO): the Secret counts
+            secret = self.api.get(SECRET)
+            expiry = token.secret_expiry(secret)
+            seen = dict(seen, token_expiry=expiry and format_rfc3339(expiry), token_digests=token_digests(secret))
         record = {
             "inputs_digest": plan.digest,
             "files": files,
-            "token_expiry": expiry,
+            **{key: seen.get(key) for key in OWN_TOKEN_FACTS},
             "built_at": format_rfc3339(self.now),
             "nodes_config": plan.shown,  # for the next run's --diff; secrets redacted
         }
@@ -186,7 +189,7 @@ class Artifacts:
     def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
         path, files = self.path(plan.architecture), record.get("files") or []
         return {
-            **{key: value for key, value in facts.items() if key != "token_expiry"},
+            **{key: value for key, value in facts.items() if key not in OWN_TOKEN_FACTS},
             "architecture": plan.architecture,
             "path": path,
             "files": [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files],
@@ -195,18 +198,20 @@ class Artifacts:
             "reason": plan.reason,
             "sidecar": sidecar_path(path),
             "inputs_digest": plan.digest,
-            "token_expiry": min(filter(None, (record.get("token_expiry"), facts.get("token_expiry"))), default=None),
+            "token_expiry": record.get("token_expiry"),
             "stages": stages,
         }
 
 
 def iso_facts(path: str) -> dict[str, Any]:
-    """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry, kernel arguments."""
+    """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry and digests, kernel
+    arguments."""
     info = iso.inspect_iso(path)
     summary = info["summary"] or {}
     hosts = [{key: h.get(key) for key in ("hostname", "mac_addresses")} for h in summary.get("hosts") or []]
     facts = {key: summary.get(key) for key in ("token_expiry", "cluster_id", "cluster_name", "api_dns_name")}
-    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"), rootfs_url=info.get("rootfs_url"))
+    facts.update(hosts=hosts, kernel_arguments=info["kargs"], rootfs_url=info["rootfs_url"])
+    return dict(facts, token_digests=token_digests(ignition.token_values(info["ignition"] or {})))
 
 
 def check_config_iso(path: str) -> None:
@@ -221,14 +226,23 @@ def check_config_iso(path: str) -> None:
             )
 
 
-def initrd_token_expiry(paths: list[str]) -> str | None:
-    """The token expiry the PXE initrd among ``paths`` carries (read from the file itself), or None."""
+def initrd_facts(paths: list[str]) -> dict[str, Any]:
+    """The token expiry and digests the PXE initrd among ``paths`` carries (read from the file itself), or {}."""
     for path in (path for path in paths if path.endswith("-initrd.img")):
         try:
-            return ignition.summarize_add_nodes_ignition(initrd.read_pxe_initrd(path)[0])["token_expiry"]
+            config = initrd.read_pxe_initrd(path)[0]
         except (IsoError, OSError):
-            return None
-    return None
+            return {}
+        expiry = ignition.summarize_add_nodes_ignition(config)["token_expiry"]
+        return {"token_expiry": expiry, "token_digests": token_digests(ignition.token_values(config))}
+    return {}
+
+
+def token_digests(tokens: list[str] | dict[str, Any] | None) -> list[str] | None:
+    """The sha256 of each agent token, sorted: of a list of tokens, or of Secret agent-auth-token (None: no Secret)."""
+    if isinstance(tokens, dict):
+        tokens = [found.value for found in token.secret_tokens(tokens)]
+    return None if tokens is None else sorted({hashlib.sha256(value.encode()).hexdigest() for value in tokens})
 
 
 # --- the sidecar and the reuse decision ----------------------------------------------------------------------------
@@ -241,7 +255,7 @@ def inputs_digest(inputs: dict[str, Any]) -> str:
 
 def file_sha256(path: str, chunk: int = 4 << 20) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_nofollow(path) as handle:
         for block in iter(lambda: handle.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -254,7 +268,7 @@ def sidecar_path(artifact_path: str) -> str:
 def read_sidecar(artifact_path: str) -> dict[str, Any] | None:
     """The sidecar record of ``artifact_path``; None when it is missing, unreadable or of another version."""
     try:
-        with open(sidecar_path(artifact_path)) as handle:
+        with open_nofollow(sidecar_path(artifact_path), "r") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
@@ -281,13 +295,14 @@ def reuse_decision(
     digest: str,
     now: datetime.datetime,
     min_validity_seconds: float,
-    own_expiry: Callable[[str], str | None] | None = None,
+    cluster_tokens: Callable[[], list[str] | None] | None = None,
 ) -> tuple[bool, str]:
     """Return (reusable, reason) for the artifact at ``artifact_path`` (an ISO, or a directory of PXE files).
 
-    Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, and the
-    agent token is valid for at least ``min_validity_seconds`` after ``now``: the expiry recorded, or the one
-    ``own_expiry(artifact_path)`` reads from the artifact itself when that is earlier.
+    Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, the agent
+    token it carries is valid for at least ``min_validity_seconds`` after ``now``, and every token of Secret
+    agent-auth-token is one it carries: ``cluster_tokens()`` gives their sha256 (None: the Secret is gone; not
+    asked when ``cluster_tokens`` is None).
     """
     record, sidecar = read_sidecar(artifact_path), sidecar_path(artifact_path)
     if record is None:
@@ -301,9 +316,11 @@ def reuse_decision(
         return False, f"the sidecar {sidecar} records no files"
     for entry in files:
         path = entry.get("path")
-        if not isinstance(path, str) or not os.path.isfile(path):
-            return False, f"{path} does not exist"
-        if entry.get("sha256") != file_sha256(path):
+        try:
+            intact = isinstance(path, str) and entry.get("sha256") == file_sha256(path)
+        except OSError as error:
+            return False, f"{path} does not exist or cannot be read ({error.strerror})"
+        if not intact:
             return False, f"{path} was modified or damaged since it was built (sha256 differs)"
     try:
         expiry = parse_rfc3339(record.get("token_expiry"))
@@ -311,21 +328,24 @@ def reuse_decision(
         expiry = None
     if expiry is None:
         return False, f"the agent token expiry of {artifact_path} is unknown"
-    try:
-        own = parse_rfc3339(own_expiry(artifact_path)) if own_expiry else None
-    except (ValueError, Day2Error):
-        own = None
-    source = ""
-    if own is not None and own < expiry:
-        source = f" (read from the artifact itself; the sidecar recorded {expiry.isoformat()})"
-        expiry = own
     left = (expiry - now).total_seconds()
     if left < min_validity_seconds:
         return False, (
-            f"the agent token in {artifact_path} expires at {expiry.isoformat()}{source}, {_human(left)} from now, "
-            f"less than min_token_validity ({_human(min_validity_seconds)})"
+            f"the agent token in {artifact_path} expires at {expiry.isoformat()}, {_human(left)} from now, less than "
+            f"min_token_validity ({_human(min_validity_seconds)})"
         )
-    return True, f"inputs unchanged, {artifact_path} intact, token valid until {expiry.isoformat()}"
+    held, secret = cluster_tokens() if cluster_tokens else [], f"Secret {token.SECRET_NAMESPACE}/{token.SECRET_NAME}"
+    if held is None:
+        return False, (
+            f"{secret} is gone (deleted since {artifact_path} was built): the token it carries is no longer the "
+            "cluster's, so its hosts could not be followed"
+        )
+    if not set(held) <= set(record.get("token_digests") or []):
+        return False, (
+            f"{secret} holds other tokens than {artifact_path} carries (regenerated since it was built): the hosts "
+            "booted from it would refuse the cluster's token"
+        )
+    return True, f"inputs unchanged, {artifact_path} intact, the cluster's token valid until {expiry.isoformat()}"
 
 
 def _human(seconds: float) -> str:

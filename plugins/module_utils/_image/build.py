@@ -22,10 +22,11 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, ApiClient, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, hide, signals_raise
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
 # amd64 and arm64 workers may join each other's clusters (with a multi-architecture release payload).
@@ -171,6 +172,11 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
         raise InputError(f"min_token_validity: {error}")
     if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
         raise InputError(f"dest {params['dest']} is not an existing directory: create it first")
+    problems = Problems()
+    workdir.check(params["dest"], problems, "(parameters)", "dest")
+    if problems.items:
+        lines = [problem["message"] for problem in problems.items]
+        raise InputError("\n".join([*lines, "Nothing was written."]), {"problems": problems.items})
     return min_validity
 
 

@@ -172,6 +172,12 @@ def _yaml(text: str | None) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
+def token_values(ignition: dict[str, Any]) -> list[str]:
+    """The agent tokens an add-nodes Ignition config carries (secrets: never shown)."""
+    envs = [parse_env_file(file_text(ignition_files(ignition), path)) for path in TOKEN_ENV_PATHS]
+    return [env[name] for env in envs for name in TOKEN_VARIABLES if env.get(name)]
+
+
 def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     """Cluster identity, token expiry, hosts, architecture and version of an add-nodes Ignition config (a dict).
 
@@ -188,11 +194,7 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
             moment = None
         if moment and not stated:
             stated = moment, f"{ADD_NODES_ENV_PATH} {variable}"
-    envs = [parse_env_file(file_text(files, path)) for path in TOKEN_ENV_PATHS]
-    claimed = min(
-        filter(None, (AgentToken(e[name]).expiry for e in envs for name in TOKEN_VARIABLES if e.get(name))),
-        default=None,
-    )
+    claimed = min(filter(None, (AgentToken(value).expiry for value in token_values(ignition))), default=None)
     expiry = expiry_source = None
     if stated and (claimed is None or stated[0] <= claimed):
         expiry, expiry_source = clock.format_rfc3339(stated[0]), stated[1]
