@@ -89,7 +89,7 @@ class PodStreams:
                 400,
                 "BadRequest",
                 f'container "{sim.container}" in pod "{sim.name}" is waiting to start: '
-                + ("trying and failing to pull image" if sim.pull_failure else "ContainerCreating"),
+                + (waiting_words(sim.pull_failure) if sim.pull_failure else "ContainerCreating"),
             )
 
     async def exec_ws(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
@@ -150,11 +150,9 @@ class PodStreams:
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         sim = self._sim(namespace, name)
         if sim.pull_failure:
+            words = waiting_words(sim.pull_failure)
             raise ApiError(
-                400,
-                "BadRequest",
-                f'container "{sim.container}" in pod "{sim.name}" is waiting to '
-                "start: trying and failing to pull image",
+                400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to start: {words}'
             )
         text = sim.log_text()
         tail = request.query.get("tailLines")
@@ -162,6 +160,14 @@ class PodStreams:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
         return web.Response(text=text, content_type="text/plain")
+
+
+def waiting_words(reason: str) -> str:
+    """How the kubelet says a container waits for its image (kubernetes
+    pkg/kubelet/kubelet_pods.go@001a80e975bb880d0fe60b304d30950fe661f278, validateContainerLogStatus)."""
+    return {"ErrImagePull": "image can't be pulled", "ImagePullBackOff": "trying and failing to pull image"}.get(
+        reason, reason
+    )
 
 
 def exit_status(command, code: int) -> dict:
