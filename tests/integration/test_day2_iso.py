@@ -468,7 +468,9 @@ def test_a_dead_node_joiner_pod_is_named_by_its_cause(lab, clean, tmp_path, deat
     Events, not that exec into a completed pod failed, with the stages and the log so far."""
     lab.control("POST", "/faults", {"nodejoiner": death})
     result = day2_iso(lab, tmp_path)
-    assert_failed_and_clean(lab, result, tmp_path, *needles, "node-joiner stages: add-nodes-cluster-inspection", "were deleted")
+    assert_failed_and_clean(
+        lab, result, tmp_path, *needles, "node-joiner stages: add-nodes-cluster-inspection", "were deleted"
+    )
     assert "completed pod" not in result["msg"] and "Extracting base ISO" in result["log_tail"]
 
 

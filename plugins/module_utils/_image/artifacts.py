@@ -116,20 +116,14 @@ class Artifacts:
         facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments", "rootfs_url"))
         return self._result(plan, {}, [], dict(facts, hosts=[]) if self.node_iso else {})
 
-    def diff(self, plan: Plan) -> dict[str, str]:
+    def diff(self, plan: Plan) -> dict[str, Any]:
         """The --diff of ``plan``: the nodes-config recorded for the existing artifact (or none), and the new one."""
         path = self.path(plan.architecture)
         before = (read_sidecar(path) or {}).get("nodes_config")
-        if isinstance(before, str):
-            header = f"{sidecar_path(path)} (nodes-config of {path})"
-        else:
-            before, header = "", f"{path} (no nodes-config recorded)"
-        return {
-            "before_header": header,
-            "before": before,
-            "after_header": f"nodes-config.yaml for {plan.architecture}",
-            "after": plan.shown,
-        }
+        recorded = isinstance(before, str)
+        header = f"{sidecar_path(path)} (nodes-config of {path})" if recorded else f"{path} (no nodes-config recorded)"
+        after: dict[str, Any] = {"after_header": f"nodes-config.yaml for {plan.architecture}", "after": plan.shown}
+        return dict(after, before_header=header, before=before if recorded else "")
 
     def build(self, plan: Plan, run: nj.NodeJoinerRun, image: str) -> dict[str, Any]:
         """Run node-joiner for ``plan``, fetch what it wrote, record it in the sidecar; return the result entry.
@@ -188,19 +182,12 @@ class Artifacts:
 
     def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
         path, files = self.path(plan.architecture), record.get("files") or []
-        return {
-            **{key: value for key, value in facts.items() if key not in OWN_TOKEN_FACTS},
-            "architecture": plan.architecture,
-            "path": path,
-            "files": [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files],
-            "rootfs": next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None),
-            "reused": plan.reuse,
-            "reason": plan.reason,
-            "sidecar": sidecar_path(path),
-            "inputs_digest": plan.digest,
-            "token_expiry": record.get("token_expiry"),
-            "stages": stages,
-        }
+        result = {key: value for key, value in facts.items() if key not in OWN_TOKEN_FACTS}
+        result.update(architecture=plan.architecture, path=path, reused=plan.reuse, reason=plan.reason, stages=stages)
+        result.update(sidecar=sidecar_path(path), inputs_digest=plan.digest, token_expiry=record.get("token_expiry"))
+        result["files"] = [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files]
+        result["rootfs"] = next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None)
+        return result
 
 
 def iso_facts(path: str) -> dict[str, Any]:

@@ -99,11 +99,9 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
             result["namespace"] = run.ns_name
             result["node_joiner_image"] = node_joiner_image(params, api, cluster, row, run)
             artifact = artifacts.build(plan, run, result["node_joiner_image"])
-    except Day2Error as error:
-        message = error.message + cleanup_note(run)
-        if isinstance(error, nj.RunError):
-            message = nj.describe_failure(message, error.stages, error.log_tail)
-        raise failed(message, **error.result)
+    except Day2Error as error:  # a RunError's result carries the stages and the log tail
+        details = (error.result.get("stages") or [], error.result.get("log_tail"))
+        raise failed(nj.describe_failure(error.message + cleanup_note(run), *details), **error.result)
     except Terminated as stop:
         raise failed(
             f"day2_iso was stopped by {stop.name} while it built the {plan.architecture} artifact"

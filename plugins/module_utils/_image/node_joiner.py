@@ -225,15 +225,16 @@ def installer_image_from_configmap(configmap: dict[str, Any] | None) -> str | No
         return None
 
 
-def node_joiner_image_from_references(text: str) -> str:
-    """The ``baremetal-installer`` image from a release's image-references (an ImageStream JSON)."""
+def node_joiner_image_from_references(text: str, release: str = "") -> str:
+    """The ``baremetal-installer`` image from the image-references (an ImageStream JSON) of ``release``."""
     try:
         tags = dig(json.loads(text), "spec", "tags", default=[])
     except ValueError:
-        raise RunError("the release image printed no valid image-references document")
-    image = next((dig(tag, "from", "name") for tag in tags if tag.get("name") == NODE_JOINER_TAG), None)
+        tags = None
+    image = next((dig(tag, "from", "name") for tag in tags or [] if tag.get("name") == NODE_JOINER_TAG), None)
     if not image:
-        raise RunError(f"the release image-references list no {NODE_JOINER_TAG!r} image")
+        problem = f"its image-references list no {NODE_JOINER_TAG!r} image" if tags is not None else "unreadable"
+        raise RunError(f"cannot find the node-joiner image in release {release}: {problem}")
     return str(image)
 
 
@@ -318,10 +319,6 @@ def report_exit_code(report: dict[str, Any] | None) -> int | None:
         return None
 
 
-def report_failed(report: dict[str, Any] | None) -> bool:
-    return report_completed(report) and report_exit_code(report) != 0
-
-
 def fatal_line(log_text: str | None) -> str | None:
     """The first line of a pod log that says node-joiner stopped (fatal or cobra error), or None."""
     match = _FATAL_LINE.search(log_text or "")
@@ -339,11 +336,9 @@ def fatal_message(line: str) -> str:
 
 
 def ended_without_result(line: str, exit_code_only: bool = True) -> str:
-    hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
     written = f"{ASSETS}/exit_code" if exit_code_only else f"a result into {ASSETS}/report.json"
-    return f"node-joiner stopped without writing {written}; its log says: {line}." + (
-        hint if "unknown flag" in line else ""
-    )
+    hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
+    return f"node-joiner stopped without writing {written}; its log says: {line}." + hint * ("unknown flag" in line)
 
 
 def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -353,21 +348,15 @@ def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
     When the report failed, the last stage and its last sub-stage are the ones that failed.
     """
     rows: list[dict[str, Any]] = []
-    failed = report_failed(report)
+    failed = report_completed(report) and report_exit_code(report) != 0
 
     def walk(stages: list[dict[str, Any]], last_of_parent: bool) -> None:
         for index, stage in enumerate(stages):
             last, ended = last_of_parent and index == len(stages) - 1, _ended(stage.get("end_time"))
-            rows.append(
-                {
-                    "id": stage.get("id"),
-                    "description": stage.get("description"),
-                    "status": "failed" if failed and last else ("done" if ended else "running"),
-                    "start_time": stage.get("start_time"),
-                    "end_time": stage.get("end_time") if ended else None,
-                    **({"result": stage["result"]} if stage.get("result") else {}),
-                }
-            )
+            keys = ("id", "description", "start_time", *(("result",) if stage.get("result") else ()))
+            row = {key: stage.get(key) for key in keys}
+            row.update(status="failed" if failed and last else ("done" if ended else "running"))
+            rows.append(dict(row, end_time=stage["end_time"] if ended else None))
             walk(stage.get("sub_stages") or [], last)
 
     walk((report or {}).get("stages") or [], True)
@@ -425,9 +414,7 @@ class NodeJoinerRun:
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list, init=False)  # of the report read last
 
     def __enter__(self) -> NodeJoinerRun:
-        self.namespace = self.api.create(
-            core_target("namespaces", verb="create"), namespace_manifest(self.run_id, self.owner)
-        )
+        self.namespace = self._create(namespace_manifest(self.run_id, self.owner))
         try:
             for body in rbac_manifests(self.namespace, self.run_id, self.release):
                 self._create(body)
@@ -527,15 +514,8 @@ class NodeJoinerRun:
         """Run the release image once and read its image-references (no registry access needed here)."""
         container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat " + IMAGE_REFERENCES]}
         self._create(pod_manifest(self.namespace, self.run_id, RELEASE_POD, container))
-        deadline = Deadline(self.pod_start_timeout)
         self.wait_started(RELEASE_POD, ("Succeeded",))
-        try:
-            return node_joiner_image_from_references(self.pod_log_tail(RELEASE_POD, lines=100000))
-        except RunError as error:
-            raise RunError(
-                f"cannot find the node-joiner image in release {release_image}: {error} (after "
-                f"{deadline.elapsed():.0f}s)"
-            )
+        return node_joiner_image_from_references(self.pod_log_tail(RELEASE_POD, lines=100000), release_image)
 
     def build(self, image: str, nodes_config_yaml: str, pxe: bool, config_iso: bool = False) -> list[dict[str, Any]]:
         """Run node-joiner with ``image`` on ``nodes_config_yaml`` until it is done; return its report stages.
@@ -557,15 +537,11 @@ class NodeJoinerRun:
             raise RunError(failure_message(report) if report else message, self.stages, log)
         return self.stages
 
-    def _exit_code(self) -> int | None:
-        """The number in /assets/exit_code, or None while node-joiner has not written it."""
-        result = self.exec(["cat", ASSETS + "/exit_code"])
-        return int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
-
     def _poll(self, exit_code_only: bool, report: dict[str, Any] | None) -> tuple[bool, Any, int | None]:
         """(whether node-joiner is done, the report read -- else ``report``, the last one --, its exit code)."""
-        if exit_code_only:
-            code = self._exit_code()
+        if exit_code_only:  # the number in /assets/exit_code, once node-joiner wrote it
+            result = self.exec(["cat", ASSETS + "/exit_code"])
+            code = int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
             return code is not None, None, code
         result = self.exec(["cat", ASSETS + "/report.json"])
         try:

@@ -37,13 +37,12 @@ def _user(uid: int) -> str:
         return str(uid)
 
 
-def artifacts(path: str) -> list[str]:
-    """The entries of ``path`` the collection writes or reads, and everything under a real boot-artifacts/."""
-    found = [os.path.join(path, name) for name in sorted(os.listdir(path)) if name.startswith(ARTIFACT_PREFIXES)]
-    for entry in [entry for entry in found if os.path.isdir(entry) and not os.path.islink(entry)]:
-        for root, directories, files in os.walk(entry):  # never into a symlinked directory
-            found += sorted(os.path.join(root, name) for name in directories + files)
-    return found
+def symlinks(path: str) -> list[str]:
+    """The entries of ``path`` the collection writes or reads (everything under a real boot-artifacts/ too) that are
+    symbolic links."""
+    top = [os.path.join(path, name) for name in sorted(os.listdir(path)) if name.startswith(ARTIFACT_PREFIXES)]
+    below = [os.path.join(r, n) for e in top if not os.path.islink(e) for r, ds, fs in os.walk(e) for n in ds + fs]
+    return [entry for entry in top + sorted(below) if os.path.islink(entry)]
 
 
 def check(path: str, problems: Problems, scope: str, field: str) -> None:
@@ -71,12 +70,9 @@ def check(path: str, problems: Problems, scope: str, field: str) -> None:
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         add(f"can be written by others (mode {stat.S_IMODE(info.st_mode):04o})", f"chmod 0700 {where}")
-    for entry in artifacts(fixed) if os.access(fixed, os.R_OK | os.X_OK) else []:
-        if os.path.islink(entry):
-            add(
-                f"holds {entry}, a symbolic link (to {os.readlink(entry)}), where the run writes or reads its files",
-                f"remove the link (rm {entry}): the run never follows one",
-            )
+    for entry in symlinks(fixed) if os.access(fixed, os.R_OK | os.X_OK) else []:
+        what = f"holds {entry}, a symbolic link (to {os.readlink(entry)}), where the run writes or reads its files"
+        add(what, f"remove the link (rm {entry}): the run never follows one")
 
 
 def open_nofollow(path: str, mode: str = "rb") -> IO[Any]:

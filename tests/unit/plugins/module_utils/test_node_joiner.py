@@ -272,9 +272,9 @@ def test_report_is_finished_only_when_its_end_time_is_set():
     assert not nj.report_finished(dict(running, result={"exit_code": 0}))
     assert not nj.report_completed(running) and not nj.report_completed(None)
     done = dict(running, end_time="2025-01-01T00:05:00Z", result={"exit_code": 0})
-    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and not nj.report_failed(done)
+    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and nj.report_completed(done)
     no_result = dict(running, end_time="2025-01-01T00:05:00Z")
-    assert nj.report_exit_code(no_result) is None and nj.report_failed(no_result)
+    assert nj.report_exit_code(no_result) is None and nj.report_completed(no_result)  # completed, failed
     assert "without a result" in nj.failure_message(no_result)
 
 
