@@ -72,7 +72,7 @@ class ActionModule(ActionBase):
                     problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
             variables.check_settings(values, settings, args["cluster"], problems)
             if values.get("day2_workdir"):  # before preflight creates it, and long before anything is written there
-                workdir.check(str(values["day2_workdir"]), problems, variables.PLAY, "day2_workdir")
+                workdir.check(str(values["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
             variables.check_play_names(task_vars, known, problems)
             hostvars = task_vars["hostvars"]
             shared = set(hostvars[task_vars["inventory_hostname"]])  # what the play's own host sees: all, extra vars

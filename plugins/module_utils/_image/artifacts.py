@@ -32,7 +32,7 @@ import os
 import tempfile
 from typing import Any, Callable
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, core_target
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, initrd, iso
@@ -309,10 +309,7 @@ def reuse_decision(
             return False, f"{path} does not exist or cannot be read ({error.strerror})"
         if not intact:
             return False, f"{path} was modified or damaged since it was built (sha256 differs)"
-    try:
-        expiry = parse_rfc3339(record.get("token_expiry"))
-    except ValueError:
-        expiry = None
+    expiry = ignition.moment(record.get("token_expiry"))
     if expiry is None:
         return False, f"the agent token expiry of {artifact_path} is unknown"
     left = (expiry - now).total_seconds()

@@ -22,7 +22,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, ApiClient, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, hide, signals_raise
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
@@ -170,11 +169,11 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
         raise InputError(f"min_token_validity: {error}")
     if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
         raise InputError(f"dest {params['dest']} is not an existing directory: create it first")
-    problems = Problems()
-    workdir.check(params["dest"], problems, "(parameters)", "dest")
-    if problems.items:
-        lines = [problem["message"] for problem in problems.items]
-        raise InputError("\n".join([*lines, "Nothing was written."]), {"problems": problems.items})
+    refused = workdir.check(params["dest"], "(parameters)", "dest").items
+    if refused:
+        raise InputError(
+            "\n".join([*(item["message"] for item in refused), "Nothing was written."]), {"problems": refused}
+        )
     return min_validity
 
 
@@ -270,14 +269,12 @@ def node_joiner_image(
 
 
 def cleanup_note(run: nj.NodeJoinerRun) -> str:
+    namespace, failures = run.ns_name, "; ".join(run.cleanup_failures)
     if run.kept:
         return (
-            f" (keep_on_failure: namespace {run.ns_name} and its ClusterRole/ClusterRoleBinding were kept; delete "
-            "them when done)"
+            f" (keep_on_failure: namespace {namespace} and its ClusterRole/ClusterRoleBinding were kept; delete them)"
         )
     if run.cleaned_up:
-        return f" (namespace {run.ns_name} and everything in it were deleted)"
-    if run.cleanup_failures:
-        failures = "; ".join(run.cleanup_failures)
-        return f" (clean-up of namespace {run.ns_name} incomplete, delete what is left by hand: {failures})"
-    return ""
+        return f" (namespace {namespace} and everything in it were deleted)"
+    incomplete = f" (clean-up of namespace {namespace} incomplete, delete what is left by hand: {failures})"
+    return incomplete if failures else ""

@@ -164,7 +164,8 @@ def hosts_of(files: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(hosts, key=lambda item: (item["hostname"] is None, item["hostname"] or "", item["mac_addresses"][:1]))
 
 
-def _moment(text: str | None) -> Any:
+def moment(text: str | None) -> Any:
+    """The time of an RFC 3339 text; None for none or one that is no time."""
     try:
         return clock.parse_rfc3339(text)
     except ValueError:
@@ -193,7 +194,7 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     files = ignition_files(ignition)
     env_text = file_text(files, ADD_NODES_ENV_PATH)
     env = parse_env_file(env_text)
-    stated = [(_moment(env.get(name)), f"{ADD_NODES_ENV_PATH} {name}") for name in EXPIRY_VARIABLES]
+    stated = [(moment(env.get(name)), f"{ADD_NODES_ENV_PATH} {name}") for name in EXPIRY_VARIABLES]
     expiry, source = next(((moment, where) for moment, where in stated if moment), (None, None))
     claimed = min(filter(None, (AgentToken(value).expiry for value in token_values(ignition))), default=None)
     if claimed and (expiry is None or claimed < expiry):  # no add-nodes.env expiry, or a later one (4.17's reuse)

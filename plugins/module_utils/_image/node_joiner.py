@@ -17,7 +17,7 @@ import re
 import sys
 import time
 from types import TracebackType
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
@@ -93,7 +93,6 @@ LOG_TAIL_LINES = 40
 # spf13/cobra command.go@adbc8813901bba65827259daa8e22ff94ec1f30e), or a Go panic (exit status 2, no result).
 _FATAL_LINE = re.compile(r"^(?:.*\blevel=fatal\b.*|Error: .*|panic: .*)$", re.MULTILINE)
 _LOG_MESSAGE = re.compile(r"\bmsg=(.*)$")
-T = TypeVar("T")
 # What node-joiner reads and writes in the cluster, as oc grants it (the image-content rule differs by release:
 # releases.Release.icsp_rule) -- openshift/oc
 # pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820.
@@ -474,9 +473,8 @@ class NodeJoinerRun:
                 return
             waiting = [dig(s, "state", "waiting", "reason") for s in status.get("containerStatuses") or []]
             if (pod_problem(obj) and not set(waiting) & set(PULL_RETRIED)) or deadline.expired():
-                problem = (
-                    self.problem(pod, obj) or f"pod {self.ns_name}/{pod} did not start (phase {status.get('phase')})"
-                )
+                late = f"pod {self.ns_name}/{pod} did not start (phase {status.get('phase')})"
+                problem = self.problem(pod, obj) or late
                 waited = f" (pod_start_timeout {self.pod_start_timeout}s passed)" if deadline.expired() else ""
                 raise RunError(problem + waited, log_tail=None if any(waiting) else self.pod_log_tail(pod))
             deadline.sleep(self.wait_sleep)
@@ -485,7 +483,7 @@ class NodeJoinerRun:
     def pod(self) -> pod_exec.Pod:
         return pod_exec.Pod(self.api.configuration, self.ns_name, POD)
 
-    def _in_pod(self, call: Callable[[], T]) -> T:
+    def _in_pod(self, call: Callable[[], Any]) -> Any:
         """``call`` (an exec into the node-joiner pod); when exec fails because the pod ended (OOMKilled, evicted...),
         a RunError that says why, with the stages so far and the log."""
         try:

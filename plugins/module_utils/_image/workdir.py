@@ -45,11 +45,11 @@ def symlinks(path: str) -> list[str]:
     return [entry for entry in top + sorted(below) if os.path.islink(entry)]
 
 
-def check(path: str, problems: Problems, scope: str, field: str) -> None:
-    """Add to ``problems`` what makes the work directory ``path`` unsafe (as ``scope``'s ``field``): owned by another
-    user, writable by others, an artifact that is a symlink. A directory that does not exist yet is fine (preflight
-    creates it, mode 0700)."""
-    uid, fixed = os.geteuid(), os.path.expanduser(path)
+def check(path: str, scope: str, field: str, problems: Problems | None = None) -> Problems:
+    """``problems`` (else new ones) with what makes the work directory ``path`` unsafe, as ``scope``'s ``field``:
+    owned by another user, writable by others, an artifact that is a symlink. A directory that does not exist yet is
+    fine (preflight creates it, mode 0700)."""
+    problems, uid, fixed = problems or Problems(), os.geteuid(), os.path.expanduser(path)
     where = f"{path} ({fixed})" if fixed != path else path
 
     def add(what: str, fix: str) -> None:
@@ -58,11 +58,13 @@ def check(path: str, problems: Problems, scope: str, field: str) -> None:
     try:
         link, info = os.lstat(fixed), os.stat(fixed)
     except FileNotFoundError:
-        return
+        return problems
     if stat.S_ISLNK(link.st_mode) and link.st_uid != uid:
-        return add(f"is a symbolic link owned by user {_user(link.st_uid)}", "use a directory of your own instead")
+        add(f"is a symbolic link owned by user {_user(link.st_uid)}", "use a directory of your own instead")
+        return problems
     if not stat.S_ISDIR(info.st_mode):
-        return add("is not a directory", "give a directory, or a path where one can be created")
+        add("is not a directory", "give a directory, or a path where one can be created")
+        return problems
     if info.st_uid != uid:
         add(
             f"is owned by user {_user(info.st_uid)} (uid {info.st_uid}), not by {_user(uid)} (uid {uid}) that runs it",
@@ -73,6 +75,7 @@ def check(path: str, problems: Problems, scope: str, field: str) -> None:
     for entry in symlinks(fixed) if os.access(fixed, os.R_OK | os.X_OK) else []:
         what = f"holds {entry}, a symbolic link (to {os.readlink(entry)}), where the run writes or reads its files"
         add(what, f"remove the link (rm {entry}): the run never follows one")
+    return problems
 
 
 def open_nofollow(path: str, mode: str = "rb") -> IO[Any]:

@@ -15,7 +15,7 @@ OTHER = 65534  # nobody
 
 def problems_of(path):
     problems = Problems()
-    workdir.check(str(path), problems, "(play)", "day2_workdir")
+    assert workdir.check(str(path), "(play)", "day2_workdir", problems) is problems
     return [problem["message"] for problem in problems.items]
 
 
