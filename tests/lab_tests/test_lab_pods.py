@@ -162,7 +162,12 @@ def test_a_node_joiner_container_dies_as_the_kubelet_says(lab, no_faults, death,
     lab.control("POST", "/faults", {"nodejoiner": death})
     ns = new_namespace(lab)
     create_pod(lab, ns, installer_image(lab))
-    status = wait_for(lambda: (lambda s: s if s["phase"] == "Failed" else None)(pod_status(lab, ns)), timeout=30)
+
+    def failed():
+        status = pod_status(lab, ns)
+        return status if status["phase"] == "Failed" else None
+
+    status = wait_for(failed, timeout=30)
     terminated = status["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 137 and terminated["reason"] == ("OOMKilled" if death == "oom" else "Error")
     assert status.get("reason") == reason and (message is None or status["message"].startswith(message))

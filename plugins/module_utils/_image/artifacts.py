@@ -102,9 +102,13 @@ class Artifacts:
         if self.params["force"]:
             reuse, reason = False, "force is set"
         else:
-            tokens = lambda: token_digests(self.api.get(SECRET))  # noqa: E731 (read only when all else holds)
-            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, tokens)
+            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, self.cluster_tokens)
         return Plan(arch, nodes_config, nodes_config if shown is None else shown, digest, reuse, reason)
+
+    def cluster_tokens(self) -> list[str] | None:
+        """The sha256 of the tokens Secret agent-auth-token holds now (None: it is gone); the reuse decision asks
+        only when everything else allows a reuse."""
+        return token_digests(self.api.get(SECRET))
 
     def reused(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact kept as it is."""

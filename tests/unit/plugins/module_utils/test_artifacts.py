@@ -144,7 +144,10 @@ def _secret(*tokens):
 @pytest.mark.parametrize("artifact", ["iso", "pxe"])
 def test_reused_while_the_cluster_holds_the_tokens_it_carries(artifact, request):
     path = request.getfixturevalue(artifact)
-    held = lambda: art.token_digests(_secret(*TOKENS))  # noqa: E731
+
+    def held():
+        return art.token_digests(_secret(*TOKENS))
+
     reuse, reason = art.reuse_decision(path, "d1", NOW, DAY, held)
     assert reuse and reason.endswith("the cluster's token valid until 2025-05-03T04:00:00+00:00")
     assert art.reuse_decision(path, "d1", NOW, DAY, lambda: art.token_digests(_secret(*TOKENS[2:])))[0]

@@ -414,9 +414,12 @@ def test_4_18_fatal_line_just_after_the_result_was_written(scripted):
     run, _pod = scripted([{"log": "level=fatal msg=x"}])
     reads = iter([None, json.dumps(LOAD_FAILURE)])
     original = _pod_exec.ExecResult
-    run.exec = lambda command, timeout=120: (lambda v: original(0, v.encode(), b"") if v else original(1, b"", b""))(
-        next(reads)
-    )
+
+    def exec_(command, timeout=120):
+        value = next(reads)
+        return original(0, value.encode(), b"") if value else original(1, b"", b"")
+
+    run.exec = exec_
     assert run.wait_report()[1] == 1
 
 
