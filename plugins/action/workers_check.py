@@ -24,6 +24,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
 
 FILE_OPTIONS = ("agent_config", "nodes_config")  # the files of hosts
@@ -106,6 +107,8 @@ class ActionModule(ActionBase):
                     fix = "define every variable it uses"
                     problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
             variables.check_settings(values, settings, args["cluster"], problems)
+            if values.get("day2_workdir"):  # before preflight creates it, and long before anything is written there
+                workdir.check(str(values["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
             variables.check_play_names(task_vars, known, problems)
             hosts = self._hosts(task_vars, args, known - set(settings))
             playbook_dir = task_vars.get("playbook_dir")

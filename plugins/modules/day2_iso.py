@@ -44,19 +44,32 @@ description:
     (a nodes-config refused at load, such as an invalid O(ssh_key) - its report gets a result but never an
     C(end_time)) fails at once with node-joiner's own error, and so does a node-joiner whose pod log shows it exited
     without a result (a fatal line, a panic). The pod's C(sleep 600) is never waited out.
+  - A pod that dies or cannot start is named by its real cause, read from its status and its Events as the kubelet
+    writes them, with the setting to change where one exists - killed by the OOM killer (C(OOMKilled); neither
+    C(oc adm node-image) nor this module sets a memory limit, so it names the node that ran out of memory, or the
+    limit the cluster set), evicted (the resource the node lacked, or the C(4Gi) sizeLimit of C(/assets)), an image
+    that cannot be pulled (the image, its registry and the kubelet's error; O(node_joiner_image)), any other end of
+    its container (exit code, reason, message, as C(oc) words it). C(ErrImagePull) and C(ImagePullBackOff) are waited
+    out up to O(pod_start_timeout), as C(oc) waits; C(InvalidImageName) and every other pull error fail at once.
   - The fetched ISO is read once before it is renamed into place (node-joiner's C(coreos/igninfo.jso) and
     C(kargs.jso) names as well as C(.json)). The module fails if its cluster ID is not the cluster's; the result
     tells its hosts and kernel arguments. O(live_kernel_arguments) are written into the ISO's kernel-argument areas
     without rebuilding the ISO.
   - A JSON sidecar (C(<artifact>.json)) records the digest of the inputs, the sha256 of every file written, the
-    agent token expiry and the nodes-config it was built from (secrets redacted, for C(--diff)); it holds no secret.
-    The expiry is that of the tokens of Secret C(openshift-config/agent-auth-token), read before and after
-    node-joiner runs; when the Secret changed in between (node-joiner wrote new tokens, or another run did at the
-    same time), it is the artifact's own - the earlier of its C(add-nodes.env) and its tokens' C(exp) claim (the
-    ISO's, the PXE initrd's). A re-run with the same inputs, intact files and a token valid for at least
-    O(min_token_validity) reports C(changed=false) and sends no write request to the cluster; for a node ISO the
-    token's validity is the earlier of the recorded expiry and the ISO's own, because node-joiner 4.17 writes a fresh
-    48 hours into C(add-nodes.env) when it reuses an older token.
+    agent token expiry, the sha256 of each agent token the artifact carries and the nodes-config it was built from
+    (secrets redacted, for C(--diff)); it holds no secret. Expiry and tokens are the artifact's own (the ISO's or the
+    PXE initrd's) - the earlier of its C(add-nodes.env) and its tokens' C(exp) claim, because node-joiner 4.17 writes a
+    fresh 48 hours into C(add-nodes.env) when it reuses an older token; for a config ISO, those of Secret
+    C(openshift-config/agent-auth-token) after node-joiner ran. A re-run with the same inputs, intact files, a token
+    valid for at least O(min_token_validity) and a Secret C(openshift-config/agent-auth-token) that still holds the
+    tokens the artifact carries reports C(changed=false) and sends no write request to the cluster. A Secret deleted
+    or regenerated since (its tokens are then not the ones the hosts booted from the artifact take) rebuilds it, and
+    RV(artifacts[].reason) says so. A sidecar of an older release of the collection is not read, so the artifact is
+    rebuilt once.
+  - O(dest) must be a directory of the user that runs the module, not writable by group or others, and none of the
+    files it writes or reads there (C(node.*), C(agentconfig.*), C(boot-artifacts/), C(iso-serve.*)) may be a
+    symbolic link; otherwise it fails before anything is written, naming each problem and its fix. Sidecars and
+    checksums are read without following a symlink; files are written to a new temporary file renamed into place.
   - The ISO carries the cluster pull secret and the agent auth token; it is written with mode C(0600). Keep it as you
     would keep the pull secret. It stops working when its token expires (48 hours after it was issued).
 notes:
@@ -64,8 +77,9 @@ notes:
     ConfigMaps and pods, and to create C(pods/exec) and get C(pods/log) in the run's namespace (cluster-admin has all
     of it). Before deciding anything it reads ClusterVersion, Infrastructure, Proxy and Nodes (four GETs, in this
     order), unless O(cluster) gives their facts; a build also reads ConfigMap C(openshift-config/installer-images)
-    (4.18 and later, as C(oc adm node-image) does) and Secret C(openshift-config/agent-auth-token) before and after
-    node-joiner runs.
+    (4.18 and later, as C(oc adm node-image) does), Secret C(openshift-config/agent-auth-token) to decide a reuse
+    (and after node-joiner ran, for a config ISO), and the Events of its namespace when a pod dies or cannot start
+    (a 403 there leaves the pod's status to tell).
   - Failures include the node-joiner report stages and the tail of the pod log.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -97,6 +111,8 @@ options:
     description:
       - Directory the artifacts are written to. It must exist, except in check mode (the preflight step of the day2
         role creates it, which check mode skips).
+      - It must belong to the user that runs the module and not be writable by group or others, and the artifacts and
+        sidecars in it must not be symbolic links (they hold the pull secret and the agent token).
     type: path
     required: true
   pxe:
@@ -274,7 +290,9 @@ artifacts:
       description: Whether the existing artifact was kept.
       type: bool
     reason:
-      description: Why it was built or reused.
+      description:
+        - Why it was built or reused. A rebuild says what was wrong with the artifact, for example that Secret
+          C(openshift-config/agent-auth-token) is gone or holds other tokens than the artifact carries.
       type: str
     sidecar:
       description: Path of the JSON sidecar.

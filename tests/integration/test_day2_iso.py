@@ -409,11 +409,69 @@ def test_architecture_pairing_is_checked(lab, clean, tmp_path):
 
 # ----- failures: message with stages and log, nothing left ------------------------------------------
 def test_image_pull_failure(lab, clean, tmp_path):
-    image = "quay.io/example/node-joiner-typo:4.18"
-    result = day2_iso(lab, tmp_path, node_joiner_image=image.replace("node-joiner", "nodejoiner"), pod_start_timeout=3)
+    """Waited out as oc waits (here pod_start_timeout), then named with the image, its registry, the kubelet's own
+    error from its Failed Event, and the setting to change."""
+    image = "quay.io/example/nodejoiner-typo:4.18"
+    result = day2_iso(lab, tmp_path, node_joiner_image=image, pod_start_timeout=3)
     assert_failed_and_clean(
-        lab, result, tmp_path, "image pull failure", "ImagePullBackOff", "nodejoiner-typo", "were deleted"
+        lab,
+        result,
+        tmp_path,
+        f"image pull failure: pod {result['namespace']}/node-joiner on node master-0 cannot pull {image} from quay.io",
+        f'(ImagePullBackOff: Failed to pull image "{image}": initializing source docker://{image}: ',
+        "manifest unknown). Check that the registry serves the image",
+        "set node_joiner_image (day2_node_joiner_image)",
+        "(pod_start_timeout 3s passed)",
+        "were deleted",
     )
+
+
+def test_an_invalid_image_name_fails_at_once(lab, clean, tmp_path):
+    """InvalidImageName is never retried (oc fails at once too): the 10-minute pod_start_timeout is not waited."""
+    started = time.monotonic()
+    result = day2_iso(lab, tmp_path, node_joiner_image="Quay.io/Example/Node-Joiner:4.18", pod_start_timeout=600)
+    assert time.monotonic() - started < 120
+    assert_failed_and_clean(
+        lab, result, tmp_path, "(InvalidImageName: Failed to apply default image tag", "invalid reference format"
+    )
+    assert "pod_start_timeout" not in result["msg"]
+
+
+NO_LIMIT = "neither oc adm node-image nor this collection sets one"
+
+
+@pytest.mark.parametrize(
+    "death, needles",
+    [
+        (
+            "oom",
+            [
+                "/node-joiner on node master-0: container node-joiner was killed by the OOM killer (OOMKilled, exit "
+                f"code 137): it had no memory limit ({NO_LIMIT}), so node master-0 ran out of memory",
+            ],
+        ),
+        (
+            "evicted",
+            [
+                "/node-joiner on node master-0 was evicted by the kubelet: The node was low on resource: memory. ",
+                "(free memory on node master-0, then run again)",
+            ],
+        ),
+        (
+            "evicted_emptydir",
+            ['was evicted by the kubelet: Usage of EmptyDir volume "assets" exceeds the limit "4Gi".', "no setting"],
+        ),
+    ],
+)
+def test_a_dead_node_joiner_pod_is_named_by_its_cause(lab, clean, tmp_path, death, needles):
+    """The pod's container killed mid-run (OOM killer, eviction): the message says so from the pod's status and
+    Events, not that exec into a completed pod failed, with the stages and the log so far."""
+    lab.control("POST", "/faults", {"nodejoiner": death})
+    result = day2_iso(lab, tmp_path)
+    assert_failed_and_clean(
+        lab, result, tmp_path, *needles, "node-joiner stages: add-nodes-cluster-inspection", "were deleted"
+    )
+    assert "completed pod" not in result["msg"] and "Extracting base ISO" in result["log_tail"]
 
 
 def test_node_joiner_failure_carries_report_and_log(lab, clean, tmp_path):

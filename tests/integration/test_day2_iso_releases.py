@@ -146,10 +146,12 @@ def test_4_17_a_reused_token_whose_expiry_node_joiner_did_not_update_is_judged_b
     reason = again["artifacts"][0]["reason"]
     assert again["changed"] is True and again["artifacts"][0]["reused"] is False
     assert "expires at %s," % claim.isoformat() in reason and "less than min_token_validity (30h00m)" in reason
-    # a sidecar that recorded add-nodes.env's 48 h (as day2_iso did before) still does not keep the ISO
+    # the sidecar records the ISO's own expiry; one that recorded add-nodes.env's 48 h (version 2, as day2_iso
+    # wrote it before) does not keep the ISO: it is not read at all
     sidecar = tmp_path / "node.x86_64.iso.json"
     record = json.loads(sidecar.read_text())
-    sidecar.write_text(json.dumps(dict(record, token_expiry=stated)))
-    third = day2_iso(v417, tmp_path, min_token_validity="30h")
-    assert third["changed"] is True and "(read from the artifact itself" in third["artifacts"][0]["reason"]
+    assert record["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ") and record["version"] == 3
+    sidecar.write_text(json.dumps(dict(record, token_expiry=stated, version=2)))
+    third = day2_iso(v417, tmp_path, min_token_validity="24h")
+    assert third["changed"] is True and "has no readable sidecar" in third["artifacts"][0]["reason"]
     assert leftovers(v417) == []

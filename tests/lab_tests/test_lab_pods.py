@@ -110,7 +110,76 @@ def test_unknown_image_stays_pending_with_pull_errors(lab, no_faults):
     with pytest.raises(websocket.WebSocketBadStatusException) as caught:
         exec_ws(lab, ns, "node-joiner", ["ls"])
     assert caught.value.status_code == 400
-    assert lab.api("GET", f"/api/v1/namespaces/{ns}/pods/node-joiner/log").status_code == 400
+    log = lab.api("GET", f"/api/v1/namespaces/{ns}/pods/node-joiner/log")
+    assert log.status_code == 400 and "is waiting to start: trying and failing to pull image" in log.json()["message"]
+    said = [(e["type"], e["reason"], e["message"]) for e in events_of(lab, ns)]
+    assert said[:3] == [
+        ("Normal", "Pulling", 'Pulling image "quay.io/example/not-there:1.0"'),
+        ("Warning", "Failed", 'Failed to pull image "quay.io/example/not-there:1.0": ' + waiting["message"]),
+        ("Normal", "BackOff", 'Back-off pulling image "quay.io/example/not-there:1.0"'),
+    ]
+    lab.api("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def events_of(lab, ns, name="node-joiner"):
+    """The pod's Events, oldest first, each as the kubelet's recorder writes it."""
+    items = lab.api("GET", f"/api/v1/namespaces/{ns}/events").json()["items"]
+    mine = [e for e in items if e["involvedObject"]["name"] == name]
+    for event in mine:
+        assert event["metadata"]["name"].startswith(name + ".") and event["count"] == 1
+        assert event["involvedObject"]["kind"] == "Pod" and event["involvedObject"]["uid"]
+        assert event["source"] == {"component": "kubelet", "host": "master-0"}
+    return mine
+
+
+def test_an_invalid_image_name_waits_at_once_with_invalid_image_name(lab, no_faults):
+    ns = new_namespace(lab)
+    create_pod(lab, ns, "Quay.io/Example/Bad Name:1")
+    waiting = wait_for(lambda: pod_status(lab, ns).get("containerStatuses", [{}])[0].get("state", {}).get("waiting"))
+    message = (
+        'Failed to apply default image tag "Quay.io/Example/Bad Name:1": couldn\'t parse image name '
+        '"Quay.io/Example/Bad Name:1": invalid reference format'
+    )
+    assert waiting == {"reason": "InvalidImageName", "message": message}
+    assert [(e["type"], e["reason"], e["message"]) for e in events_of(lab, ns)] == [
+        ("Warning", "InspectFailed", message)
+    ]
+    lab.api("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+@pytest.mark.parametrize(
+    "death, reason, message",
+    [
+        ("oom", None, None),
+        ("evicted", "Evicted", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 62Mi. "),
+        ("evicted_emptydir", "Evicted", 'Usage of EmptyDir volume "assets" exceeds the limit "4Gi". '),
+    ],
+)
+def test_a_node_joiner_container_dies_as_the_kubelet_says(lab, no_faults, death, reason, message):
+    """OOMKilled: the container terminated (137, OOMKilled), the pod Failed, no Event. Evicted: the pod Failed with
+    reason Evicted, the message, a DisruptionTarget condition and a Warning Event. Either way mid-run: the log
+    stops at extract-image and exec is refused as into any completed pod."""
+    lab.control("POST", "/faults", {"nodejoiner": death})
+    ns = new_namespace(lab)
+    create_pod(lab, ns, installer_image(lab))
+
+    def failed():
+        status = pod_status(lab, ns)
+        return status if status["phase"] == "Failed" else None
+
+    status = wait_for(failed, timeout=30)
+    terminated = status["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 137 and terminated["reason"] == ("OOMKilled" if death == "oom" else "Error")
+    assert status.get("reason") == reason and (message is None or status["message"].startswith(message))
+    warnings = [(e["reason"], e["message"]) for e in events_of(lab, ns) if e["type"] == "Warning"]
+    assert warnings == ([] if death == "oom" else [("Evicted", status["message"])])
+    disruption = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
+    assert disruption == ([] if death == "oom" else [dict(disruption[0], status="True", reason="TerminationByKubelet")])
+    with pytest.raises(websocket.WebSocketBadStatusException) as caught:
+        exec_ws(lab, ns, "node-joiner", ["cat", "/assets/report.json"])
+    assert caught.value.status_code == 400
+    log = lab.api("GET", f"/api/v1/namespaces/{ns}/pods/node-joiner/log").text
+    assert "Extracting base ISO from release payload" in log and "level=fatal" not in log
     lab.api("DELETE", f"/api/v1/namespaces/{ns}")
 
 
@@ -179,7 +248,12 @@ def test_exec_faults_cut_then_corrupt_once_each(lab, joined):
 
 
 def test_fault_values_are_checked(lab, no_faults):
-    for body in ({"nodejoiner": "sometimes"}, {"exec_cut_after_bytes": "x"}, {"exec_corrupt": "0"}):
+    for body in (
+        {"nodejoiner": "sometimes"},
+        {"nodejoiner": "killed"},
+        {"exec_cut_after_bytes": "x"},
+        {"exec_corrupt": "0"},
+    ):
         with pytest.raises(requests.HTTPError) as refused:
             lab.control("POST", "/faults", body)
         assert refused.value.response.status_code == 400, body

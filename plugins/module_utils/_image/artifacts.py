@@ -6,18 +6,19 @@ and the sidecar record the reuse decision reads.
 An ISO is ``<dest>/node.<arch>.iso`` (``<dest>/agentconfig.noarch.iso`` for a config ISO); PXE files go into
 ``<dest>/boot-artifacts/<arch>/``. A JSON sidecar next to each (``node.<arch>.iso.json``,
 ``boot-artifacts/<arch>.json``) records the digest of every input, each file written with its sha256 and size, the
-agent token expiry when it was built and the nodes-config it was built from, secrets redacted (``nodes_config``,
-the "before" of the next run's --diff). It holds no secret. A re-run with the same inputs, files that still have
-their sha256 and a token valid long enough reuses the artifact.
+agent token expiry, the sha256 of each agent token the artifact carries and the nodes-config it was built from,
+secrets redacted (``nodes_config``, the "before" of the next run's --diff). It holds no secret: a token's sha256
+tells whether the cluster still holds that token, never the token. A re-run reuses the artifact when the inputs
+are the same, its files still have their sha256, its token is valid long enough and Secret
+openshift-config/agent-auth-token still holds the tokens it carries (deleted, or regenerated with a new key, the
+Secret's tokens are not the ones the hosts' agents take: the run could not follow a host booted from it).
 
-The token expiry comes from Secret openshift-config/agent-auth-token, read before and after node-joiner runs: when
-the Secret did not change, node-joiner used its tokens, and their ``exp`` claims are the truth. When it changed --
-node-joiner wrote new tokens, or another run refreshed them at the same time -- only the artifact knows which tokens
-it carries, so its own expiry is read: the earlier of its add-nodes.env and its tokens' ``exp`` (``ignition.py``;
-the Secret's new expiry when the artifact has none to read: the config ISO). The reuse decision takes the earlier of
-the recorded expiry and the node ISO's own: node-joiner 4.17 writes a fresh 48 h into add-nodes.env when it reuses
-an older token (openshift/installer pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d),
-and a sidecar written from that value must not keep an expired ISO in use.
+Which tokens an artifact carries, and when they expire, the artifact itself says (``ignition.py``): the tokens in
+its Ignition config, and the earlier of its add-nodes.env expiry and their ``exp`` claims -- node-joiner 4.17 writes
+a fresh 48 h into add-nodes.env when it reuses an older token (openshift/installer
+pkg/asset/agent/gencrypto/authconfig.go@1264c98ee7f97ed4edfae4dd14c2aec668bfe89d). Whatever another run did to the
+Secret meanwhile, the artifact cannot be wrong about itself. The config ISO is not read: for it the Secret as
+node-joiner left it counts.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ import os
 import tempfile
 from typing import Any, Callable
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339, parse_rfc3339
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, core_target
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, initrd, iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.workdir import open_nofollow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
 PXE_DIR = "boot-artifacts"
@@ -47,8 +49,11 @@ DIGESTED_PARAMETERS = ("pxe", "boot_artifacts_base_url", "live_kernel_arguments"
 DIGESTED_FACTS = ("release_image", "cluster_id")
 SECRET = core_target("secrets", token.SECRET_NAME, token.SECRET_NAMESPACE)
 SIDECAR_SUFFIX = ".json"
-# 2: one shape for ISO and PXE (``files``); a sidecar of another version is not read, the artifact is rebuilt.
-SIDECAR_VERSION = 2
+# 3: the tokens' sha256 and the artifact's own expiry; a sidecar of another version is not read, the artifact is
+# rebuilt (version 2 recorded the Secret's expiry, version 1 no ``files``).
+SIDECAR_VERSION = 3
+# The facts the artifact says of itself that only the sidecar keeps (not the result).
+OWN_TOKEN_FACTS = ("token_expiry", "token_digests")
 # The rootfs among the PXE files (boot-artifacts/node.<arch>-rootfs.img), named in the result.
 ROOTFS_SUFFIX = "-rootfs.img"
 
@@ -97,9 +102,13 @@ class Artifacts:
         if self.params["force"]:
             reuse, reason = False, "force is set"
         else:
-            own = (lambda path: iso_facts(path)["token_expiry"]) if self.node_iso else None
-            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, own)
+            reuse, reason = reuse_decision(self.path(arch), digest, self.now, self.min_validity, self.cluster_tokens)
         return Plan(arch, nodes_config, nodes_config if shown is None else shown, digest, reuse, reason)
+
+    def cluster_tokens(self) -> list[str] | None:
+        """The sha256 of the tokens Secret agent-auth-token holds now (None: it is gone); the reuse decision asks
+        only when everything else allows a reuse."""
+        return token_digests(self.api.get(SECRET))
 
     def reused(self, plan: Plan) -> dict[str, Any]:
         """The result entry of an artifact kept as it is."""
@@ -111,27 +120,20 @@ class Artifacts:
         facts = dict.fromkeys(("cluster_id", "cluster_name", "api_dns_name", "kernel_arguments", "rootfs_url"))
         return self._result(plan, {}, [], dict(facts, hosts=[]) if self.node_iso else {})
 
-    def diff(self, plan: Plan) -> dict[str, str]:
+    def diff(self, plan: Plan) -> dict[str, Any]:
         """The --diff of ``plan``: the nodes-config recorded for the existing artifact (or none), and the new one."""
         path = self.path(plan.architecture)
         before = (read_sidecar(path) or {}).get("nodes_config")
-        if isinstance(before, str):
-            header = f"{sidecar_path(path)} (nodes-config of {path})"
-        else:
-            before, header = "", f"{path} (no nodes-config recorded)"
-        return {
-            "before_header": header,
-            "before": before,
-            "after_header": f"nodes-config.yaml for {plan.architecture}",
-            "after": plan.shown,
-        }
+        recorded = isinstance(before, str)
+        header = f"{sidecar_path(path)} (nodes-config of {path})" if recorded else f"{path} (no nodes-config recorded)"
+        after: dict[str, Any] = {"after_header": f"nodes-config.yaml for {plan.architecture}", "after": plan.shown}
+        return dict(after, before_header=header, before=before if recorded else "")
 
     def build(self, plan: Plan, run: nj.NodeJoinerRun, image: str) -> dict[str, Any]:
         """Run node-joiner for ``plan``, fetch what it wrote, record it in the sidecar; return the result entry.
 
         Its ``reason`` is the plan's: why the artifact could not be reused.
         """
-        before = self.api.get(SECRET)
         stages = run.build(image, plan.nodes_config, self.pxe, self.config_iso)
         path = self.path(plan.architecture)
         seen: dict[str, Any] = {}  # what the node ISO says of itself
@@ -139,22 +141,21 @@ class Artifacts:
             os.makedirs(path, 0o700, exist_ok=True)
             names = run.list_dir(nj.ASSETS + "/" + PXE_DIR)
             files = [self._fetch(run, f"{PXE_DIR}/{name}", os.path.join(path, name)) for name in names]
+            seen = initrd_facts([entry["path"] for entry in files])
         elif self.config_iso:
             files = [self._fetch(run, CONFIG_ISO, path, check_config_iso)]
         else:
             files = [self._fetch(run, os.path.basename(path), path, lambda temp: seen.update(self._finish_iso(temp)))]
             if self.params["live_kernel_arguments"]:  # written into the copy: the file differs from the pod's
                 files[0].update(sha256=file_sha256(path), size=os.path.getsize(path))
-        after, expiry = self.api.get(SECRET), None
-        if before is None or after is None or before.get("data") != after.get("data"):
-            expiry = seen.get("token_expiry") if self.node_iso else initrd_token_expiry([f["path"] for f in files])
-        if expiry is None:
-            moment = token.secret_expiry(after)
-            expiry = format_rfc3339(moment) if moment else None
+        if not seen.get("token_digests"):  # the artifact says nothing of its tokens (a config ISO): the Secret counts
+            secret = self.api.get(SECRET)
+            expiry = token.secret_expiry(secret)
+            seen = dict(seen, token_expiry=expiry and format_rfc3339(expiry), token_digests=token_digests(secret))
         record = {
             "inputs_digest": plan.digest,
             "files": files,
-            "token_expiry": expiry,
+            **{key: seen.get(key) for key in OWN_TOKEN_FACTS},
             "built_at": format_rfc3339(self.now),
             "nodes_config": plan.shown,  # for the next run's --diff; secrets redacted
         }
@@ -185,28 +186,23 @@ class Artifacts:
 
     def _result(self, plan: Plan, record: dict[str, Any], stages: list[dict[str, Any]], facts: dict[str, Any]) -> Any:
         path, files = self.path(plan.architecture), record.get("files") or []
-        return {
-            **{key: value for key, value in facts.items() if key != "token_expiry"},
-            "architecture": plan.architecture,
-            "path": path,
-            "files": [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files],
-            "rootfs": next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None),
-            "reused": plan.reuse,
-            "reason": plan.reason,
-            "sidecar": sidecar_path(path),
-            "inputs_digest": plan.digest,
-            "token_expiry": min(filter(None, (record.get("token_expiry"), facts.get("token_expiry"))), default=None),
-            "stages": stages,
-        }
+        result = {key: value for key, value in facts.items() if key not in OWN_TOKEN_FACTS}
+        result.update(architecture=plan.architecture, path=path, reused=plan.reuse, reason=plan.reason, stages=stages)
+        result.update(sidecar=sidecar_path(path), inputs_digest=plan.digest, token_expiry=record.get("token_expiry"))
+        result["files"] = [{key: entry.get(key) for key in ("path", "sha256", "size")} for entry in files]
+        result["rootfs"] = next((f.get("path") for f in files if str(f.get("path")).endswith(ROOTFS_SUFFIX)), None)
+        return result
 
 
 def iso_facts(path: str) -> dict[str, Any]:
-    """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry, kernel arguments."""
+    """What the ISO at ``path`` says about itself, without secrets: cluster, hosts, token expiry and digests, kernel
+    arguments."""
     info = iso.inspect_iso(path)
     summary = info["summary"] or {}
     hosts = [{key: h.get(key) for key in ("hostname", "mac_addresses")} for h in summary.get("hosts") or []]
     facts = {key: summary.get(key) for key in ("token_expiry", "cluster_id", "cluster_name", "api_dns_name")}
-    return dict(facts, hosts=hosts, kernel_arguments=info.get("kargs"), rootfs_url=info.get("rootfs_url"))
+    facts.update(hosts=hosts, kernel_arguments=info["kargs"], rootfs_url=info["rootfs_url"])
+    return dict(facts, token_digests=token_digests(ignition.token_values(info["ignition"] or {})))
 
 
 def check_config_iso(path: str) -> None:
@@ -221,14 +217,23 @@ def check_config_iso(path: str) -> None:
             )
 
 
-def initrd_token_expiry(paths: list[str]) -> str | None:
-    """The token expiry the PXE initrd among ``paths`` carries (read from the file itself), or None."""
+def initrd_facts(paths: list[str]) -> dict[str, Any]:
+    """The token expiry and digests the PXE initrd among ``paths`` carries (read from the file itself), or {}."""
     for path in (path for path in paths if path.endswith("-initrd.img")):
         try:
-            return ignition.summarize_add_nodes_ignition(initrd.read_pxe_initrd(path)[0])["token_expiry"]
+            config = initrd.read_pxe_initrd(path)[0]
         except (IsoError, OSError):
-            return None
-    return None
+            return {}
+        expiry = ignition.summarize_add_nodes_ignition(config)["token_expiry"]
+        return {"token_expiry": expiry, "token_digests": token_digests(ignition.token_values(config))}
+    return {}
+
+
+def token_digests(tokens: list[str] | dict[str, Any] | None) -> list[str] | None:
+    """The sha256 of each agent token, sorted: of a list of tokens, or of Secret agent-auth-token (None: no Secret)."""
+    if isinstance(tokens, dict):
+        tokens = [found.value for found in token.secret_tokens(tokens)]
+    return None if tokens is None else sorted({hashlib.sha256(value.encode()).hexdigest() for value in tokens})
 
 
 # --- the sidecar and the reuse decision ----------------------------------------------------------------------------
@@ -241,7 +246,7 @@ def inputs_digest(inputs: dict[str, Any]) -> str:
 
 def file_sha256(path: str, chunk: int = 4 << 20) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_nofollow(path) as handle:
         for block in iter(lambda: handle.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -254,7 +259,7 @@ def sidecar_path(artifact_path: str) -> str:
 def read_sidecar(artifact_path: str) -> dict[str, Any] | None:
     """The sidecar record of ``artifact_path``; None when it is missing, unreadable or of another version."""
     try:
-        with open(sidecar_path(artifact_path)) as handle:
+        with open_nofollow(sidecar_path(artifact_path), "r") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
@@ -281,13 +286,14 @@ def reuse_decision(
     digest: str,
     now: datetime.datetime,
     min_validity_seconds: float,
-    own_expiry: Callable[[str], str | None] | None = None,
+    cluster_tokens: Callable[[], list[str] | None] | None = None,
 ) -> tuple[bool, str]:
     """Return (reusable, reason) for the artifact at ``artifact_path`` (an ISO, or a directory of PXE files).
 
-    Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, and the
-    agent token is valid for at least ``min_validity_seconds`` after ``now``: the expiry recorded, or the one
-    ``own_expiry(artifact_path)`` reads from the artifact itself when that is earlier.
+    Reusable when its sidecar records the inputs ``digest``, every file it records still has its sha256, the agent
+    token it carries is valid for at least ``min_validity_seconds`` after ``now``, and every token of Secret
+    agent-auth-token is one it carries: ``cluster_tokens()`` gives their sha256 (None: the Secret is gone; not
+    asked when ``cluster_tokens`` is None).
     """
     record, sidecar = read_sidecar(artifact_path), sidecar_path(artifact_path)
     if record is None:
@@ -301,31 +307,33 @@ def reuse_decision(
         return False, f"the sidecar {sidecar} records no files"
     for entry in files:
         path = entry.get("path")
-        if not isinstance(path, str) or not os.path.isfile(path):
-            return False, f"{path} does not exist"
-        if entry.get("sha256") != file_sha256(path):
+        try:
+            intact = isinstance(path, str) and entry.get("sha256") == file_sha256(path)
+        except OSError as error:
+            return False, f"{path} does not exist or cannot be read ({error.strerror})"
+        if not intact:
             return False, f"{path} was modified or damaged since it was built (sha256 differs)"
-    try:
-        expiry = parse_rfc3339(record.get("token_expiry"))
-    except ValueError:
-        expiry = None
+    expiry = ignition.moment(record.get("token_expiry"))
     if expiry is None:
         return False, f"the agent token expiry of {artifact_path} is unknown"
-    try:
-        own = parse_rfc3339(own_expiry(artifact_path)) if own_expiry else None
-    except (ValueError, Day2Error):
-        own = None
-    source = ""
-    if own is not None and own < expiry:
-        source = f" (read from the artifact itself; the sidecar recorded {expiry.isoformat()})"
-        expiry = own
     left = (expiry - now).total_seconds()
     if left < min_validity_seconds:
         return False, (
-            f"the agent token in {artifact_path} expires at {expiry.isoformat()}{source}, {_human(left)} from now, "
-            f"less than min_token_validity ({_human(min_validity_seconds)})"
+            f"the agent token in {artifact_path} expires at {expiry.isoformat()}, {_human(left)} from now, less than "
+            f"min_token_validity ({_human(min_validity_seconds)})"
         )
-    return True, f"inputs unchanged, {artifact_path} intact, token valid until {expiry.isoformat()}"
+    held, secret = cluster_tokens() if cluster_tokens else [], f"Secret {token.SECRET_NAMESPACE}/{token.SECRET_NAME}"
+    if held is None:
+        return False, (
+            f"{secret} is gone (deleted since {artifact_path} was built): the token it carries is no longer the "
+            "cluster's, so its hosts could not be followed"
+        )
+    if not set(held) <= set(record.get("token_digests") or []):
+        return False, (
+            f"{secret} holds other tokens than {artifact_path} carries (regenerated since it was built): the hosts "
+            "booted from it would refuse the cluster's token"
+        )
+    return True, f"inputs unchanged, {artifact_path} intact, the cluster's token valid until {expiry.isoformat()}"
 
 
 def _human(seconds: float) -> str:

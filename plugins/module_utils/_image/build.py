@@ -25,7 +25,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.modul
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
 # amd64 and arm64 workers may join each other's clusters (with a multi-architecture release payload).
@@ -98,11 +98,9 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
             result["namespace"] = run.ns_name
             result["node_joiner_image"] = run.node_joiner_image(params["node_joiner_image"], cluster["release_image"])
             artifact = artifacts.build(plan, run, result["node_joiner_image"])
-    except Day2Error as error:
-        message = error.message + cleanup_note(run)
-        if isinstance(error, nj.RunError):
-            message = nj.describe_failure(message, error.stages, error.log_tail)
-        raise failed(message, **error.result)
+    except Day2Error as error:  # a RunError's result carries the stages and the log tail
+        details = (error.result.get("stages") or [], error.result.get("log_tail"))
+        raise failed(nj.describe_failure(error.message + cleanup_note(run), *details), **error.result)
     except Terminated as stop:
         raise failed(
             f"day2_iso was stopped by {stop.name} while it built the {plan.architecture} artifact"
@@ -171,6 +169,11 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
         raise InputError(f"min_token_validity: {error}")
     if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
         raise InputError(f"dest {params['dest']} is not an existing directory: create it first")
+    refused = workdir.check(params["dest"], "(parameters)", "dest").items
+    if refused:
+        raise InputError(
+            "\n".join([*(item["message"] for item in refused), "Nothing was written."]), {"problems": refused}
+        )
     return min_validity
 
 
@@ -255,14 +258,12 @@ def check_architecture_pairs(configs: dict[str, dict[str, Any]], cluster_arch: s
 
 
 def cleanup_note(run: nj.NodeJoinerRun) -> str:
+    namespace, failures = run.ns_name, "; ".join(run.cleanup_failures)
     if run.kept:
         return (
-            f" (keep_on_failure: namespace {run.ns_name} and its ClusterRole/ClusterRoleBinding were kept; delete "
-            "them when done)"
+            f" (keep_on_failure: namespace {namespace} and its ClusterRole/ClusterRoleBinding were kept; delete them)"
         )
     if run.cleaned_up:
-        return f" (namespace {run.ns_name} and everything in it were deleted)"
-    if run.cleanup_failures:
-        failures = "; ".join(run.cleanup_failures)
-        return f" (clean-up of namespace {run.ns_name} incomplete, delete what is left by hand: {failures})"
-    return ""
+        return f" (namespace {namespace} and everything in it were deleted)"
+    incomplete = f" (clean-up of namespace {namespace} incomplete, delete what is left by hand: {failures})"
+    return incomplete if failures else ""

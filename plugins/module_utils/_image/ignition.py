@@ -164,12 +164,26 @@ def hosts_of(files: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(hosts, key=lambda item: (item["hostname"] is None, item["hostname"] or "", item["mac_addresses"][:1]))
 
 
+def moment(text: str | None) -> Any:
+    """The time of an RFC 3339 text; None for none or one that is no time."""
+    try:
+        return clock.parse_rfc3339(text)
+    except ValueError:
+        return None
+
+
 def _yaml(text: str | None) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text) if yaml is not None and text else None
     except yaml.YAMLError:
         document = None
     return document if isinstance(document, dict) else {}
+
+
+def token_values(ignition: dict[str, Any]) -> list[str]:
+    """The agent tokens an add-nodes Ignition config carries (secrets: never shown)."""
+    envs = [parse_env_file(file_text(ignition_files(ignition), path)) for path in TOKEN_ENV_PATHS]
+    return [env[name] for env in envs for name in TOKEN_VARIABLES if env.get(name)]
 
 
 def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
@@ -180,27 +194,12 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
     files = ignition_files(ignition)
     env_text = file_text(files, ADD_NODES_ENV_PATH)
     env = parse_env_file(env_text)
-    stated = None  # (moment, where) of add-nodes.env
-    for variable in EXPIRY_VARIABLES:
-        try:
-            moment = clock.parse_rfc3339(env.get(variable))
-        except ValueError:
-            moment = None
-        if moment and not stated:
-            stated = moment, f"{ADD_NODES_ENV_PATH} {variable}"
-    envs = [parse_env_file(file_text(files, path)) for path in TOKEN_ENV_PATHS]
-    claimed = min(
-        filter(None, (AgentToken(e[name]).expiry for e in envs for name in TOKEN_VARIABLES if e.get(name))),
-        default=None,
-    )
-    expiry = expiry_source = None
-    if stated and (claimed is None or stated[0] <= claimed):
-        expiry, expiry_source = clock.format_rfc3339(stated[0]), stated[1]
-    elif claimed:  # no add-nodes.env expiry, or one later than the tokens' (4.17 reusing a token)
-        expiry = clock.format_rfc3339(claimed)
-        expiry_source = f"exp claim of the tokens in {', '.join(TOKEN_ENV_PATHS)}" + (
-            f" (earlier than {stated[1]}={clock.format_rfc3339(stated[0])})" if stated else ""
-        )
+    stated = [(moment(env.get(name)), f"{ADD_NODES_ENV_PATH} {name}") for name in EXPIRY_VARIABLES]
+    expiry, source = next(((moment, where) for moment, where in stated if moment), (None, None))
+    claimed = min(filter(None, (AgentToken(value).expiry for value in token_values(ignition))), default=None)
+    if claimed and (expiry is None or claimed < expiry):  # no add-nodes.env expiry, or a later one (4.17's reuse)
+        earlier = f" (earlier than {source}={clock.format_rfc3339(expiry)})" if expiry else ""
+        expiry, source = claimed, f"exp claim of the tokens in {', '.join(TOKEN_ENV_PATHS)}{earlier}"
     try:
         images = json.loads(parse_env_file(file_text(files, IMAGES_ENV_PATH)).get("OS_IMAGES") or "[]")
     except ValueError:
@@ -220,8 +219,8 @@ def summarize_add_nodes_ignition(ignition: dict[str, Any]) -> dict[str, Any]:
         "cluster_id": env.get("CLUSTER_ID") or None,
         "cluster_name": env.get("CLUSTER_NAME") or None,
         "api_dns_name": env.get("CLUSTER_API_VIP_DNS_NAME") or None,
-        "token_expiry": expiry,
-        "token_expiry_source": expiry_source,
+        "token_expiry": expiry and clock.format_rfc3339(expiry),
+        "token_expiry_source": source,
         "hosts": hosts_of(files),
         "architecture": (normalize_architecture(arch) or arch) if isinstance(arch, str) and arch else None,
         "architecture_source": arch_source if isinstance(arch, str) and arch else None,

@@ -187,10 +187,6 @@ class IsoImage:
     def exists(self, path: str) -> bool:
         return self.find(path)[0] is not None
 
-    def stored_name(self, path: str) -> str | None:
-        """``path`` as the image spells it (Rock Ridge or Joliet names, else ISO 9660 names), or None."""
-        return self.find(path)[1]
-
     def extent(self, path: str) -> tuple[int, int] | None:
         """``(byte offset, length)`` of the file ``path``, None when there is none; IsoLayoutError for a directory."""
         record = self.find(path)[0]
@@ -216,7 +212,7 @@ def _count(low: int, high: int = 1 << 62) -> Any:
 
 
 def _json(image: IsoImage, path: str) -> tuple[dict[str, Any] | None, str]:
-    raw, stored = image.read(path), image.stored_name(path) or path
+    raw, stored = image.read(path), image.find(path)[1] or path
     try:
         value = None if raw is None else json.loads(raw.decode("utf-8"))
     except ValueError as exc:
@@ -458,8 +454,9 @@ def iso_info(path: str, min_validity: Any = "0", now: datetime.datetime | None =
     try:
         result = _describe(path)
     except OSError as exc:  # a directory too: "Is a directory"
-        reason = exc.strerror or exc
-        raise IsoLayoutError("%s: cannot read it (%s); expected %s" % (path, reason, EXPECTED), {"file": path})
+        raise IsoLayoutError(
+            "%s: cannot read it (%s); expected %s" % (path, exc.strerror or exc, EXPECTED), {"file": path}
+        )
     except errors.IsoError as exc:
         raise type(exc)(exc.message, dict(exc.result, file=path))
     now = now or clock.utcnow()

@@ -129,18 +129,15 @@ def remove_partial_files(dest: str, pxe_dir: str) -> list[str]:
     ``.tmp`` at the end."""
 
     # pod_exec.fetch's temporary names of node.<arch>.iso and agentconfig.noarch.iso, and of their sidecars.
-    directories: list[tuple[str, str | tuple[str, ...]]] = [(dest, (".node.", f".{nj.CONFIG_ISO}."))]
+    names = os.listdir(dest) if os.path.isdir(dest) else []
+    found = [os.path.join(dest, name) for name in names if name.startswith((".node.", f".{nj.CONFIG_ISO}."))]
     pxe = os.path.join(dest, pxe_dir)
-    if os.path.isdir(pxe) and not os.path.islink(pxe):
-        directories += [(pxe, ".")] + [(os.path.join(pxe, name), ".") for name in sorted(os.listdir(pxe))]
+    for root, _directories, names in os.walk(pxe) if not os.path.islink(pxe) else ():  # never through a symlink
+        found += [os.path.join(root, name) for name in names if name.startswith(".")]
     removed = []
-    for directory, prefix in directories:
-        if not os.path.isdir(directory) or os.path.islink(directory):
-            continue
-        for name in sorted(os.listdir(directory)):
-            path = os.path.join(directory, name)
-            if name.startswith(prefix) and name.endswith(PARTIAL_SUFFIXES) and os.path.isfile(path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-                    removed.append(path)
+    for path in sorted(found):
+        if path.endswith(PARTIAL_SUFFIXES) and os.path.isfile(path) and not os.path.islink(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
     return removed

@@ -53,7 +53,38 @@ RUN_KINDS = (
     ("ClusterRole", RBAC, "clusterroles"),
     ("Namespace", "", "namespaces"),
 )
-PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
+# What ends a pod or keeps it from starting, as the kubelet writes it into the pod's status and Events:
+# - a container the OOM killer killed: state.terminated reason OOMKilled (cri-o
+#   server/container_status.go@00fde62296f83c82f7e88a7a67a9e0c95d868ceb), exit code 137 (128 + SIGKILL); with
+#   restartPolicy Never the pod is then Failed (kubernetes
+#   pkg/kubelet/kubelet_pods.go@001a80e975bb880d0fe60b304d30950fe661f278, getPhase);
+# - an evicted pod: status.reason Evicted, status.message "The node was low on resource: <name>. ..." or "Usage of
+#   EmptyDir volume "<volume>" exceeds the limit "<size>". ", and a Warning Event Evicted with that message
+#   (pkg/kubelet/eviction/helpers.go@008b3652959ca58af8be3fb5b6ecfe9ae7638282,
+#   eviction_manager.go@0239cd73842a07dedf025bc1c93e1b62002cd0aa);
+# - an image that cannot be pulled: state.waiting reason ErrImagePull, ImagePullBackOff, InvalidImageName..., and
+#   Warning Events "Failed to pull image "<image>": <error>"
+#   (pkg/kubelet/images/image_manager.go@cfce511e157eb37917f5ad1d86197e732f0a097f; their reasons:
+#   events/event.go@00bdb3fade2ef1ada898bd8fae2c6a1958da3a5d).
+# oc waits up to 15 minutes on ErrImagePull and ImagePullBackOff and fails at once on InvalidImageName
+# (openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820,
+# waitForRunningPod); here pod_start_timeout bounds the first two, and every other reason fails at once.
+PULL_RETRIED = ("ErrImagePull", "ImagePullBackOff")
+PULL_FAILURES = (
+    *PULL_RETRIED,
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+    "SignatureValidationFailed",
+)
+# oc gives the pod no memory request or limit, only a sizeLimit on the assets emptyDir (openshift/oc
+# pkg/cli/admin/nodeimage/create.go@0215a1a1e57f4bd9fae970704df5f3f04aacda77, createPod); neither does this collection.
+ASSETS_SIZE = "4Gi"
+PULL_FIX = (
+    "Check that the registry serves the image and that the cluster's pull secret (Secret openshift-config/pull-secret) "
+    "covers it; on a disconnected cluster, that it is mirrored (ImageDigestMirrorSet); or set node_joiner_image "
+    "(day2_node_joiner_image) to an image the nodes can pull."
+)
 LOG_TAIL_LINES = 40
 # node-joiner has exited when its log shows one of these: logrus's "level=fatal" (main ends with logrus.Fatal on any
 # error, after NewAddNodesCommand wrote its result -- openshift/installer
@@ -151,20 +182,21 @@ def pod_manifest(namespace: dict[str, Any], run_id: str, name: str, container: d
 
 
 def node_joiner_pod_manifest(
-    namespace: dict[str, Any], run_id: str, image: str, pxe: bool, proxy: dict | None, config_iso: bool = False
+    namespace: dict[str, Any], run_id: str, image: str, command: str, proxy: dict | None, name: str = POD
 ) -> dict[str, Any]:
-    """The node-joiner pod; ``proxy`` is the cluster's Proxy status (the facts' ``proxy_status``), its environment."""
+    """A node-joiner pod (its container named like it) running the bash ``command`` (:func:`node_joiner_command`
+    for add-nodes); ``proxy`` is the cluster's Proxy status (the facts' ``proxy_status``), its environment."""
     container = {
-        "name": POD,
+        "name": name,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["/bin/bash", "-c", node_joiner_command(pxe, config_iso)],
+        "command": ["/bin/bash", "-c", command],
         "env": [{"name": key.upper(), "value": value} for key, value in (proxy or {}).items() if value],
         "volumeMounts": [{"name": CONFIGMAP, "mountPath": "/config"}, {"name": "assets", "mountPath": ASSETS}],
     }
     config = {"name": CONFIGMAP, "configMap": {"name": CONFIGMAP}}
-    assets = {"name": "assets", "emptyDir": {"sizeLimit": "4Gi"}}
-    return pod_manifest(namespace, run_id, POD, container, volumes=[config, assets])
+    assets = {"name": "assets", "emptyDir": {"sizeLimit": ASSETS_SIZE}}
+    return pod_manifest(namespace, run_id, name, container, volumes=[config, assets])
 
 
 def delete_run_objects(api: k8s.ApiClient, found: list[tuple[str, str]]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -192,16 +224,65 @@ def installer_image_from_configmap(configmap: dict[str, Any] | None) -> str | No
         return None
 
 
-def node_joiner_image_from_references(text: str) -> str:
-    """The ``baremetal-installer`` image from a release's image-references (an ImageStream JSON)."""
+def node_joiner_image_from_references(text: str, release: str = "") -> str:
+    """The ``baremetal-installer`` image from the image-references (an ImageStream JSON) of ``release``."""
     try:
         tags = dig(json.loads(text), "spec", "tags", default=[])
     except ValueError:
-        raise RunError("the release image printed no valid image-references document")
-    image = next((dig(tag, "from", "name") for tag in tags if tag.get("name") == NODE_JOINER_TAG), None)
+        tags = None
+    image = next((dig(tag, "from", "name") for tag in tags or [] if tag.get("name") == NODE_JOINER_TAG), None)
     if not image:
-        raise RunError(f"the release image-references list no {NODE_JOINER_TAG!r} image")
+        problem = f"its image-references list no {NODE_JOINER_TAG!r} image" if tags is not None else "unreadable"
+        raise RunError(f"cannot find the node-joiner image in release {release}: {problem}")
     return str(image)
+
+
+def registry(image: str) -> str:
+    """The registry an image reference names: its first part when that is a host, else docker.io."""
+    host, slash, _rest = image.partition("/")
+    return host if slash and ("." in host or ":" in host or host == "localhost") else "docker.io"
+
+
+def pod_problem(pod: dict[str, Any] | None, events: list[dict[str, Any]] | tuple = ()) -> str | None:
+    """What ended ``pod`` or keeps it from starting, in the kubelet's words (its status, and its Warning Events),
+    with the setting to change where one exists; None while nothing does. A container that terminated is one: the
+    node-joiner container never ends by itself before its artifacts are copied (it sleeps)."""
+    status, node = dig(pod, "status", default={}), dig(pod, "spec", "nodeName", default="(none)")
+    where = f"pod {dig(pod, 'metadata', 'namespace')}/{dig(pod, 'metadata', 'name')} on node {node}"
+    warned = [str(event.get("message") or "").strip() for event in events if event.get("type") == "Warning"]
+    if status.get("reason") == "Evicted":
+        said = (status.get("message") or next(iter(warned), "")).strip()
+        low = re.search(r"low on resource: ([\w-]+)", said)
+        fix = f"free {low.group(1)} on node {node}, then run again" if low else "see the kubelet's message"
+        if "EmptyDir" in said:
+            fix = f"node-joiner wrote more than the {ASSETS_SIZE} oc gives /assets; no setting changes that"
+        return f"{where} was evicted by the kubelet: {said} ({fix})"
+    for container in status.get("containerStatuses") or []:
+        name, image = container.get("name"), str(container.get("image") or "")
+        ended, waiting = (dig(container, "state", state, default={}) for state in ("terminated", "waiting"))
+        code, said = ended.get("exitCode"), str(ended.get("message") or "").strip()
+        if ended.get("reason") == "OOMKilled":
+            return f"{where}: container {name} was killed by the OOM killer (OOMKilled, exit code {code}): " + (
+                _oom_fix(pod, name, node)
+            )
+        if ended:  # as oc's monitor words it
+            return f"{where}: container {name} unexpectedly terminated: " + (
+                f"exit code: {code}, reason: {ended.get('reason')}, message: {said}"
+            )
+        if waiting.get("reason") in PULL_FAILURES:
+            pulled = [m for m in warned if m.startswith(("Failed to pull image", "Failed to apply default image tag"))]
+            said = f"{waiting['reason']}: {pulled[-1] if pulled else waiting.get('message')}"
+            return f"image pull failure: {where} cannot pull {image} from {registry(image)} ({said}). {PULL_FIX}"
+    failed = f"{where} failed: {status.get('reason')}: {status.get('message')}"
+    return failed if status.get("phase") == "Failed" else None
+
+
+def _oom_fix(pod: Any, name: str, node: str) -> str:
+    own: dict[str, Any] = next((c for c in dig(pod, "spec", "containers", default=[]) if c.get("name") == name), {})
+    limit, unset = dig(own, "resources", "limits", "memory"), "neither oc adm node-image nor this collection sets one"
+    if limit:
+        return f"its memory limit {limit} was set in the cluster ({unset}: a LimitRange or a webhook): raise it there"
+    return f"it had no memory limit ({unset}), so node {node} ran out of memory: free memory there, then run again"
 
 
 def _ended(value: Any) -> bool:
@@ -237,10 +318,6 @@ def report_exit_code(report: dict[str, Any] | None) -> int | None:
         return None
 
 
-def report_failed(report: dict[str, Any] | None) -> bool:
-    return report_completed(report) and report_exit_code(report) != 0
-
-
 def fatal_line(log_text: str | None) -> str | None:
     """The first line of a pod log that says node-joiner stopped (fatal or cobra error), or None."""
     match = _FATAL_LINE.search(log_text or "")
@@ -258,11 +335,9 @@ def fatal_message(line: str) -> str:
 
 
 def ended_without_result(line: str, exit_code_only: bool = True) -> str:
-    hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
     written = f"{ASSETS}/exit_code" if exit_code_only else f"a result into {ASSETS}/report.json"
-    return f"node-joiner stopped without writing {written}; its log says: {line}." + (
-        hint if "unknown flag" in line else ""
-    )
+    hint = " This node-joiner does not know a flag it was given (the 4.17 node-joiner has no --pxe)."
+    return f"node-joiner stopped without writing {written}; its log says: {line}." + hint * ("unknown flag" in line)
 
 
 def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -272,21 +347,15 @@ def summarize_stages(report: dict[str, Any] | None) -> list[dict[str, Any]]:
     When the report failed, the last stage and its last sub-stage are the ones that failed.
     """
     rows: list[dict[str, Any]] = []
-    failed = report_failed(report)
+    failed = report_completed(report) and report_exit_code(report) != 0
 
     def walk(stages: list[dict[str, Any]], last_of_parent: bool) -> None:
         for index, stage in enumerate(stages):
             last, ended = last_of_parent and index == len(stages) - 1, _ended(stage.get("end_time"))
-            rows.append(
-                {
-                    "id": stage.get("id"),
-                    "description": stage.get("description"),
-                    "status": "failed" if failed and last else ("done" if ended else "running"),
-                    "start_time": stage.get("start_time"),
-                    "end_time": stage.get("end_time") if ended else None,
-                    **({"result": stage["result"]} if stage.get("result") else {}),
-                }
-            )
+            keys = ("id", "description", "start_time", *(("result",) if stage.get("result") else ()))
+            row = {key: stage.get(key) for key in keys}
+            row.update(status="failed" if failed and last else ("done" if ended else "running"))
+            rows.append(dict(row, end_time=stage["end_time"] if ended else None))
             walk(stage.get("sub_stages") or [], last)
 
     walk((report or {}).get("stages") or [], True)
@@ -341,11 +410,10 @@ class NodeJoinerRun:
     kept: bool = dataclasses.field(default=False, init=False)
     cleanup_failures: list[str] = dataclasses.field(default_factory=list, init=False)
     left: list[str] = dataclasses.field(default_factory=list, init=False)  # Kind/name the clean-up could not delete
+    stages: list[dict[str, Any]] = dataclasses.field(default_factory=list, init=False)  # of the report read last
 
     def __enter__(self) -> NodeJoinerRun:
-        self.namespace = self.api.create(
-            core_target("namespaces", verb="create"), namespace_manifest(self.run_id, self.owner)
-        )
+        self.namespace = self.create(namespace_manifest(self.run_id, self.owner))
         try:
             for body in rbac_manifests(self.namespace, self.run_id, self.release):
                 self.create(body)
@@ -382,44 +450,57 @@ class NodeJoinerRun:
         except k8s.ApiAccessError as error:
             return f"(pod log unavailable: {error})"
 
-    def wait_started(self, pod: str, image: str, phases: tuple[str, ...]) -> str:
-        """Wait until the pod is in one of ``phases``; image-pull errors are retried until the start timeout."""
-        deadline, where = Deadline(self.pod_start_timeout, sleeper=self.sleeper), f"pod {self.ns_name}/{pod}"
-        waiting: dict[str, Any] = {}  # the last waiting state with a reason
+    def problem(self, pod: str, obj: dict[str, Any] | None = None) -> str | None:
+        """What ended pod ``pod`` (``obj``, else read) or keeps it from starting (:func:`pod_problem`), with its
+        Events, read only then (a 403 leaves the status to say it); None when nothing does."""
+        obj = obj or self.api.get(core_target("pods", pod, self.ns_name))
+        if pod_problem(obj) is None:
+            return None
+        try:
+            events = dig(self.api.get(core_target("events", None, self.ns_name)), "items", default=[])
+        except k8s.ApiAccessError:
+            events = []
+        return pod_problem(obj, [event for event in events if dig(event, "involvedObject", "name") == pod])
+
+    def wait_started(self, pod: str, phases: tuple[str, ...]) -> None:
+        """Wait until the pod is in one of ``phases``. A pod that cannot start fails at once, except while it waits
+        for an image pull oc retries (PULL_RETRIED), until pod_start_timeout."""
+        deadline = Deadline(self.pod_start_timeout, sleeper=self.sleeper)
         while True:
             obj = self.api.get(core_target("pods", pod, self.ns_name))
-            phase = dig(obj, "status", "phase")
-            if phase in phases:
-                return str(phase)
-            if phase == "Failed":
-                raise RunError(f"{where} failed before it started its work", log_tail=self.pod_log_tail(pod))
-            for status in dig(obj, "status", "containerStatuses", default=[]):
-                waiting = dig(status, "state", "waiting") if dig(status, "state", "waiting", "reason") else waiting
-            if deadline.expired():
-                break
+            status = dig(obj, "status", default={})
+            if status.get("phase") in phases:
+                return
+            waiting = [dig(s, "state", "waiting", "reason") for s in status.get("containerStatuses") or []]
+            if (pod_problem(obj) and not set(waiting) & set(PULL_RETRIED)) or deadline.expired():
+                late = f"pod {self.ns_name}/{pod} did not start (phase {status.get('phase')})"
+                problem = self.problem(pod, obj) or late
+                waited = f" (pod_start_timeout {self.pod_start_timeout}s passed)" if deadline.expired() else ""
+                raise RunError(problem + waited, log_tail=None if any(waiting) else self.pod_log_tail(pod))
             deadline.sleep(self.wait_sleep)
-        reason = waiting.get("reason")
-        if reason in PULL_FAILURES:
-            raise RunError(
-                f"image pull failure: {where} could not pull {image} for {self.pod_start_timeout}s ({reason}: "
-                f"{waiting.get('message', '')}). Check that the image exists, that the cluster pull secret covers its "
-                "registry, and for a disconnected cluster that it is mirrored (ImageDigestMirrorSet); or pass "
-                "node_joiner_image."
-            )
-        detail = f", {reason}" if reason else ""
-        raise RunError(f"{where} did not start within {self.pod_start_timeout}s (phase {phase}{detail})")
 
     @property
     def pod(self) -> pod_exec.Pod:
         return pod_exec.Pod(self.api.configuration, self.ns_name, POD)
 
+    def _in_pod(self, call: Callable[[], Any]) -> Any:
+        """``call`` (an exec into the node-joiner pod); when exec fails because the pod ended (OOMKilled, evicted...),
+        a RunError that says why, with the stages so far and the log."""
+        try:
+            return call()
+        except pod_exec.ExecError:
+            problem = self.problem(POD)
+            if problem:
+                raise RunError(problem, self.stages, self.pod_log_tail(POD)) from None
+            raise
+
     def exec(self, command: list[str], timeout: float = 120) -> pod_exec.ExecResult:
         """``command`` in the node-joiner pod; its output whatever its exit code, an ExecError when exec failed."""
-        return pod_exec.run(self.pod, command, timeout=timeout)
+        return self._in_pod(lambda: pod_exec.run(self.pod, command, timeout=timeout))
 
     def fetch(self, remote_path: str, dest_path: str, finish: Callable[[str], Any] | None = None) -> tuple[int, str]:
         """Copy ``remote_path`` out of the node-joiner pod into ``dest_path``, verified (pod_exec.fetch)."""
-        return pod_exec.fetch(self.pod, remote_path, dest_path, finish, self.build_timeout)
+        return self._in_pod(lambda: pod_exec.fetch(self.pod, remote_path, dest_path, finish, self.build_timeout))
 
     def list_dir(self, path: str) -> list[str]:
         result = self.exec(["ls", path])
@@ -432,26 +513,16 @@ class NodeJoinerRun:
         from 4.19); else the release payload's (a pod reads it)."""
         if configured:
             return configured
-        found = (
-            installer_image_from_configmap(self.api.get(INSTALLER_IMAGES))
-            if self.release.installer_images_configmap
-            else None
-        )
+        lookup = self.release.installer_images_configmap
+        found = installer_image_from_configmap(self.api.get(INSTALLER_IMAGES)) if lookup else None
         return found or self.image_from_release(release_image)
 
     def image_from_release(self, release_image: str) -> str:
         """Run the release image once and read its image-references (no registry access needed here)."""
         container = {"name": "release", "image": release_image, "command": ["/bin/sh", "-c", "cat " + IMAGE_REFERENCES]}
         self.create(pod_manifest(self.namespace, self.run_id, RELEASE_POD, container))
-        deadline = Deadline(self.pod_start_timeout)
-        self.wait_started(RELEASE_POD, release_image, ("Succeeded",))
-        try:
-            return node_joiner_image_from_references(self.pod_log_tail(RELEASE_POD, lines=100000))
-        except RunError as error:
-            raise RunError(
-                f"cannot find the node-joiner image in release {release_image}: {error} (after "
-                f"{deadline.elapsed():.0f}s)"
-            )
+        self.wait_started(RELEASE_POD, ("Succeeded",))
+        return node_joiner_image_from_references(self.pod_log_tail(RELEASE_POD, lines=100000), release_image)
 
     def build(self, image: str, nodes_config_yaml: str, pxe: bool, config_iso: bool = False) -> list[dict[str, Any]]:
         """Run node-joiner with ``image`` on ``nodes_config_yaml`` until it is done; return its report stages.
@@ -460,8 +531,9 @@ class NodeJoinerRun:
         """
         data = {CONFIGMAP + ".yaml": nodes_config_yaml}
         self.create(manifest("ConfigMap", self.namespace, self.run_id, CONFIGMAP, data=data))
-        self.create(node_joiner_pod_manifest(self.namespace, self.run_id, image, pxe, self.proxy, config_iso))
-        self.wait_started(POD, image, ("Running",))
+        command = node_joiner_command(pxe, config_iso)
+        self.create(node_joiner_pod_manifest(self.namespace, self.run_id, image, command, self.proxy))
+        self.wait_started(POD, ("Running",))
         report, exit_code = self.wait_report(exit_code_only=not self.release.report_json)
         if exit_code != 0:
             log = self.pod_log_tail(POD)
@@ -469,20 +541,14 @@ class NodeJoinerRun:
             message = (
                 f"node-joiner failed: {fatal_message(line)}" if line else f"node-joiner exited with code {exit_code}"
             )
-            raise RunError(
-                failure_message(report) if report else message, stages=summarize_stages(report), log_tail=log
-            )
-        return summarize_stages(report)
-
-    def _exit_code(self) -> int | None:
-        """The number in /assets/exit_code, or None while node-joiner has not written it."""
-        result = self.exec(["cat", ASSETS + "/exit_code"])
-        return int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
+            raise RunError(failure_message(report) if report else message, self.stages, log)
+        return self.stages
 
     def _poll(self, exit_code_only: bool, report: dict[str, Any] | None) -> tuple[bool, Any, int | None]:
         """(whether node-joiner is done, the report read -- else ``report``, the last one --, its exit code)."""
-        if exit_code_only:
-            code = self._exit_code()
+        if exit_code_only:  # the number in /assets/exit_code, once node-joiner wrote it
+            result = self.exec(["cat", ASSETS + "/exit_code"])
+            code = int(result.text()) if result.returncode == 0 and result.text().lstrip("-").isdigit() else None
             return code is not None, None, code
         result = self.exec(["cat", ASSETS + "/report.json"])
         try:
@@ -490,6 +556,7 @@ class NodeJoinerRun:
         except ValueError:
             read = None  # being written
         report = read if isinstance(read, dict) else report
+        self.stages = summarize_stages(report)
         return report_completed(report), report, report_exit_code(report)
 
     def wait_report(self, exit_code_only: bool = False) -> tuple[dict[str, Any] | None, int | None]:
@@ -514,13 +581,11 @@ class NodeJoinerRun:
                 done, report, code = self._poll(exit_code_only, report)
                 if done:
                     return report, code
-                raise RunError(ended_without_result(line, exit_code_only), summarize_stages(report), log)
-            phase = dig(self.api.get(core_target("pods", POD, self.ns_name)), "status", "phase")
-            if phase in ("Failed", "Succeeded"):
-                problem = f"the node-joiner pod ended ({phase}) without a result"
-            elif deadline.expired():
-                problem = f"node-joiner did not finish within build_timeout ({self.build_timeout}s)"
-            else:
+                raise RunError(ended_without_result(line, exit_code_only), self.stages, log)
+            problem = self.problem(POD)  # the pod ended: OOMKilled, evicted, its command over
+            if problem is None and not deadline.expired():
                 deadline.sleep(self.wait_sleep)
                 continue
-            raise RunError(problem, stages=summarize_stages(report), log_tail=log)
+            raise RunError(
+                problem or f"node-joiner did not finish within build_timeout ({self.build_timeout}s)", self.stages, log
+            )

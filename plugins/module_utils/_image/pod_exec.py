@@ -153,46 +153,35 @@ def run_streaming(
         )
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError(f"cannot open exec into {pod.describe()}: {_handshake_problem(error)}")
-    deadline, idle_since = time.monotonic() + timeout, time.monotonic()
-    stderr, status = bytearray(), None
+    deadline, idle_since, stderr = time.monotonic() + timeout, time.monotonic(), bytearray()
+    statuses: list[bytes] = []  # channel 255 (v5 "close this channel") needs nothing done: a close frame ends
+    channels = {STDOUT_CHANNEL: sink, STDERR_CHANNEL: stderr.extend, STATUS_CHANNEL: statuses.append}
     try:
         while True:
             now = time.monotonic()
-            if now > deadline:
-                raise ExecError(f"{described} did not finish within {timeout}s")
+            if now > deadline or now - idle_since > idle_timeout:
+                late = f"did not finish within {timeout}s" if now > deadline else f"sent nothing for {idle_timeout}s"
+                raise ExecError(f"{described} {late}")
             try:
-                if not _readable(client.sock, 1.0):
-                    if now - idle_since > idle_timeout:
-                        raise ExecError(f"{described} sent nothing for {idle_timeout}s")
-                    continue
-                opcode, frame = client.sock.recv_data_frame(True)
-            except ExecError:
-                raise
+                opcode, frame = client.sock.recv_data_frame(True) if _readable(client.sock, 1.0) else (None, None)
             except Exception as error:  # pylint: disable=broad-except
-                if status is not None:
+                if statuses:
                     break  # the exit status arrived; only the closing handshake was lost
                 # websocket-client raises its own and socket/SSL errors when the connection breaks.
                 raise ExecError(f"{described} was interrupted: {error}")
             if opcode == ABNF.OPCODE_CLOSE:
                 break
-            data = frame.data if isinstance(frame.data, bytes) else frame.data.encode("utf-8")
-            if opcode not in (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT) or not data:
-                continue
-            idle_since = time.monotonic()
-            channel, payload = data[0], data[1:]
-            if channel == STDOUT_CHANNEL:
-                sink(payload)
-            elif channel == STDERR_CHANNEL:
-                stderr.extend(payload)
-            elif channel == STATUS_CHANNEL:
-                status = json.loads(payload.decode("utf-8", "replace") or "{}")
-            # channel 255 (v5 "close this channel") needs no action: the stream ends with a close frame
+            data = getattr(frame, "data", b"") if opcode in (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT) else b""
+            data = data if isinstance(data, bytes) else data.encode("utf-8")
+            if data:
+                idle_since = time.monotonic()
+                channels.get(data[0], bytes)(data[1:])
     finally:
         with contextlib.suppress(Exception):  # pylint: disable=broad-except
             client.close()
-    if status is None:
+    if not statuses:
         raise ExecError(f"{described} ended without an exit status (connection cut)")
-    return exit_code(status), bytes(stderr)
+    return exit_code(json.loads(statuses[-1].decode("utf-8", "replace") or "{}")), bytes(stderr)
 
 
 def run(pod: Pod, command: list[str], timeout: float = 120) -> ExecResult:
@@ -203,19 +192,16 @@ def run(pod: Pod, command: list[str], timeout: float = 120) -> ExecResult:
 
 def copy_file(pod: Pod, path: str, fileobj: IO[bytes], timeout: float = 1800) -> tuple[int, str]:
     """Stream ``path`` from the pod into ``fileobj``; return (bytes written, sha256 hex)."""
-    digest, written = hashlib.sha256(), [0]
+    digest = hashlib.sha256()
 
     def sink(chunk: bytes) -> None:
         fileobj.write(chunk)
         digest.update(chunk)
-        written[0] += len(chunk)
 
     code, err = run_streaming(pod, ["cat", path], sink, timeout=timeout)
     if code != 0:
-        raise ExecError(
-            f"cat {path} in {pod.describe()} failed (exit {code}): {err.decode('utf-8', 'replace').strip()}"
-        )
-    return written[0], digest.hexdigest()
+        raise ExecError(f"cat {path} in {pod.describe()} failed (exit {code}): {err.decode(errors='replace').strip()}")
+    return fileobj.tell(), digest.hexdigest()
 
 
 def remote_sha256(pod: Pod, path: str) -> str:
@@ -240,8 +226,7 @@ def fetch(
     directory, attempts, problem = os.path.dirname(os.path.abspath(dest_path)), 2, ""
     for _attempt in range(attempts):
         fd, temp_path = tempfile.mkstemp(prefix=f".{os.path.basename(dest_path)}.", suffix=".part", dir=directory)
-        try:
-            os.fchmod(fd, 0o600)  # the artifacts carry the pull secret and the agent token
+        try:  # mode 0600 (mkstemp's): the artifacts carry the pull secret and the agent token
             with os.fdopen(fd, "wb") as out:
                 size, digest = copy_file(pod, remote_path, out, timeout=timeout)
                 out.flush()
@@ -251,9 +236,7 @@ def fetch(
                     finish(temp_path)
                 os.replace(temp_path, dest_path)
                 return size, digest
-            problem = (
-                f"checksum mismatch for {remote_path}: the pod says {expected}, {size} bytes received hash to {digest}"
-            )
+            problem = f"checksum mismatch for {remote_path}: pod {expected}, the {size} bytes received {digest}"
         except ExecError as error:
             problem = f"transfer of {remote_path} interrupted: {error}"
         except OSError as error:

@@ -89,7 +89,7 @@ class PodStreams:
                 400,
                 "BadRequest",
                 f'container "{sim.container}" in pod "{sim.name}" is waiting to start: '
-                + ("trying and failing to pull image" if sim.pull_failure else "ContainerCreating"),
+                + (waiting_words(sim.pull_failure) if sim.pull_failure else "ContainerCreating"),
             )
 
     async def exec_ws(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
@@ -150,11 +150,9 @@ class PodStreams:
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         sim = self._sim(namespace, name)
         if sim.pull_failure:
+            words = waiting_words(sim.pull_failure)
             raise ApiError(
-                400,
-                "BadRequest",
-                f'container "{sim.container}" in pod "{sim.name}" is waiting to '
-                "start: trying and failing to pull image",
+                400, "BadRequest", f'container "{sim.container}" in pod "{sim.name}" is waiting to start: {words}'
             )
         # sinceTime (RFC 3339) keeps the lines not before it, timestamps=true puts each line's time first, tailLines
         # keeps the last N -- kubernetes pkg/kubelet/kuberuntime/logs/logs.go@04791b4906602ffda5ccf9bc4c84d3329f1d7080
@@ -169,6 +167,14 @@ class PodStreams:
         stamped = request.query.get("timestamps") == "true"
         text = "".join(f"{stamp} {line}" if stamped else line for stamp, line in entries)
         return web.Response(text=text, content_type="text/plain")
+
+
+def waiting_words(reason: str) -> str:
+    """How the kubelet says a container waits for its image (kubernetes
+    pkg/kubelet/kubelet_pods.go@001a80e975bb880d0fe60b304d30950fe661f278, validateContainerLogStatus)."""
+    return {"ErrImagePull": "image can't be pulled", "ImagePullBackOff": "trying and failing to pull image"}.get(
+        reason, reason
+    )
 
 
 def exit_status(command, code: int) -> dict:

@@ -15,7 +15,15 @@ Which behaviour a pod gets, from its first container's image:
 * the release image (``ClusterVersion.status.desired.image``) prints ``/release-manifests/image-references``
   (an ImageStream JSON whose ``baremetal-installer`` tag is the node-joiner image) and turns Succeeded.
 * any other image cannot be pulled: the pod stays Pending, its container waiting with ``ErrImagePull`` and
-  then ``ImagePullBackOff``.
+  then ``ImagePullBackOff``, with the kubelet's Events ``Pulling``, ``Failed`` ("Failed to pull image ...") and
+  ``BackOff``; a name the reference grammar refuses waits with ``InvalidImageName`` and an ``InspectFailed`` Event.
+
+How a node-joiner container dies (fault ``nodejoiner``), as the kubelet and CRI-O write it: ``oom`` -- the
+container terminated with reason ``OOMKilled``, exit code 137, the pod ``Failed``; ``evicted`` and
+``evicted_emptydir`` -- the pod ``Failed`` with reason ``Evicted``, the eviction message in ``status.message``, a
+``DisruptionTarget`` condition and a Warning Event ``Evicted``. Each happens while node-joiner extracts the base
+ISO (it hangs there until then), so its log stops mid-run and exec answers "cannot exec into a container in a
+completed pod".
 
 ``exec`` and ``log`` are ``lab.podexec``'s.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -43,20 +52,41 @@ from .store import now_rfc3339
 LOG = logging.getLogger(__name__)
 NODE_JOINER_MARKERS = ("baremetal-installer", "node-joiner")
 BACKOFF_AFTER = 1.0  # seconds of ErrImagePull before the kubelet reports ImagePullBackOff
-CONFIGMAP = kinds.by_kind("v1", "ConfigMap")
-POD_HOST_IP = "127.0.111.10"  # every pod runs on master-0
+CONFIGMAP, EVENT = kinds.by_kind("v1", "ConfigMap"), kinds.by_kind("v1", "Event")
+NODE = "master-0"  # where the lab's pods run
+DEATHS = ("oom", "evicted", "evicted_emptydir")  # the container dies while node-joiner extracts the base ISO
+KILL_AFTER = 1.0  # seconds of node-joiner before it dies
+# The eviction messages of the kubelet: nodeLowMessageFmt + thresholdMetMessageFmt + containerMessageFmt, and
+# emptyDirMessageFmt (kubernetes pkg/kubelet/eviction/helpers.go@008b3652959ca58af8be3fb5b6ecfe9ae7638282), each in
+# status.message with reason Evicted and in a Warning Event Evicted, with the DisruptionTarget condition (reason
+# TerminationByKubelet) it sets (eviction_manager.go@0239cd73842a07dedf025bc1c93e1b62002cd0aa, evictPod).
+EVICTIONS = {
+    "evicted": "The node was low on resource: memory. Threshold quantity: 100Mi, available: 62Mi. Container "
+    "node-joiner was using 2874Mi, request is 0, has larger consumption of memory. ",
+    "evicted_emptydir": 'Usage of EmptyDir volume "assets" exceeds the limit "4Gi". ',
+}
+# The reference grammar the kubelet parses an image name with before any pull (distribution/distribution
+# reference/regexp.go@22b95c866eef7b0d07a093ff9220b3d51601afae, ReferenceRegexp); a name it refuses waits with
+# reason InvalidImageName, its message and an InspectFailed Event "Failed to apply default image tag ..."
+# (kubernetes pkg/kubelet/images/image_manager.go@cfce511e157eb37917f5ad1d86197e732f0a097f, EnsureImageExists).
+_COMPONENT = r"[a-z0-9]+(?:[-]+[a-z0-9]+)*(?:(?:[._]|__)[a-z0-9]+(?:[-]+[a-z0-9]+)*)*"
+_HOST = r"(?:(?:[a-z0-9]|[a-z0-9][a-z0-9-]*[a-z0-9])\.)*(?:[a-z0-9]|[a-z0-9][a-z0-9-]*[a-z0-9])(?::[0-9]+)?"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+REFERENCE = re.compile(rf"^(?:{_HOST}/)?(?:{_COMPONENT}/)*{_COMPONENT}(?::[\w][\w.+-]{{0,127}})?(?:@{_DIGEST})?$")
+POD_HOST_IP = "127.0.111.10"  # the address of master-0, where every pod runs
 
 
 def parse_nodejoiner_fault(value: str) -> str:
-    if value not in ("bad_host_config", "download_failure", "timeout"):
-        raise ValueError("nodejoiner is one of bad_host_config, download_failure, timeout")
+    if value not in ("bad_host_config", "download_failure", "timeout", *DEATHS):
+        raise ValueError("nodejoiner is one of bad_host_config, download_failure, timeout, " + ", ".join(DEATHS))
     return value
 
 
 register_fault(
     "nodejoiner",
     parse_nodejoiner_fault,
-    "the next node-joiner runs fail: bad_host_config, download_failure or timeout (hangs)",
+    "the next node-joiner runs fail: bad_host_config, download_failure, timeout (hangs), or the container dies: "
+    "oom (OOMKilled), evicted (node low on memory), evicted_emptydir (/assets over its sizeLimit)",
 )
 
 
@@ -77,7 +107,7 @@ class SimulatedPod:
         self.output = ""  # what the container printed (the log) when it is not a node-joiner run
         self.run: NodeJoinerRun | MonitorRun | None = None
         self.task: asyncio.Task | None = None
-        self.pull_failure = False
+        self.pull_failure = ""  # the waiting reason of an image that cannot be pulled
         self.stamps: list = []  # the times of the log's lines (log_entries)
 
     def log_text(self) -> str:
@@ -182,7 +212,7 @@ class PodBehaviours:
             ready=True,
         )
 
-    def _terminated(self, sim: SimulatedPod, code: int) -> None:
+    def _terminated(self, sim: SimulatedPod, code: int, reason: str | None = None) -> None:
         self._set_status(
             sim,
             "Succeeded" if code == 0 else "Failed",
@@ -196,7 +226,7 @@ class PodBehaviours:
                 "state": {
                     "terminated": {
                         "exitCode": code,
-                        "reason": "Completed" if code == 0 else "Error",
+                        "reason": reason or ("Completed" if code == 0 else "Error"),
                         "startedAt": now_rfc3339(),
                         "finishedAt": now_rfc3339(),
                     }
@@ -240,8 +270,42 @@ class PodBehaviours:
         self.pods.clear()
 
     # --- behaviours ----------------------------------------------------------------------------------
+    def _event(self, sim: SimulatedPod, kind: str, reason: str, message: str) -> None:
+        """An Event of the pod's kubelet, as client-go's recorder makes it (kubernetes/client-go
+        tools/record/event.go@0d54cf50db85e5bbaebd865cd1a36a2a278f9b2f, makeEvent and generateEvent: named
+        <pod>.<time in ns, hex>, count 1, source and reporting the kubelet)."""
+        pod, now = self.ctx.store.find(kinds.POD, sim.namespace, sim.name), now_rfc3339()
+        if pod is None:
+            return
+        field = f"spec.containers{{{sim.container}}}"
+        ref = {"kind": "Pod", "namespace": sim.namespace, "name": sim.name, "uid": pod["metadata"]["uid"]}
+        event = {
+            "metadata": {"name": f"{sim.name}.{time.time_ns():x}", "namespace": sim.namespace},
+            "involvedObject": dict(ref, apiVersion="v1", fieldPath=field),
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": "kubelet", "host": NODE},
+            "reportingComponent": "kubelet",
+            "reportingInstance": NODE,
+        }
+        self.ctx.store.create(EVENT, event)
+
     async def _pull_failure(self, sim: SimulatedPod, _pod) -> None:
-        sim.pull_failure = True
+        """What the kubelet writes for an image it cannot pull (kubernetes
+        pkg/kubelet/images/image_manager.go@cfce511e157eb37917f5ad1d86197e732f0a097f, EnsureImageExists; the
+        event reasons: pkg/kubelet/events/event.go@00bdb3fade2ef1ada898bd8fae2c6a1958da3a5d)."""
+        if not REFERENCE.match(sim.image):
+            sim.pull_failure = "InvalidImageName"
+            refused = f'Failed to apply default image tag "{sim.image}": couldn\'t parse image name "{sim.image}": '
+            refused += "invalid reference format"
+            self._event(sim, "Warning", "InspectFailed", refused)
+            self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, sim.pull_failure, refused))
+            return
+        sim.pull_failure = "ErrImagePull"
         if "@" in sim.image:
             repository, reference = sim.image.split("@", 1)
         else:
@@ -252,13 +316,37 @@ class PodBehaviours:
             f"initializing source docker://{sim.image}: reading manifest {reference} in "
             f"{repository or sim.image}: manifest unknown"
         )
+        self._event(sim, "Normal", "Pulling", f'Pulling image "{sim.image}"')
+        self._event(sim, "Warning", "Failed", f'Failed to pull image "{sim.image}": {pull_error}')
         self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, "ErrImagePull", pull_error))
         await asyncio.sleep(BACKOFF_AFTER)
-        self._set_status(
-            sim,
-            "Pending",
-            _waiting_status(sim.container, sim.image, "ImagePullBackOff", f'Back-off pulling image "{sim.image}"'),
-        )
+        sim.pull_failure = "ImagePullBackOff"
+        backoff = f'Back-off pulling image "{sim.image}"'
+        self._event(sim, "Normal", "BackOff", backoff)
+        self._set_status(sim, "Pending", _waiting_status(sim.container, sim.image, sim.pull_failure, backoff))
+
+    async def _die(self, sim: SimulatedPod, how: str) -> None:
+        """Kill the node-joiner container as the OOM killer or the eviction manager does, mid-run."""
+        await asyncio.sleep(KILL_AFTER)
+        if sim.task:
+            sim.task.cancel()  # the container's processes are gone: node-joiner's log stops where it was
+        # OOMKilled: cri-o server/container_status.go@00fde62296f83c82f7e88a7a67a9e0c95d868ceb; a pod of
+        # restartPolicy Never whose container failed is Failed: kubernetes
+        # pkg/kubelet/kubelet_pods.go@001a80e975bb880d0fe60b304d30950fe661f278 (getPhase)
+        if how == "oom":
+            self._terminated(sim, 137, "OOMKilled")
+            return
+        message = EVICTIONS[how]
+        self._event(sim, "Warning", "Evicted", message)
+        self._terminated(sim, 137)  # killed at once: grace period 0 for a hard threshold or a local storage limit
+        pod = self.ctx.store.find(kinds.POD, sim.namespace, sim.name)
+        if pod is not None:
+            condition = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}
+            condition.update(message=message, lastProbeTime=None, lastTransitionTime=now_rfc3339())
+            pod["status"].update(reason="Evicted", message=message)
+            pod["status"]["conditions"].append(condition)
+            pod["metadata"].pop("resourceVersion", None)
+            self.ctx.store.update(kinds.POD, pod)
 
     async def _release(self, sim: SimulatedPod, _pod) -> None:
         references = image_references(self.ctx.store, self.installer)
@@ -316,12 +404,14 @@ class PodBehaviours:
             self._terminated(sim, await sim.run.run())
             return
         failure = self.ctx.faults.get("nodejoiner")
+        if failure in DEATHS:
+            asyncio.get_running_loop().create_task(self._die(sim, failure))
         options = {
             "profile": profile,
             "stage_delay": self.stage_delay,
             "bad_host_config": failure == "bad_host_config",
             "base_iso_download_failure": failure == "download_failure",
-            "timeout": failure == "timeout",
+            "timeout": failure in ("timeout", *DEATHS),
             "log_level": flags["log_level"],
             "kubeconfig": flags["kubeconfig"],
             "container_assets_dir": flags["dir"],

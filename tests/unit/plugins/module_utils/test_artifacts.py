@@ -2,6 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one reuse decision of ISO and PXE artifacts, read from their sidecars."""
 
+import base64
 import datetime
 import json
 import os
@@ -21,9 +22,17 @@ def _expiry_in(hours):
 FORTY_HOURS = _expiry_in(40)
 
 
+TOKENS = ["agent-token", "user-token", "watcher-token"]  # what the artifact carries
+
+
 def _record(paths, digest="d1", token_expiry=FORTY_HOURS):
     files = [{"path": path, "sha256": art.file_sha256(path), "size": os.path.getsize(path)} for path in paths]
-    return {"inputs_digest": digest, "files": files, "token_expiry": token_expiry}
+    return {
+        "inputs_digest": digest,
+        "files": files,
+        "token_expiry": token_expiry,
+        "token_digests": art.token_digests(TOKENS),
+    }
 
 
 @pytest.fixture
@@ -51,8 +60,13 @@ def test_digest_is_canonical():
 
 def test_sidecar_round_trip_and_versioning(iso):
     record = art.read_sidecar(iso)
-    assert record["inputs_digest"] == "d1" and record["version"] == art.SIDECAR_VERSION == 2
-    for other in ({"inputs_digest": "d1", "version": 99}, {"inputs_digest": "d1", "version": 1, "sha256": "x"}):
+    assert record["inputs_digest"] == "d1" and record["version"] == art.SIDECAR_VERSION == 3
+    assert "agent-token" not in json.dumps(record) and len(record["token_digests"]) == 3  # digests, never tokens
+    for other in (
+        {"inputs_digest": "d1", "version": 99},
+        dict(record, version=2),
+        {"inputs_digest": "d1", "version": 1},
+    ):
         with open(iso + ".json", "w") as handle:
             json.dump(other, handle)
         assert art.read_sidecar(iso) is None
@@ -121,24 +135,45 @@ def test_an_artifact_never_built_does_not_exist(tmp_path):
     assert not reuse and reason.endswith("node.x86_64.iso does not exist")
 
 
-def test_the_artifacts_own_earlier_expiry_decides(iso):
-    """A sidecar holding the fresh 48 h a 4.17 node-joiner wrote beside a reused token: the token's exp decides."""
-    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, lambda path: _expiry_in(23))
-    assert not reuse
-    assert "expires at 2025-05-02T11:00:00+00:00 (read from the artifact itself; the sidecar recorded " in reason
-    assert "less than min_token_validity (24h00m)" in reason
-    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, lambda path: _expiry_in(30))
-    assert reuse and "token valid until 2025-05-02T18:00:00+00:00" in reason
+def _secret(*tokens):
+    """Secret agent-auth-token holding ``tokens`` (as node-joiner writes it, base64 under *AuthToken keys)."""
+    keys = ("agentAuthToken", "userAuthToken", "watcherAuthToken")
+    return {"data": {key: base64.b64encode(value.encode()).decode() for key, value in zip(keys, tokens)}}
 
 
-@pytest.mark.parametrize("own", [lambda path: _expiry_in(60), lambda path: None, lambda path: "garbage"])
-def test_a_later_or_unreadable_own_expiry_leaves_the_recorded_one(iso, own):
-    reuse, reason = art.reuse_decision(iso, "d1", NOW, DAY, own)
-    assert reuse and "token valid until 2025-05-03T04:00:00+00:00" in reason
+@pytest.mark.parametrize("artifact", ["iso", "pxe"])
+def test_reused_while_the_cluster_holds_the_tokens_it_carries(artifact, request):
+    path = request.getfixturevalue(artifact)
+
+    def held():
+        return art.token_digests(_secret(*TOKENS))
+
+    reuse, reason = art.reuse_decision(path, "d1", NOW, DAY, held)
+    assert reuse and reason.endswith("the cluster's token valid until 2025-05-03T04:00:00+00:00")
+    assert art.reuse_decision(path, "d1", NOW, DAY, lambda: art.token_digests(_secret(*TOKENS[2:])))[0]
 
 
-def test_an_unreadable_artifact_leaves_the_recorded_expiry(iso):
-    def broken(path):
-        raise art.IsoError(f"{path} is not an ISO")
+@pytest.mark.parametrize("artifact", ["iso", "pxe"])
+@pytest.mark.parametrize(
+    "secret,expected",
+    [
+        (None, "Secret openshift-config/agent-auth-token is gone (deleted since "),
+        (
+            _secret("new-agent", "new-user", "new-watcher"),
+            "Secret openshift-config/agent-auth-token holds other tokens",
+        ),
+        (_secret("agent-token", "user-token", "new-watcher"), "holds other tokens than"),
+    ],
+)
+def test_rebuilt_when_the_secret_is_gone_or_holds_other_tokens(artifact, secret, expected, request):
+    path = request.getfixturevalue(artifact)
+    asked = []
+    reuse, reason = art.reuse_decision(path, "d1", NOW, DAY, lambda: asked.append(1) or art.token_digests(secret))
+    assert not reuse and expected in reason and path in reason and asked == [1]
+    assert "new-watcher" not in reason
 
-    assert art.reuse_decision(iso, "d1", NOW, DAY, broken)[0]
+
+def test_the_secret_is_read_only_when_all_else_holds(iso):
+    asked = []
+    reuse, reason = art.reuse_decision(iso, "d2", NOW, DAY, lambda: asked.append(1))
+    assert not reuse and "inputs changed" in reason and asked == []

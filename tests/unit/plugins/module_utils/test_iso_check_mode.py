@@ -10,7 +10,11 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, write_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import (
+    file_sha256,
+    token_digests,
+    write_sidecar,
+)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
     REDACTED,
     redacted,
@@ -95,7 +99,8 @@ def test_no_diff_when_the_artifact_is_reused(connected, tmp_path):
         handle.write(b"initrd")
     files = [{"path": initrd, "sha256": file_sha256(initrd), "size": 6}]
     record = {"inputs_digest": first["inputs_digest"], "files": files, "token_expiry": "2099-01-01T00:00:00Z"}
-    write_sidecar(first["path"], record)
+    write_sidecar(first["path"], dict(record, token_digests=token_digests(["agent-token"])))
+    connected.objects[day2.SECRET_PATH] = day2.secret_with("agent-token")
     result = build.run(day2.Module(tmp_path, check_mode=True, diff=True, pxe=True))
     assert result["changed"] is False and result["would_build"] == [] and "diff" not in result
     assert result["artifacts"][0]["reused"] is True and result["artifacts"][0]["files"] == files

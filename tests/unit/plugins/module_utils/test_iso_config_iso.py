@@ -71,7 +71,8 @@ def test_pxe_and_config_iso_exclude_each_other(tmp_path):
 def test_node_joiner_command_asks_for_the_config_iso():
     assert " add-nodes --config-iso --dir=/assets " in nj.node_joiner_command(False, config_iso=True)
     assert "--config-iso" not in nj.node_joiner_command(False)
-    pod = nj.node_joiner_pod_manifest({"metadata": {"name": "ns"}}, "r1", "img", False, None, config_iso=True)
+    command = nj.node_joiner_command(False, config_iso=True)
+    pod = nj.node_joiner_pod_manifest({"metadata": {"name": "ns"}}, "r1", "img", command, None)
     assert "--config-iso" in pod["spec"]["containers"][0]["command"][2]
 
 

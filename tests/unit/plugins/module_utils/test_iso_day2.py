@@ -16,7 +16,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build, ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, read_sidecar
@@ -145,6 +145,19 @@ def _artifacts(tmp_path, api=None, the_cluster=None, **changes):
     return art.Artifacts(params(tmp_path, **changes), api or Api(), the_cluster or cluster(), build.utcnow(), 24 * 3600)
 
 
+SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+
+
+def secret_with(*tokens):
+    """Secret agent-auth-token holding ``tokens``, base64 under *AuthToken keys as node-joiner writes it."""
+    return {"data": {"t%dAuthToken" % i: base64.b64encode(value.encode()).decode() for i, value in enumerate(tokens)}}
+
+
+def holding(iso_path):
+    """An Api whose Secret agent-auth-token holds the tokens the ISO at ``iso_path`` carries."""
+    return Api({SECRET_PATH: secret_with(*ignition.token_values(_iso.inspect_iso(iso_path)["ignition"]))})
+
+
 # --- the ISO: fetched, checked, edited, recorded ------------------------------------------------------
 
 
@@ -155,7 +168,8 @@ def test_iso_facts_read_a_jso_iso(node_iso):
 
 
 def test_a_built_iso_gets_its_kernel_arguments_and_a_sidecar_then_is_reused(node_iso, tmp_path):
-    artifacts = _artifacts(tmp_path, live_kernel_arguments=SERIAL)
+    api = holding(node_iso)
+    artifacts = _artifacts(tmp_path, api=api, live_kernel_arguments=SERIAL)
     plan = artifacts.plan("x86_64", "nodes-config")
     assert plan.reuse is False and "does not exist" in plan.reason
     run = Run({"node.x86_64.iso": node_iso})
@@ -170,6 +184,7 @@ def test_a_built_iso_gets_its_kernel_arguments_and_a_sidecar_then_is_reused(node
         STAGES,
     )
     assert read_sidecar(path)["files"] == result["files"] and result["sidecar"] == path + ".json"
+    assert api.asked == []  # the ISO says which tokens it carries: the Secret is not read to build
     again = artifacts.plan("x86_64", "nodes-config")
     assert again.reuse is True and again.digest == plan.digest
     reused = artifacts.reused(again)
@@ -244,7 +259,7 @@ def layout_node_iso(tmp_path):
 
 
 def test_a_minimal_iso_is_built_and_reused_with_its_rootfs_url(minimal_iso, tmp_path):
-    artifacts = _artifacts(tmp_path, the_cluster=dict(cluster((4, 17)), platform="External"))
+    artifacts = _artifacts(tmp_path, holding(minimal_iso), dict(cluster((4, 17)), platform="External"))
     result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": minimal_iso}), "image")
     assert (result["rootfs_url"], result["kernel_arguments"], result["rootfs"]) == (ROOTFS_URL, None, None)
     assert [f["path"] for f in result["files"]] == [str(tmp_path / "node.x86_64.iso")]
@@ -284,8 +299,7 @@ def test_live_kernel_arguments_are_refused_for_417s_minimal_iso(version, platfor
         build.check_platform(given, facts, release(version), architectures)
 
 
-# --- the token expiry: the Secret's, unless it changed while node-joiner ran ------------------------------
-SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
+# --- the token expiry and the tokens: the artifact's own, the Secret's only for a config ISO ---------------------
 
 
 class Secrets(Api):
@@ -300,27 +314,18 @@ class Secrets(Api):
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
-def test_an_unchanged_secret_gives_the_expiry_not_the_iso(node_iso, tmp_path):
-    # the ISO says 2031-01-01 (add-nodes.env, which 4.17 may not update); the tokens node-joiner used say otherwise
-    secret = _secret(agentAuthToken={"infra_env_id": "x", "exp": 1900000000})
-    api = Secrets(secret, secret)
+def test_the_iso_says_which_tokens_it_carries_and_when_they_expire(node_iso, tmp_path):
+    """Whatever the Secret holds meanwhile (another run refreshed it): the ISO's own tokens are recorded."""
+    api = Secrets(secret_with("another-run's-token"), secret_with("another-run's-token"))
     artifacts = _artifacts(tmp_path, api=api)
     result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
-    assert result["token_expiry"] == "2030-03-17T17:46:40Z" and read_sidecar(result["path"])["token_expiry"] == (
-        "2030-03-17T17:46:40Z"
-    )
-    assert api.asked == [SECRET_PATH, SECRET_PATH]  # before and after the run
-    assert result["cluster_id"] == CLUSTER_ID and result["hosts"][0]["hostname"] == "extra-worker-0"  # read once
-
-
-@pytest.mark.parametrize("before", [None, "old"])
-def test_a_secret_that_changed_during_the_run_leaves_the_iso_to_say(node_iso, tmp_path, before):
-    # node-joiner wrote new tokens (none before, or due), or another run refreshed them meanwhile
-    old = _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1800000000})
-    new = _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000000})
-    artifacts = _artifacts(tmp_path, api=Secrets(old if before else None, new))
-    result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
-    assert result["token_expiry"] == "2031-01-01T00:00:00Z"  # the ISO's own add-nodes.env
+    record = read_sidecar(result["path"])
+    assert result["token_expiry"] == record["token_expiry"] == "2031-01-01T00:00:00Z"  # its add-nodes.env and exp
+    assert record["token_digests"] == art.iso_facts(node_iso)["token_digests"] and len(record["token_digests"]) == 3
+    assert "token_digests" not in result and result["cluster_id"] == CLUSTER_ID
+    plan = artifacts.plan("x86_64", "x")
+    assert not plan.reuse and "holds other tokens than %s carries" % result["path"] in plan.reason
+    assert _artifacts(tmp_path, api=holding(node_iso)).plan("x86_64", "x").reuse is True
 
 
 @pytest.fixture(scope="module")
@@ -341,17 +346,11 @@ def reused_417_iso(tmp_path_factory):
 
 def test_a_417_iso_whose_token_was_reused_is_judged_by_the_tokens_exp(reused_417_iso, tmp_path):
     path, stated, claim = reused_417_iso
-    refreshed = _secret(agentAuthToken={"infra_env_id": "x", "exp": int(claim.timestamp()) + 3600})
-    artifacts = _artifacts(tmp_path, api=Secrets(None, refreshed))  # changed during the run: the ISO says
+    artifacts = _artifacts(tmp_path, api=holding(path))
     result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": path}), "image")
-    assert result["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert result["token_expiry"] == claim.strftime("%Y-%m-%dT%H:%M:%SZ") != stated.strftime("%Y-%m-%dT%H:%M:%SZ")
     plan = artifacts.plan("x86_64", "x")
     assert not plan.reuse and "expires at %s," % claim.isoformat() in plan.reason and "24h00m" in plan.reason
-    # a sidecar that recorded add-nodes.env's 48 h (as day2_iso did before) does not keep the ISO in use
-    record = read_sidecar(result["path"])
-    art.write_sidecar(result["path"], dict(record, token_expiry=stated.strftime("%Y-%m-%dT%H:%M:%SZ")))
-    plan = artifacts.plan("x86_64", "x")
-    assert not plan.reuse and "expires at %s (read from the artifact itself" % claim.isoformat() in plan.reason
 
 
 # --- PXE files -------------------------------------------------------------------------------------------
@@ -361,11 +360,16 @@ def _secret(**tokens):
     return {"data": {key: base64.b64encode(layout.jwt(claims).encode()).decode() for key, claims in tokens.items()}}
 
 
-def test_pxe_expiry_from_the_initrd_itself(tmp_path):
+def test_pxe_expiry_and_tokens_from_the_initrd_itself(tmp_path):
     initrd = str(tmp_path / "node.x86_64-initrd.img")
-    layout.pxe_initrd(initrd, layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z"))
-    assert art.initrd_token_expiry([str(tmp_path / "node.x86_64-vmlinuz"), initrd]) == "2030-06-01T00:00:00Z"
-    assert art.initrd_token_expiry([str(tmp_path / "node.x86_64.ipxe")]) is None
+    config = layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z")
+    layout.pxe_initrd(initrd, config)
+    facts = art.initrd_facts([str(tmp_path / "node.x86_64-vmlinuz"), initrd])
+    assert facts == {
+        "token_expiry": "2030-06-01T00:00:00Z",
+        "token_digests": art.token_digests(ignition.token_values(config)),
+    }
+    assert art.initrd_facts([str(tmp_path / "node.x86_64.ipxe")]) == {}
 
 
 def test_pxe_files_without_a_readable_initrd_take_the_expiry_of_the_secret(tmp_path):

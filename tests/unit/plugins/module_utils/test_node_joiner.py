@@ -112,7 +112,7 @@ def test_manifests_are_labelled_owned_and_restricted():
         "namespace": "openshift-node-joiner-abcde",
     }
     proxy = {"http_proxy": "http://p:3128", "https_proxy": "", "no_proxy": ".cluster.local"}  # the facts' proxy_status
-    pod = nj.node_joiner_pod_manifest(NAMESPACE, "run1", "img", True, proxy)
+    pod = nj.node_joiner_pod_manifest(NAMESPACE, "run1", "img", nj.node_joiner_command(True), proxy)
     container = pod["spec"]["containers"][0]
     assert container["env"] == [
         {"name": "HTTP_PROXY", "value": "http://p:3128"},
@@ -197,7 +197,8 @@ def fetcher(monkeypatch):
     def make(outcomes, content=b"iso bytes" * 1000):
         pod = FakePod(content, outcomes)
         monkeypatch.setattr(_pod_exec, "copy_file", pod.copy_file)
-        run = nj.NodeJoinerRun(types.SimpleNamespace(configuration=None), "r")
+        running = {"status": {"phase": "Running"}}  # a failed transfer of a running pod stays what it is
+        run = nj.NodeJoinerRun(types.SimpleNamespace(configuration=None, get=lambda _target: running), "r")
         run.namespace = NAMESPACE
         monkeypatch.setattr(_pod_exec, "remote_sha256", lambda *_args: hashlib.sha256(content).hexdigest())
         return run, pod
@@ -271,9 +272,9 @@ def test_report_is_finished_only_when_its_end_time_is_set():
     assert not nj.report_finished(dict(running, result={"exit_code": 0}))
     assert not nj.report_completed(running) and not nj.report_completed(None)
     done = dict(running, end_time="2025-01-01T00:05:00Z", result={"exit_code": 0})
-    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and not nj.report_failed(done)
+    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and nj.report_completed(done)
     no_result = dict(running, end_time="2025-01-01T00:05:00Z")
-    assert nj.report_exit_code(no_result) is None and nj.report_failed(no_result)
+    assert nj.report_exit_code(no_result) is None and nj.report_completed(no_result)  # completed, failed
     assert "without a result" in nj.failure_message(no_result)
 
 
@@ -414,11 +415,11 @@ def test_4_18_fatal_line_just_after_the_result_was_written(scripted):
     reads = iter([None, json.dumps(LOAD_FAILURE)])
     original = _pod_exec.ExecResult
 
-    def read(command, timeout=120):
+    def exec_(command, timeout=120):
         value = next(reads)
         return original(0, value.encode(), b"") if value else original(1, b"", b"")
 
-    run.exec = read
+    run.exec = exec_
     assert run.wait_report()[1] == 1
 
 
@@ -498,3 +499,172 @@ def test_a_failed_run_is_kept_with_keep_on_failure_and_a_refused_delete_is_named
         pass
     assert run.left == ["Namespace/openshift-node-joiner-abcde"] and run.cleaned_up is False
     assert run.cleanup_failures == ["forbidden: /api/v1/namespaces/openshift-node-joiner-abcde"]
+
+
+# ----- the pod's real cause of death, from its status and Events ---------------------------------------------
+POD_PATH = "/api/v1/namespaces/openshift-node-joiner-abcde/pods/node-joiner"
+EVENTS_PATH = "/api/v1/namespaces/openshift-node-joiner-abcde/events"
+IMAGE = "quay.io/example/node-joiner-typo:4.18"
+
+
+def pod(status, limits=None):
+    container = {"name": "node-joiner", "image": IMAGE, "resources": {"limits": limits} if limits else {}}
+    metadata = {"name": "node-joiner", "namespace": "openshift-node-joiner-abcde"}
+    return {"metadata": metadata, "spec": {"nodeName": "master-0", "containers": [container]}, "status": status}
+
+
+def terminated(reason, code, message=None):
+    state = {"terminated": dict({"reason": reason, "exitCode": code}, **({"message": message} if message else {}))}
+    return {"phase": "Failed", "containerStatuses": [{"name": "node-joiner", "image": IMAGE, "state": state}]}
+
+
+def waiting(reason, message):
+    state = {"waiting": {"reason": reason, "message": message}}
+    return {"phase": "Pending", "containerStatuses": [{"name": "node-joiner", "image": IMAGE, "state": state}]}
+
+
+def event(kind, reason, message, name="node-joiner"):
+    return {"type": kind, "reason": reason, "message": message, "involvedObject": {"kind": "Pod", "name": name}}
+
+
+WHERE = "pod openshift-node-joiner-abcde/node-joiner on node master-0"
+NO_LIMIT = "neither oc adm node-image nor this collection sets one"
+PULL_ERROR = (
+    'Failed to pull image "%s": reading manifest 4.18 in quay.io/example/node-joiner-typo: unauthorized' % IMAGE
+)
+
+
+@pytest.mark.parametrize(
+    "status, limits, events, expected",
+    [
+        ({"phase": "Running"}, None, [], None),
+        (waiting("ContainerCreating", ""), None, [], None),
+        (
+            terminated("OOMKilled", 137),
+            None,
+            [],
+            WHERE + ": container node-joiner was killed by the OOM killer (OOMKilled, exit code 137): it had no memory "
+            "limit (%s), so node master-0 ran out of memory: free memory there, then run again" % NO_LIMIT,
+        ),
+        (
+            terminated("OOMKilled", 137),
+            {"memory": "512Mi"},
+            [],
+            "(OOMKilled, exit code 137): its memory limit 512Mi was set in the cluster (%s: a LimitRange" % NO_LIMIT,
+        ),
+        (
+            terminated("Error", 2, "boom"),
+            None,
+            [],
+            WHERE + ": container node-joiner unexpectedly terminated: exit code: 2, reason: Error, message: boom",
+        ),
+        (
+            {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory. "},
+            None,
+            [],
+            WHERE + " was evicted by the kubelet: The node was low on resource: memory. (free memory on node master-0",
+        ),
+        (
+            {
+                "phase": "Failed",
+                "reason": "Evicted",
+                "message": 'Usage of EmptyDir volume "assets" exceeds the limit "4Gi". ',
+            },
+            None,
+            [],
+            'exceeds the limit "4Gi". (node-joiner wrote more than the 4Gi oc gives /assets; no setting changes that)',
+        ),
+        (
+            waiting("ImagePullBackOff", 'Back-off pulling image "%s"' % IMAGE),
+            None,
+            [
+                event("Warning", "Failed", PULL_ERROR),
+                event("Normal", "BackOff", "Back-off"),
+                event("Warning", "x", "y"),
+            ],
+            "image pull failure: %s cannot pull %s from quay.io (ImagePullBackOff: %s). Check"
+            % (WHERE, IMAGE, PULL_ERROR),
+        ),
+        (
+            waiting("InvalidImageName", "Failed to apply default image tag"),
+            None,
+            [],
+            "(InvalidImageName: Failed to apply default image tag). Check that the registry serves the image",
+        ),
+    ],
+    ids=["running", "creating", "oom", "oom-limit", "exit", "evicted", "emptydir", "pull", "invalid"],
+)
+def test_pod_problem_names_the_cause_and_the_setting(status, limits, events, expected):
+    found = nj.pod_problem(pod(status, limits), events)
+    assert found is None if expected is None else expected in found
+    assert expected is None or ("day2_node_joiner_image" in found) == ("Check" in expected)
+
+
+@pytest.mark.parametrize(
+    "image, registry",
+    [
+        ("quay.io/a/b:1", "quay.io"),
+        ("mirror:5000/a@sha256:1", "mirror:5000"),
+        ("localhost/a", "localhost"),
+        ("a/b", "docker.io"),
+    ],
+)
+def test_registry_of_an_image(image, registry):
+    assert nj.registry(image) == registry
+
+
+class PodApi:
+    """GETs of the pod (one scripted status per read) and of the namespace's Events; ``deny_events`` answers 403."""
+
+    def __init__(self, statuses, events=(), deny_events=False):
+        self.statuses, self.events, self.deny_events, self.asked = list(statuses), list(events), deny_events, []
+
+    def get(self, target):
+        self.asked.append(target.path)
+        if target.path == EVENTS_PATH:
+            if self.deny_events:
+                raise nj.k8s.ApiAccessError("forbidden", 403, target)
+            return {"items": self.events}
+        return pod(self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0])
+
+
+def waited_run(api, timeout=60):
+    run = nj.NodeJoinerRun(api, "r", pod_start_timeout=timeout, wait_sleep=5, sleeper=lambda _s: None)
+    run.namespace = NAMESPACE
+    run.pod_log_tail = lambda _pod, lines=40: "last log line"
+    return run
+
+
+def test_a_pull_error_oc_retries_is_waited_out_then_named_with_its_event(monkeypatch):
+    api = PodApi([waiting("ErrImagePull", "manifest unknown")], [event("Warning", "Failed", PULL_ERROR)])
+    run = waited_run(api, timeout=12)
+    with pytest.raises(nj.RunError) as caught:
+        run.wait_started("node-joiner", ("Running",))
+    assert caught.value.message.endswith("(pod_start_timeout 12s passed)") and PULL_ERROR in caught.value.message
+    assert api.asked.count(POD_PATH) > 2 and api.asked.count(EVENTS_PATH) == 1 and caught.value.log_tail is None
+
+
+def test_an_invalid_image_name_fails_at_once_and_events_may_be_forbidden():
+    api = PodApi([waiting("InvalidImageName", "couldn't parse image name")], deny_events=True)
+    with pytest.raises(nj.RunError) as caught:
+        waited_run(api).wait_started("node-joiner", ("Running",))
+    assert "(InvalidImageName: couldn't parse image name)" in caught.value.message
+    assert api.asked == [POD_PATH, EVENTS_PATH] and "passed" not in caught.value.message
+
+
+def test_an_oom_killed_pod_is_named_instead_of_the_exec_error():
+    """Exec into a pod the OOM killer ended fails (the API server: a completed pod); the run says why it ended."""
+    api = PodApi([terminated("OOMKilled", 137)])
+    run = waited_run(api)
+    run.stages = [{"id": "fetch-base-iso.extract-image", "status": "running"}]
+
+    def refused():
+        raise _pod_exec.ExecError("cannot exec into a container in a completed pod; current phase is Failed")
+
+    with pytest.raises(nj.RunError) as caught:
+        run._in_pod(refused)
+    assert "was killed by the OOM killer (OOMKilled, exit code 137)" in caught.value.message
+    assert "completed pod" not in caught.value.message and caught.value.stages == run.stages
+    assert caught.value.log_tail == "last log line"
+    with pytest.raises(_pod_exec.ExecError):  # a running pod: the exec error as it is
+        waited_run(PodApi([{"phase": "Running"}]))._in_pod(refused)
