@@ -32,11 +32,11 @@ import ssl
 import threading
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac, proxy_for
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
     AgentToken,
     is_refusal,
@@ -174,18 +174,30 @@ def kubelet_state(address: str, port: int, timeout: float) -> str | None:
     A new kubelet serves no certificate until its serving CSR is approved and aborts the handshake with the alert
     internal_error, which upstream's add-nodes monitor counts as running (openshift/installer
     pkg/agent/monitoraddnodes.go@52e2540bb22e42b2bf9de1304d0a3cf17d9c2e0c, isKubeletRunningOnNode). The certificate
-    is not verified and nothing is sent.
+    is not verified and nothing is sent. A proxy that applies (``net.proxy_for``) carries it through CONNECT.
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    proxy = proxy_for("https://%s:%d/" % (bracketed(address), port))
     try:
+        if proxy:
+            tunnel = http.client.HTTPSConnection(*_proxy_address(proxy), timeout=timeout, context=context)
+            tunnel.set_tunnel(address, port)
+            tunnel.connect()
+            tunnel.close()
+            return "handshake"
         with socket.create_connection((address, port), timeout=timeout) as raw, context.wrap_socket(raw):
             return "handshake"
     except ssl.SSLError as error:
         return "internal_error" if getattr(error, "reason", None) == "TLSV1_ALERT_INTERNAL_ERROR" else None
     except OSError:
         return None
+
+
+def _proxy_address(proxy: str) -> tuple[str, int]:
+    parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+    return parts.hostname or "", parts.port or 80
 
 
 class AgentRequestError(Day2Error):
@@ -269,14 +281,19 @@ class AgentClient:
     def _send(self, url: str, header: str) -> tuple[int, bytes]:
         if self.auth is None:
             raise AssertionError("no agent token")
-        connection = http.client.HTTPConnection(self.address, self.port, timeout=self.timeout)
+        absolute = "http://%s:%d%s" % (bracketed(self.address), self.port, url)
+        proxy = proxy_for(absolute)  # a proxy takes the whole URL in the request line
+        host, port = _proxy_address(proxy) if proxy else (self.address, self.port)
+        connection = http.client.HTTPConnection(host, port, timeout=self.timeout)
         self.requests += 1
         try:
-            connection.request("GET", url, headers={header: self.auth.token.value, "Accept": "application/json"})
+            headers = {header: self.auth.token.value, "Accept": "application/json"}
+            connection.request("GET", absolute if proxy else url, headers=headers)
             response = connection.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise AgentRequestError("unreachable", _connection_error(error, self.timeout))
+            through = f" (through the proxy {proxy}: set NO_PROXY to reach it directly)" if proxy else ""
+            raise AgentRequestError("unreachable", _connection_error(error, self.timeout) + through)
         finally:
             connection.close()
 
