@@ -45,7 +45,8 @@ def test_firewalled_hosts_join_followed_from_inside_the_cluster(lab_factory, tmp
     assert "else from inside the cluster (node-joiner monitor-add-nodes in openshift-node-joiner-" in output
     for name in hosts:  # the same live progress: the agent's stages, then the kubelet, then the approvals
         assert f"{name}: installing; agent: installing-in-progress at Writing image to disk" in output, name
-        assert f"{name}: approved client CSR" in output and f"{name}: approved serving CSR" in output
+        assert f"{name}: approved its client certificate request" in output
+        assert f"{name}: approved its serving certificate request" in output
         assert f"summary {name}: joined (" in output
     assert output.count("; followed from the cluster") >= len(hosts)
     seen = connections(lab)

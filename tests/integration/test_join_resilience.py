@@ -158,7 +158,7 @@ def test_a_client_csr_spoofed_at_rebooting_is_never_approved(lab_factory, tmp_pa
     assert_no_duplicates_and_only_genuine(dump, ["extra-worker-0", "extra-worker-1"])
     # Progress is printed as it happens, with the host's name and a timestamp.
     assert "extra-worker-0: installing; agent: " in outcome["output"]
-    assert "extra-worker-0: approved client CSR" in outcome["output"]
+    assert "extra-worker-0: approved its client certificate request" in outcome["output"]
     assert "summary extra-worker-1: joined" in outcome["output"]
 
 

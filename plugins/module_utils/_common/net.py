@@ -72,4 +72,3 @@ def proxy_for(url: str) -> str | None:
     if address is not None and parts.port and f"{parts.hostname}:{parts.port}" in entries:
         return None
     return requests.utils.select_proxy(url, requests.utils.get_environ_proxies(url))
-

@@ -239,7 +239,7 @@ class Host:
         if key == self._shown:
             return None
         self._shown = key
-        parts = [self.phase]
+        parts = [self.phase if self.progress.answered or self.phase != WAITING else f"{WAITING}; nothing answers yet"]
         if p.status and self.phase in (WAITING, INSTALLING, REBOOTED):
             stage = f" at {p.stage}" if p.stage else ""
             parts.append(f"agent: {p.status}{stage}{f' ({p.percentage}%)' if p.percentage is not None else ''}")
@@ -479,22 +479,32 @@ class JoinRun:
             return
         if host.rebooted_at is None:
             pending = ", ".join(str(csr.name) for csr in keys.pending)
-            host.waiting_for = f"client CSR {pending} pending; approved once its kubelet answers" if pending else None
+            host.waiting_for = (
+                f"its certificate request {pending} waits until its kubelet answers on the installed system"
+                if pending
+                else None
+            )
             return
         settled_at = host.rebooted_at + datetime.timedelta(seconds=self.options.settle_seconds)
         chosen = decide(keys, node, True, now >= settled_at)
         if node is None and not keys.approved:
             host.set_phase(SETTLING, now)
             if now < settled_at:
-                stop = "a CSR from any other key in this time stops this host"
-                host.waiting_for = f"settle period until {format_rfc3339(settled_at)} ({stop})"
+                host.waiting_for = (
+                    f"its kubelet answers; its client certificate is approved at {format_rfc3339(settled_at)}, unless "
+                    "a certificate request from another key names this host first (that would stop it)"
+                )
             elif not chosen:
-                host.waiting_for = "waiting for its kubelet's client CSR" + keys.refusals()
+                host.waiting_for = "waiting for its kubelet's first certificate request" + keys.refusals()
             else:
-                host.waiting_for = "client certificate approved; waiting for the Node"
+                host.waiting_for = "client certificate approved; waiting for its Node to register"
         else:
             host.set_phase(HALF_JOINED, now)
-            waiting = "waiting for its Node" if node is None else "Node NotReady; waiting for its serving CSR or Ready"
+            waiting = (
+                "waiting for its Node to register"
+                if node is None
+                else "its Node registered, not Ready yet; waiting for its serving certificate request"
+            )
             host.waiting_for = waiting + keys.refusals()
         for csr in chosen:
             self._approve(host, objects[str(csr.name)], csr.kind, now)
@@ -518,7 +528,7 @@ class JoinRun:
             entry = {"name": name, "node": host.name, "kind": kind, "approved_at": format_rfc3339(now)}
             host.approved.append(entry)
             self.approved.append(entry)
-            self.say(f"{format_rfc3339(now)} {host.name}: approved {kind} CSR {name}")
+            self.say(f"{format_rfc3339(now)} {host.name}: approved its {kind} certificate request {name}")
 
     def _eject(self, now: Moment) -> None:
         """The virtual CD goes once the disk is written (the agent reports Rebooting, or the installed system
@@ -584,13 +594,27 @@ class JoinRun:
             "api_errors": self.api_errors,
             "server_clock_offset": round(self.server_offset, 3),
             "warnings": list(self.warnings),
-            "summary": [host.summary_line(now) for host in self.hosts],
+            "outcome": self.outcome(),
+            "summary": [self.outcome(), *(host.summary_line(now) for host in self.hosts)],
         }
 
+    def outcome(self) -> str:
+        """The run's outcome in one sentence, first in the summary."""
+        failed = [h.name for h in self.hosts if h.phase == FAILED]
+        done = (
+            [h for h in self.hosts if h.phase == JOINED]
+            if self.joining
+            else [h for h in self.hosts if h.phase != FAILED and h.progress.reached(self.options.target)]
+        )
+        what = "joined the cluster" if self.joining else f"reached {self.options.target}"
+        text = f"{len(done)} of {len(self.hosts)} host(s) {what}"
+        return text + (f"; failed: {', '.join(failed)}" if failed else "")
+
     def _finish(self, now: Moment) -> Json:
+        result = self.result(now)
+        self.say(f"summary: {result['outcome']}")
         for host in self.hosts:
             self.say(f"summary {host.summary_line(now)}")
-        result = self.result(now)
         failed = [host for host in self.hosts if host.phase == FAILED]
         if len(failed) > self.options.max_failed_hosts:
             done = (

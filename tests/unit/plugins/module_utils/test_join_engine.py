@@ -461,8 +461,8 @@ def test_approves_exactly_the_new_hosts_csrs_and_waits_until_ready():
     )
     assert entry["phases"] == {"waiting": 0.0, "rebooted": 0.0, "settling": 15.0, "half-joined": 5.0}
     assert [a["name"] for a in entry["approved"]] == ["worker-0.client", "worker-0.serving"]
-    assert "%s worker-0: approved client CSR worker-0.client" % at(10) in lines
-    assert "%s worker-0: approved serving CSR worker-0.serving" % at(15) in lines
+    assert "%s worker-0: approved its client certificate request worker-0.client" % at(10) in lines
+    assert "%s worker-0: approved its serving certificate request worker-0.serving" % at(15) in lines
     assert (
         "summary worker-0: joined (waiting 0.0s, rebooted 0.0s, settling 15.0s, half-joined 5.0s); approved in "
         "this run: client worker-0.client, serving worker-0.serving" in lines
@@ -483,9 +483,8 @@ def test_the_first_approval_waits_for_the_settle_period_after_the_kubelet_answer
     result, _failure = run_to_end(join_run(api, clock, hosts("worker-0"), polls, lines, settle_seconds=settle))
     assert result["approved"][0]["approved_at"] == at(5 + settle)
     assert (
-        "%s worker-0: settling; settle period until %s (a CSR from any other key in this time stops this host)"
-        % (at(5), at(5 + settle))
-        in lines
+        "%s worker-0: settling; its kubelet answers; its client certificate is approved at %s, unless a certificate "
+        "request from another key names this host first (that would stop it)" % (at(5), at(5 + settle)) in lines
     )
     assert result["hosts"]["worker-0"]["phase_started"]["rebooted"] == at(5)
 
@@ -503,7 +502,7 @@ def test_a_client_csr_waits_for_the_kubelet_to_answer():
         "kind": "client",
         "approved_at": at(25),  # the kubelet answered at 15 s, then 10 s to settle
     }
-    waiting = "client CSR worker-0.client pending; approved once its kubelet answers"
+    waiting = "its certificate request worker-0.client waits until its kubelet answers on the installed system"
     assert (
         "%s worker-0: installing; agent: installing-in-progress at Writing image to disk (50%%); %s" % (at(0), waiting)
         in lines
@@ -521,7 +520,11 @@ def test_a_csr_created_before_the_live_isos_agent_last_answered_is_not_the_insta
     _result, failure = run_to_end(join_run(api, clock, hosts("worker-0"), polls, lines))
     assert failure is None and "worker-0.stale" not in api.approval_log
     assert api.approval_log[0] == "worker-0.client"
-    refused = [line for line in lines if "waiting for its kubelet's client CSR (refused: worker-0.stale: " in line]
+    refused = [
+        line
+        for line in lines
+        if "waiting for its kubelet's first certificate request (refused: worker-0.stale: " in line
+    ]
     assert refused and "before-not-before: expected a CSR created after %s" % at(5) in refused[0]
 
 
@@ -651,8 +654,8 @@ def test_without_the_machine_networks_a_node_reported_address_is_refused_and_nam
     )
     assert any(
         line.endswith(
-            "half-joined; Node NotReady; waiting for its serving CSR or Ready (refused: %s: the "
-            "certificate would not be this host's)" % why
+            "half-joined; its Node registered, not Ready yet; waiting for its serving certificate request (refused: "
+            "%s: the certificate would not be this host's)" % why
         )
         for line in lines
     ), lines
@@ -947,7 +950,7 @@ def test_a_host_that_rebooted_but_is_not_ready_fails_at_the_join_timeout():
     result, failure = run_to_end(join_run(FakeApi(clock), clock, hosts("worker-0"), polls, join_timeout=40))
     assert failure.endswith(
         "worker-0: not Ready within 40 s after it rebooted (its kubelet answers (handshake)): waiting for its "
-        "kubelet's client CSR"
+        "kubelet's first certificate request"
     )
     entry = result["hosts"]["worker-0"]
     assert entry["phase_started"]["failed"] == at(45) and entry["failed_in"] == "settling"
