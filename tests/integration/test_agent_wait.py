@@ -331,7 +331,7 @@ REFUSAL_FIX = "Rebuild the ISO with day2_iso (force: true) and boot it again whe
                 "in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
                 "in Authorization: HTTP 401 on GET /clusters: Failed to parse token:",
             ],
-            "not signed by the key of the ISO the host runs",
+            "the host runs an ISO signed with another key than the cluster's current token",
         ),
         (
             "expired token",

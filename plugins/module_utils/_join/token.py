@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import hashlib
 import json
 from typing import Any
 
@@ -104,7 +105,11 @@ class AgentToken:
             kind = "4.17 agent token with infra_env_id"
         else:
             kind = "no persona" if self.claims else "no readable claims"
-        return f"{source} ({kind})"
+        # The sha256 an ISO's sidecar records of the tokens it carries (token_digests, its first 16 digits here): a user
+        # can tell whether the ISO a host booted carries this token.
+        expiry = self.expiry
+        until = f", expires {expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}" if expiry else ""
+        return f"{source} ({kind}, sha256 {hashlib.sha256(self.value.encode()).hexdigest()[:16]}{until})"
 
     def info(self) -> dict[str, Any]:
         """Source, persona and expiry for a result; never the value."""
@@ -148,8 +153,9 @@ def refusal_advice(token: AgentToken, messages: list[str]) -> str:
             ),
             (
                 any(word in text for word in ("verification error", "segments", "signing method")),
-                "the token was not signed by the key of the ISO the host runs (the ISO comes from another build or "
-                "another cluster)",
+                "the host runs an ISO signed with another key than the cluster's current token: an ISO built before "
+                f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} was deleted or replaced (the image step then builds a new "
+                "one), or an ISO of another cluster. Boot the host again from the ISO this run built or reused",
             ),
         )
         if found

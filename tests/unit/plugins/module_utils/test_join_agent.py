@@ -13,6 +13,7 @@ the watcher token from ``Watcher-Authorization`` and refuses another persona wit
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import socket
 import threading
@@ -180,17 +181,21 @@ def test_describe_and_info_never_show_the_value():
     token = tok.watch_token(V418)
     text = token.describe()
     assert token.value not in text
-    assert text == "key watcherAuthToken of Secret openshift-config/agent-auth-token (persona watcherAuth)"
+    fingerprint = hashlib.sha256(token.value.encode()).hexdigest()[:16]  # what an ISO's sidecar records, in full
+    assert text == (
+        "key watcherAuthToken of Secret openshift-config/agent-auth-token (persona watcherAuth, sha256 "
+        f"{fingerprint}, expires 2029-12-31T23:59:00Z)"
+    )
     assert token.info() == {
         "source": "secret",
         "key": "watcherAuthToken",
         "persona": "watcherAuth",
         "expires": "2029-12-31T23:59:00Z",
     }
-    assert tok.watch_token(V417).describe().endswith("(4.17 agent token with infra_env_id)")
-    assert tok.AgentToken(jwt({"exp": EXP})).describe() == "the given token (no persona)"
+    assert "(4.17 agent token with infra_env_id, sha256 " in tok.watch_token(V417).describe()
+    assert tok.AgentToken(jwt({"exp": EXP})).describe().startswith("the given token (no persona, sha256 ")
     given = tok.AgentToken("opaque")
-    assert given.describe() == "the given token (no readable claims)"
+    assert given.describe().startswith("the given token (no readable claims, sha256 ")
     assert given.info() == {"source": "option", "key": None, "persona": None, "expires": None}
 
 
@@ -237,7 +242,7 @@ def test_is_refusal(status, message, refused):
         (
             jwt({"auth_scheme": "watcherAuth"}),
             ["Failed to parse token: crypto/ecdsa: verification error\n"],
-            "not signed by the key of the ISO the host runs",
+            "the host runs an ISO signed with another key than the cluster's current token",
         ),
     ],
 )
@@ -1133,7 +1138,11 @@ def test_a_token_refused_in_both_headers_fails_at_the_first_poll(lab):
         "in Watcher-Authorization: HTTP 401 on GET /clusters: Failed to parse token: "
         "crypto/ecdsa: verification error; in Authorization: HTTP 401 on GET /clusters: "
         "Failed to parse token: crypto/ecdsa: verification error. Token: the given token (no "
-        "readable claims). Likely cause: the token was not signed" % lab.port
+        "readable claims, sha256 " % lab.port
+    ) in failure
+    assert (
+        "Likely cause: the host runs an ISO signed with another key than the cluster's current token: an ISO built "
+        "before Secret openshift-config/agent-auth-token was deleted or replaced"
     ) in failure
     assert "Rebuild the ISO with day2_iso (force: true)" in failure
     assert one.headers == [WATCHER, USER]
