@@ -110,3 +110,25 @@ def test_a_token_secret_deleted_between_two_runs_rebuilds_the_iso_and_the_hosts_
     assert f"(built: {SECRET} is gone (deleted since {workdir / 'node.x86_64.iso'} was built)" in reported, reported
     assert os.stat(workdir / "node.x86_64.iso.json").st_ino != first
     assert_ready_nodes(lab, hosts)
+
+
+def test_hosts_booted_from_the_iso_before_the_tokens_were_regenerated_are_named_with_what_to_do(lab_factory, tmp_path):
+    """The hosts booted the first ISO, then the token Secret was deleted: the run builds a new ISO, and its join step
+    says that the hosts run an ISO of another key, which token the run sent and that they must be booted again."""
+    lab = lab_factory("--hosts", "1", "--install-seconds", "600", "--agent-port", "0", "--kubelet-port", "0")
+    host = lab.info["hosts"][0]["name"]
+    workdir = tmp_path / "work"
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir, "--tags", "image"), env=lab_env(lab))
+    assert rc == 0, output[-3000:]
+    old = tmp_path / "old.iso"
+    os.link(workdir / "node.x86_64.iso", old)
+    subprocess.run([str(LABCTL), "boot", "--state", str(lab.state), "--iso", str(old), host], check=True, timeout=60)
+    delete_the_token_secret(lab)
+    extra = ("-e", "day2_boot_timeout=30", "-e", "day2_follow_from=controller")
+    rc, output = run_playbook(PLAYBOOK, *playbook_args(lab, workdir, *extra), env=lab_env(lab))
+    assert rc != 0, output[-6000:]
+    reported = " ".join(output.split())
+    assert f"{SECRET} is gone" in reported  # the image step built a new ISO, and said why
+    assert "refused the token" in reported and "sha256 " in reported
+    assert f"an ISO built before {SECRET} was deleted or replaced" in reported
+    assert "Boot the host again from the ISO this run built or reused" in reported
