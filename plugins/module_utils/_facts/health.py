@@ -21,7 +21,7 @@ JOINING_SLACK_SECONDS = 120
 # node-joiner takes the architecture of the first Node labelled master (the control-plane label is not read) --
 # openshift/installer pkg/asset/agent/joiner/clusterinfo.go@ead4c47ae829a90629f8c39693ed0bf61e24412f.
 MASTER_LABEL = ROLE_PREFIX + "master"
-_CONTROL = {"master", "control-plane"}
+CONTROL_PLANE_ROLES = ("master", "control-plane")
 
 
 def node_summary(node: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +57,11 @@ def never_ready(node: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return created is not None and changed is not None and (changed - created).total_seconds() <= JOINING_SLACK_SECONDS
+
+
+def is_control_plane(node: dict[str, Any]) -> bool:
+    """Whether a node summary has a control-plane role (``master`` or ``control-plane``)."""
+    return bool(set(CONTROL_PLANE_ROLES) & set(node.get("roles") or []))
 
 
 def master_architectures(summaries: list[dict[str, Any]]) -> list[str]:
@@ -166,5 +171,4 @@ def updates(facts: Json) -> tuple[list[str], list[str]]:
 
 
 def _joining(node: dict[str, Any]) -> bool:
-    roles = set(node.get("roles") or [])
-    return bool(node.get("joining")) and not node.get("ready") and not node.get("master") and not roles & _CONTROL
+    return bool(node.get("joining")) and not (node.get("ready") or node.get("master") or is_control_plane(node))
