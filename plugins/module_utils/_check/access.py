@@ -61,9 +61,8 @@ class Rule:
         return "escalate" in self.verbs
 
     def policy_rule(self) -> dict[str, Any]:
-        rule: dict[str, Any] = {"apiGroups": [self.group], "resources": list(self.resources)}
-        rule.update({"resourceNames": list(self.names)} if self.names else {})
-        return dict(rule, verbs=list(self.verbs))
+        names = {"resourceNames": list(self.names)} if self.names else {}
+        return {"apiGroups": [self.group], "resources": list(self.resources), **names, "verbs": list(self.verbs)}
 
     def modules(self) -> list[str]:
         return [STEP_MODULES[step] for step in self.steps]

@@ -9,6 +9,7 @@ cluster is worth knowing before adding workers to it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_rfc3339
@@ -88,12 +89,12 @@ HEALTH_READS = ("clusteroperators", "worker_pool")  # the objects day1_facts rea
 Json = dict[str, Any]
 
 
-def health(objects: Json, nodes: list[Json], readable: dict[str, bool], warnings: list[str]) -> Json:
+def health(objects: Json, nodes: list[Json], unreadable: Container[str], warnings: list[str]) -> Json:
     """``healthy``, one line per problem, the operators' and the worker pool's state; the state of an operator new
     workers do not need goes to ``warnings``.
 
-    ``objects`` are those read (``clusteroperators``, ``worker_pool``); ``nodes`` are node summaries; ``readable``
-    says which objects the identity could read: one it may not read leaves the health unknown, a problem too.
+    ``objects`` are those read (``clusteroperators``, ``worker_pool``); ``nodes`` are node summaries; ``unreadable``
+    names the objects the identity may not read: one of them leaves the health unknown, a problem too.
     """
     problems: list[str] = []
     items = dig(objects.get("clusteroperators"), "items", default=[])
@@ -114,7 +115,7 @@ def health(objects: Json, nodes: list[Json], readable: dict[str, bool], warnings
     # the join step finishes it; it says nothing about the cluster's health.
     joining = sorted(node["name"] for node in nodes if _joining(node))
     problems += [f"Node {n['name']} is not Ready" for n in nodes if not n["ready"] and n["name"] not in joining]
-    problems += [f"health unknown: cannot read {key}" for key in HEALTH_READS if not readable.get(key, True)]
+    problems += [f"health unknown: cannot read {key}" for key in HEALTH_READS if key in unreadable]
     return {
         "healthy": not problems,
         "problems": problems,
