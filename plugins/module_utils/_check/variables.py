@@ -170,13 +170,11 @@ def sort_variables(
             continue
         elif name.startswith(PREFIX):
             problems.add(host, name, _shown(name, read), "is a play variable of this collection", MISPLACED_FIX)
-        elif name in feeding or name.startswith(VAULT_PREFIX):
-            found.foreign.append(name)
-        elif key := close_key(name, known):
+        elif name in feeding or name.startswith(VAULT_PREFIX) or not (key := close_key(name, known)):
+            found.foreign.append(name)  # (feeds another variable, or resembles no host key)
+        else:
             what, shown = "is not a host variable of this collection", _shown(name, read, key in SECRET_HOST_KEYS)
             problems.add(host, name, shown, what, f'did you mean "{key}"? Rename it')
-        else:
-            found.foreign.append(name)
     found.problems = problems.items
     return found
 
