@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import pathlib
 import re
 from typing import Any
 
@@ -168,10 +169,9 @@ def _load(path: str, playbook_dir: str | None, kind: Kind, problems: Problems) -
     the current directory, else from the playbook's directory."""
     path, beside = os.path.expanduser(path), os.path.join(playbook_dir or "", os.path.expanduser(path))
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
-    file, document = _File(kind, path, problems), None
+    file = _File(kind, path, problems)
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = load(stream, Loader=_Loader)
+        document = load(pathlib.Path(path).read_text(encoding="utf-8"), Loader=_Loader)
     except (OSError, UnicodeDecodeError, YAMLError) as error:
         what = "is not YAML: %s" if isinstance(error, YAMLError) else "cannot be read: %s"
         fix = "fix the file" if isinstance(error, YAMLError) else "give the path of the file"
