@@ -99,16 +99,13 @@ class ActionModule(ActionBase):
         task_vars, problems = task_vars or {}, Problems()
         try:
             settings, known = variables.load_settings(COLLECTION_DIR)
-            values = {}
-            for name in (name for name in settings if name in task_vars):
-                try:
-                    values[name] = _read(self._templar.template, task_vars[name])
-                except Day2Error as error:
-                    fix = "define every variable it uses"
-                    problems.add(variables.PLAY, name, "(cannot be templated)", error.message, fix)
-            variables.check_settings(values, settings, args["cluster"], problems)
-            if values.get("day2_workdir"):  # before preflight creates it, and long before anything is written there
-                workdir.check(str(values["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
+            # The settings' values, templated as the role will see them (one that cannot be is a problem of the play).
+            read = functools.partial(_read, lambda name: self._templar.template(task_vars[name]))
+            given = variables.sort_variables(variables.PLAY, set(settings) & set(task_vars), read, list(settings), ())
+            problems.items += given.problems
+            variables.check_settings(given.settings, settings, args["cluster"], problems)
+            if given.settings.get("day2_workdir"):  # before preflight creates it, and long before anything is written
+                workdir.check(str(given.settings["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
             variables.check_play_names(task_vars, known, problems)
             hosts = self._hosts(task_vars, args, known - set(settings))
             playbook_dir = task_vars.get("playbook_dir")

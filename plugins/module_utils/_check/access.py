@@ -55,15 +55,9 @@ class Rule:
     def role(self) -> str:
         return REPLACE_ROLE_NAME if self.steps == ("replace",) else ROLE_NAME
 
-    @property
-    def or_node_joiner_rules(self) -> bool:
-        """Whether holding every rule of node-joiner's ClusterRole does instead: the escalation rule's way."""
-        return "escalate" in self.verbs
-
     def policy_rule(self) -> dict[str, Any]:
-        rule: dict[str, Any] = {"apiGroups": [self.group], "resources": list(self.resources)}
-        rule.update({"resourceNames": list(self.names)} if self.names else {})
-        return dict(rule, verbs=list(self.verbs))
+        names = {"resourceNames": list(self.names)} if self.names else {}
+        return {"apiGroups": [self.group], "resources": list(self.resources), **names, "verbs": list(self.verbs)}
 
     def modules(self) -> list[str]:
         return [STEP_MODULES[step] for step in self.steps]
@@ -190,12 +184,11 @@ def node_joiner_reviews(version: str | None) -> list[Review]:
     not given)."""
     minor = releases.parse_version(version)
     rows = releases.RELEASES if minor is None else (releases.release(max(minor, releases.MINIMUM)),)
-    rules = [(rule["apiGroups"], rule["resources"], rule["verbs"]) for row in rows for rule in cluster_role_rules(row)]
-    return list(
-        dict.fromkeys(
-            Review(v, r, g) for groups, resources, verbs in rules for g in groups for r in resources for v in verbs
-        )
-    )
+    rules = [rule for row in rows for rule in cluster_role_rules(row)]
+    found = [
+        Review(v, r, g) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    ]
+    return list(dict.fromkeys(found))  # (each once, in order)
 
 
 class AccessError(Day2Error):
@@ -215,7 +208,8 @@ def check(api: k8s.ApiClient, plan: list[str] | tuple[str, ...], release: str | 
     lacking: list[tuple[Review, Rule]] = []
     for rule in planned_rules(plan):
         denied = [review for review in rule.reviews() if not allowed(review)]
-        if not (denied and rule.or_node_joiner_rules and all(allowed(r) for r in node_joiner_reviews(release))):
+        # escalate (and bind): or every rule of node-joiner's ClusterRole instead, the escalation rule's other way
+        if not (denied and "escalate" in rule.verbs and all(allowed(r) for r in node_joiner_reviews(release))):
             lacking += [(review, rule) for review in denied]
     missing = []
     for review, rule in lacking:

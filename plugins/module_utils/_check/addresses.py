@@ -19,10 +19,10 @@ from typing import Any
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, parse_network
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, Report
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import is_control_plane
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import OwnedAddress
 
-CONTROL_PLANE_ROLES = ("master", "control-plane")
 VIP_KINDS = (("api_vips", "API VIP"), ("ingress_vips", "ingress VIP"))
 
 
@@ -30,10 +30,6 @@ def prefix_field(field: str) -> str:
     """The field that gives the prefix of the address of ``field``."""
     simple = {"ip": "prefix_length", "ipv6": "ipv6_prefix_length"}
     return simple.get(field) or (field[: -len(".ip")] + ".prefix-length" if field.endswith(".ip") else field)
-
-
-def is_control_plane(node: dict[str, Any]) -> bool:
-    return bool(set(CONTROL_PLANE_ROLES) & set(node.get("roles") or []))
 
 
 class ClusterAddresses:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import pathlib
 import re
 from typing import Any
 
@@ -45,7 +46,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_
 Kind = collections.namedtuple("Kind", "source setting unknown")
 AGENT_CONFIG = Kind("(agent-config)", "day2_agent_config", "of an agent-config{} (the installer refuses it too)")
 NODES_CONFIG = Kind("(nodes-config)", "day2_nodes_config", "of a nodes-config{} (node-joiner would drop it unseen)")
-SOURCE = AGENT_CONFIG.source
 API_VERSIONS = ("v1alpha1", "v1beta1")
 KIND = "AgentConfig"
 # Config's fields (the JSON names); those day 2 does not use are listed as left alone.
@@ -113,21 +113,16 @@ class _File:
             top = host == self.kind.source  # (a field of the file, else of a host)
             fix = f"remove it from {self.path}" if top else f"remove it, or use one of: {', '.join(known)}"
             what = "is not a field " + self.kind.unknown.format(".yaml" if top else " host")
-            self.problems.add(
-                host, where + str(key), "(not shown)" if secret_name(str(key)) and not top else value, what, fix
-            )
+            shown = "(not shown)" if secret_name(str(key)) and not top else value
+            self.problems.add(host, where + str(key), shown, what, fix)
         return found
 
     def host(self, index: int, item: Any) -> HostVariables | None:
         report, source = self.problems.add, self.kind.source
-        name = (
-            next((value for key, value in item.items() if str(key).lower() == "hostname"), None)
-            if isinstance(item, dict)
-            else None
-        )
         if not isinstance(item, dict):
             report(source, f"hosts[{index}]", item, "is not a mapping", "write each host as hostname, interfaces...")
             return None
+        name = next((value for key, value in item.items() if str(key).lower() == "hostname"), None)
         if not isinstance(name, str) or not name.strip():
             fix = "give every host its hostname (it becomes the Node's name, by which the join is followed)"
             report(source, f"hosts[{index}].hostname", name, "is not set", fix)
@@ -144,11 +139,10 @@ class _File:
             fix = "list the host's NICs as {name, macAddress} (at least one; the ISO recognises the host by them)"
             report(name, "interfaces", interfaces, "is not a non-empty list", fix)
             return None
-        nics = [
+        fields["interfaces"] = [  # (what is no mapping, the image checks name)
             self.fields(nic, INTERFACE_FIELDS, name, f"interfaces[{i}].") if isinstance(nic, dict) else nic
             for i, nic in enumerate(interfaces)
         ]
-        fields["interfaces"] = nics  # (what is no mapping, the image checks name)
         if bmc is not None and not isinstance(bmc, dict):
             report(name, "bmc", "(not shown)", "is not a mapping", "write address, username, password")
         fields.update(self.fields(bmc, BMC_FIELDS, name, "bmc.") if isinstance(bmc, dict) else {})
@@ -162,11 +156,8 @@ class _File:
         if not isinstance(listed, (list, type(None))):
             fix = "write hosts as a list of hostname, interfaces..."
             self.problems.add(self.kind.source, "hosts", listed, "is not a list", fix)
-        found = [
-            host
-            for index, item in enumerate(listed if isinstance(listed, list) else [])
-            if (host := self.host(index, item))
-        ]
+        items = listed if isinstance(listed, list) else []
+        found = [host for index, item in enumerate(items) if (host := self.host(index, item))]
         names = [host.name for host in found]
         for name in sorted({name for name in names if names.count(name) > 1}):
             self.problems.add(name, "hostname", name, f"is listed more than once in {self.path}", "give each host once")
@@ -178,10 +169,9 @@ def _load(path: str, playbook_dir: str | None, kind: Kind, problems: Problems) -
     the current directory, else from the playbook's directory."""
     path, beside = os.path.expanduser(path), os.path.join(playbook_dir or "", os.path.expanduser(path))
     path = beside if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(beside) else path
-    file, document = _File(kind, path, problems), None
+    file = _File(kind, path, problems)
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = load(stream, Loader=_Loader)
+        document = load(pathlib.Path(path).read_text(encoding="utf-8"), Loader=_Loader)
     except (OSError, UnicodeDecodeError, YAMLError) as error:
         what = "is not YAML: %s" if isinstance(error, YAMLError) else "cannot be read: %s"
         fix = "fix the file" if isinstance(error, YAMLError) else "give the path of the file"
@@ -202,9 +192,9 @@ def read_agent_config(path: str, playbook_dir: str | None, problems: Problems) -
     if kind not in (None, KIND) or version not in (None, *API_VERSIONS):
         what = f"is not an agent-config.yaml (kind {kind}, apiVersion {version})"
         fix = f"give the path of a file of kind {KIND}, apiVersion {API_VERSIONS[-1]}"
-        problems.add(SOURCE, "day2_agent_config", file.path, what, fix)
+        problems.add(AGENT_CONFIG.source, "day2_agent_config", file.path, what, fix)
         return [], []
-    fields = file.fields(document, FILE_FIELDS + DAY1_FIELDS, SOURCE)
+    fields = file.fields(document, FILE_FIELDS + DAY1_FIELDS, AGENT_CONFIG.source)
     return file.hosts(fields.get("hosts")), sorted(set(fields) & set(DAY1_FIELDS))
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import pathlib
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
@@ -170,13 +171,11 @@ def sort_variables(
             continue
         elif name.startswith(PREFIX):
             problems.add(host, name, _shown(name, read), "is a play variable of this collection", MISPLACED_FIX)
-        elif name in feeding or name.startswith(VAULT_PREFIX):
-            found.foreign.append(name)
-        elif key := close_key(name, known):
+        elif name in feeding or name.startswith(VAULT_PREFIX) or not (key := close_key(name, known)):
+            found.foreign.append(name)  # (feeds another variable, or resembles no host key)
+        else:
             what, shown = "is not a host variable of this collection", _shown(name, read, key in SECRET_HOST_KEYS)
             problems.add(host, name, shown, what, f'did you mean "{key}"? Rename it')
-        else:
-            found.foreign.append(name)
     found.problems = problems.items
     return found
 
@@ -198,17 +197,14 @@ def load_settings(collection_dir: str) -> tuple[dict[str, dict[str, Any]], set[s
     """The role's settings (entry point ``main``: name -> spec) and every play variable the collection knows: every
     entry point's options, what the role's tasks and the playbooks declare, and the keys of the playbooks' vars
     files (``day2_auth``)."""
-    with open(os.path.join(collection_dir, ROLE_SPECS), encoding="utf-8") as stream:
-        specs = yaml_load(stream)["argument_specs"]
+    specs = yaml_load(pathlib.Path(collection_dir, ROLE_SPECS).read_text(encoding="utf-8"))["argument_specs"]
     known = {name for spec in specs.values() for name in spec.get("options") or {}}
-    for folder in (os.path.join("roles", "day2", "tasks"), "playbooks"):
-        for directory, _dirs, files in os.walk(os.path.join(collection_dir, folder)):
-            for name in sorted(file for file in files if file.endswith((".yml", ".yaml"))):
-                with open(os.path.join(directory, name), encoding="utf-8") as stream:
-                    document = yaml_load(stream)
-                _declared(document, known)
-                if isinstance(document, dict) and os.path.basename(directory) == "vars":
-                    known.update(document)
+    for folder in (pathlib.Path(collection_dir, "roles", "day2", "tasks"), pathlib.Path(collection_dir, "playbooks")):
+        for path in sorted([*folder.rglob("*.yml"), *folder.rglob("*.yaml")]):
+            document = yaml_load(path.read_text(encoding="utf-8"))
+            _declared(document, known)
+            if isinstance(document, dict) and path.parent.name == "vars":
+                known.update(document)
     return specs["main"]["options"], known
 
 

@@ -40,15 +40,13 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import check_bmc, check_boot_settings
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import labels
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addresses import (
-    ClusterAddresses,
-    is_control_plane,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addresses import ClusterAddresses
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import in_file_words
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import PLAY, HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
+from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import is_control_plane
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import nmstate
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts

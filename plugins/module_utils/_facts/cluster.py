@@ -125,8 +125,7 @@ def _core(objects: dict[str, Any], config: dict[str, Any], warnings: list[str]) 
             f"install-config (ConfigMap kube-system/cluster-config-v1) names the cluster {ic_name}.{ic_domain}, but "
             f"the API URL {api_url} says {name}.{base_domain}: node-joiner uses the API URL, so do these facts"
         )
-    nodes = dig(objects.get("nodes"), "items", default=[])
-    listed = [health.node_summary(item) for item in nodes]  # in the API's order
+    listed = [health.node_summary(item) for item in dig(objects.get("nodes"), "items", default=[])]  # API's order
     masters = health.master_architectures(listed)
     architecture, reported = next(iter(masters), None), sorted(set(masters))
     if len(reported) > 1:
@@ -168,7 +167,6 @@ def build_facts(
     also ``unsafe_reasons`` unless ``allow_upgrading``.
     """
     unreadable = unreadable or {}
-    readable = {key: key not in unreadable for key, _target, _role in READS}
     warnings = []
     for key, _target, role in READS:  # optional objects missing or forbidden, usual ones forbidden
         what, consequence = MEANING.get(key, (key, ""))
@@ -182,7 +180,7 @@ def build_facts(
     ingress = objects.get("ingress")
     facts["ingress_domain"] = dig(ingress, "spec", "appsDomain") or dig(ingress, "spec", "domain")
     facts.update(settings.networks(objects.get("network"), config))
-    facts["mirrors"] = settings.mirrors(objects.get("idms"), objects.get("icsp"), config, readable["idms"])
+    facts["mirrors"] = settings.mirrors(objects.get("idms"), objects.get("icsp"), config, "idms" not in unreadable)
     kind = support.cluster_kind(facts["mirrors"], facts["api_int_url"], facts["name"], facts["base_domain"])
     facts["cluster_kind"], facts["internal_registries"] = kind["kind"], kind["internal_registries"]
     warnings.extend(support.kind_warnings(kind))
@@ -200,7 +198,7 @@ def build_facts(
         )
     facts["worker_ignition"] = settings.worker_ignition(objects.get("worker_user_data"), warnings)
     facts["nodes"] = [{key: node[key] for key in NODE_FACT_KEYS} for node in nodes]
-    facts["health"] = health.health(objects, nodes, readable, warnings)
+    facts["health"] = health.health(objects, nodes, unreadable, warnings)
     refused, warned = health.updates(facts)
     warnings += refused + warned
     facts["unsafe_reasons"] = [] if allow_upgrading else refused

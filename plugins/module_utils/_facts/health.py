@@ -9,6 +9,7 @@ cluster is worth knowing before adding workers to it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_rfc3339
@@ -21,7 +22,7 @@ JOINING_SLACK_SECONDS = 120
 # node-joiner takes the architecture of the first Node labelled master (the control-plane label is not read) --
 # openshift/installer pkg/asset/agent/joiner/clusterinfo.go@ead4c47ae829a90629f8c39693ed0bf61e24412f.
 MASTER_LABEL = ROLE_PREFIX + "master"
-_CONTROL = {"master", "control-plane"}
+CONTROL_PLANE_ROLES = ("master", "control-plane")
 
 
 def node_summary(node: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +60,11 @@ def never_ready(node: dict[str, Any]) -> bool:
     return created is not None and changed is not None and (changed - created).total_seconds() <= JOINING_SLACK_SECONDS
 
 
+def is_control_plane(node: dict[str, Any]) -> bool:
+    """Whether a node summary has a control-plane role (``master`` or ``control-plane``)."""
+    return bool(set(CONTROL_PLANE_ROLES) & set(node.get("roles") or []))
+
+
 def master_architectures(summaries: list[dict[str, Any]]) -> list[str]:
     """The architecture each master-labelled Node reports, in the order of ``summaries`` (:func:`node_summary`
     results in the API's list order): node-joiner builds for the first; more than one is a mixed control plane."""
@@ -83,12 +89,12 @@ HEALTH_READS = ("clusteroperators", "worker_pool")  # the objects day1_facts rea
 Json = dict[str, Any]
 
 
-def health(objects: Json, nodes: list[Json], readable: dict[str, bool], warnings: list[str]) -> Json:
+def health(objects: Json, nodes: list[Json], unreadable: Container[str], warnings: list[str]) -> Json:
     """``healthy``, one line per problem, the operators' and the worker pool's state; the state of an operator new
     workers do not need goes to ``warnings``.
 
-    ``objects`` are those read (``clusteroperators``, ``worker_pool``); ``nodes`` are node summaries; ``readable``
-    says which objects the identity could read: one it may not read leaves the health unknown, a problem too.
+    ``objects`` are those read (``clusteroperators``, ``worker_pool``); ``nodes`` are node summaries; ``unreadable``
+    names the objects the identity may not read: one of them leaves the health unknown, a problem too.
     """
     problems: list[str] = []
     items = dig(objects.get("clusteroperators"), "items", default=[])
@@ -109,7 +115,7 @@ def health(objects: Json, nodes: list[Json], readable: dict[str, bool], warnings
     # the join step finishes it; it says nothing about the cluster's health.
     joining = sorted(node["name"] for node in nodes if _joining(node))
     problems += [f"Node {n['name']} is not Ready" for n in nodes if not n["ready"] and n["name"] not in joining]
-    problems += [f"health unknown: cannot read {key}" for key in HEALTH_READS if not readable.get(key, True)]
+    problems += [f"health unknown: cannot read {key}" for key in HEALTH_READS if key in unreadable]
     return {
         "healthy": not problems,
         "problems": problems,
@@ -166,5 +172,4 @@ def updates(facts: Json) -> tuple[list[str], list[str]]:
 
 
 def _joining(node: dict[str, Any]) -> bool:
-    roles = set(node.get("roles") or [])
-    return bool(node.get("joining")) and not node.get("ready") and not node.get("master") and not roles & _CONTROL
+    return bool(node.get("joining")) and not (node.get("ready") or node.get("master") or is_control_plane(node))

@@ -67,16 +67,9 @@ PROXY_FIELDS = (("http_proxy", "httpProxy"), ("https_proxy", "httpsProxy"), ("no
 
 def proxy(proxy_config: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The cluster-wide proxy: Proxy ``status``, else its ``spec``, else install-config."""
-    sources = (
-        dig(proxy_config, "status", default={}),
-        dig(proxy_config, "spec", default={}),
-        config.get("proxy") or {},
-    )
-    result: dict[str, Any] = {
-        key: next((source[field] for source in sources if source.get(field)), "") for key, field in PROXY_FIELDS
-    }
-    result["enabled"] = bool(result["http_proxy"] or result["https_proxy"])
-    return result
+    sources = [dig(proxy_config, part, default={}) for part in ("status", "spec")] + [config.get("proxy") or {}]
+    found = {key: next((source[field] for source in sources if source.get(field)), "") for key, field in PROXY_FIELDS}
+    return dict(found, enabled=bool(found["http_proxy"] or found["https_proxy"]))
 
 
 def proxy_status(proxy_config: Any) -> dict[str, str]:
@@ -117,10 +110,8 @@ def fips(mc_fips: Any, config: dict[str, Any]) -> bool:
 
 def chrony_configured(mc_chrony: Any) -> bool:
     """Whether MachineConfig 50-workers-chrony-configuration writes /etc/chrony.conf."""
-    return any(
-        entry.get("path") == "/etc/chrony.conf"
-        for entry in dig(mc_chrony, "spec", "config", "storage", "files", default=[])
-    )
+    files = dig(mc_chrony, "spec", "config", "storage", "files", default=[])
+    return any(entry.get("path") == "/etc/chrony.conf" for entry in files)
 
 
 def pull_secret(secret: Any) -> dict[str, Any]:
