@@ -221,3 +221,17 @@ def test_add_workers_refuses_pxe_on_4_17_before_writing(lab_factory, tmp_path):
     assert rc != 0
     assert "4.18" in output and "pxe" in output.lower(), output[-3000:]
     assert lab.writes() == []
+
+
+def test_the_labs_loopback_hosts_are_refused_naming_the_labs_switch(lab_factory, tmp_path):
+    """Without OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK the lab's hosts are refused before any write; the cluster's own
+    machine network is loopback, so the fix named is the lab's switch, not "use a unicast address"."""
+    lab = lab_factory("--hosts", "1")
+    lab.reset_log()
+    rc, output = run_playbook(
+        PLAYBOOK, *playbook_args(lab, tmp_path / "work"), env={"OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK": "0"}
+    )
+    flat = " ".join(output.split())
+    assert rc != 0 and 'field "ip" value "127.0.111.20" is a loopback address' in flat, flat[-3000:]
+    assert "set OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1 in the controller's environment" in flat
+    assert lab.writes() == []

@@ -94,6 +94,9 @@ def params_for(lab, names, **args):
         "request_timeout": 2,
         "boot_timeout": BOOT_TIMEOUT,
         "install_timeout": INSTALL_TIMEOUT,
+        # These tests count and inspect this controller's own requests to the agents; the cluster's monitor
+        # (follow_from auto or cluster) asks them too: tests/integration/test_follow_from_cluster.py.
+        "follow_from": "controller",
     }
     params.update(args)
     return params
@@ -313,7 +316,8 @@ def test_the_agent_unreachable_for_20_s_mid_install_then_the_run_succeeds(lab):
     silent = [i for i, e in enumerate(timeline) if e["event"] == "the agent does not answer"]
     assert silent, timeline
     # The agent answered again after the outage (not only the kubelet).
-    assert any(e["event"] and e["event"].startswith("Host extra-worker-0:") for e in timeline[silent[0] + 1 :])
+    events = ("Host extra-worker-0:", "Host: extra-worker-0,")  # a status change, a progress report
+    assert any(e["event"] and e["event"].startswith(events) for e in timeline[silent[0] + 1 :])
     assert host_state(lab, "extra-worker-0")["requests"] > back_at
     assert host["agent"]["unreachable_since"] is None
     assert host["reached"] == "rebooted" and result["reached"] == ["extra-worker-0"]
@@ -404,6 +408,7 @@ def test_the_ports_come_from_the_environment_when_the_task_does_not_give_them(la
         "until": "discovered",
         "boot_timeout": BOOT_TIMEOUT,
         "install_timeout": INSTALL_TIMEOUT,
+        "follow_from": "controller",
     }
     result = run_module(MODULE, params, env=ports)[0]
     assert not result.get("failed"), result.get("msg")
