@@ -31,7 +31,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CHUNK = 1 << 20
+NOT_FOUND = b"not found\n"
 WATCH_SECONDS = 0.5
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -39,14 +39,9 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     """(first, last) of a single satisfiable byte range; None for no (or an ignored) range; raises ValueError
     for a range that cannot be satisfied."""
-    if not header:
-        return None
-    header = header.strip()
-    if "," in header:
-        return None  # several ranges: the whole file
-    match = _RANGE.match(header.replace(" ", ""))
-    if not match or (not match.group(1) and not match.group(2)):
-        return None  # not a byte range this server knows: ignored
+    match = _RANGE.match(re.sub(r"\s", "", header or ""))
+    if not match or match.groups() == ("", ""):
+        return None  # no range, several ranges (a comma) or not a byte range this server knows: the whole file
     first_text, last_text = match.groups()
     if not first_text:  # the last N bytes
         length = int(last_text)
@@ -60,33 +55,30 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     return first, min(last, size - 1)
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), None when it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def process_alive(pid: int, start_time: str | None) -> bool:
     """Whether ``pid`` still runs (not a zombie) and is the process that had ``start_time`` (Linux /proc)."""
-    stat_path = "/proc/%d/stat" % pid
     if os.path.exists("/proc/self/stat"):
-        try:
-            with open(stat_path) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return False
-        if fields[0] in ("Z", "X"):
-            return False
-        return start_time is None or fields[19] == start_time
+        fields = _stat(pid)
+        return bool(fields) and fields[0] not in ("Z", "X") and start_time in (None, fields[19])
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    except OSError as error:
+        return isinstance(error, PermissionError)  # someone else's process still runs
     return True
 
 
 def start_time_of(pid: int) -> str | None:
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[19] if fields else None
 
 
 class IsoHandler(BaseHTTPRequestHandler):
@@ -94,79 +86,53 @@ class IsoHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 300  # seconds a connection may stay idle
 
-    def _not_allowed(self) -> None:
-        self.send_response(405)
-        self.send_header("Allow", "GET, HEAD")
-        self.send_header("Content-Length", "0")
+    def _answer(self, status: int, headers: dict[str, str], length: int = 0) -> None:
+        self.send_response(status)
+        for name, value in dict(headers, **{"Content-Length": str(length)}).items():
+            self.send_header(name, value)
         self.end_headers()
+
+    def _not_allowed(self) -> None:
+        self._answer(405, {"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
-    def do_HEAD(self) -> None:
-        self._serve(body=False)
-
     def do_GET(self) -> None:
-        self._serve(body=True)
-
-    def _serve(self, body: bool) -> None:
+        """GET and HEAD of the one path: the whole file or one range of it."""
         conf = self.server.conf  # type: ignore[attr-defined]
         if self.path.split("?", 1)[0] != conf["path"]:
-            self._plain(404, b"not found\n")
+            self._answer(404, {"Content-Type": "text/plain"}, len(NOT_FOUND))
+            if self.command != "HEAD":
+                self.wfile.write(NOT_FOUND)
             return
         size = os.path.getsize(conf["file"])
         mtime = os.path.getmtime(conf["file"])
-        etag = f'"{int(mtime):x}-{size:x}"'
+        etag, modified = f'"{int(mtime):x}-{size:x}"', email.utils.formatdate(mtime, usegmt=True)
         try:
             wanted = parse_range(self.headers.get("Range"), size)
         except ValueError:
-            self.send_response(416)
-            self.send_header("Content-Range", "bytes */%d" % size)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._answer(416, {"Content-Range": "bytes */%d" % size})
             return
         if_range = self.headers.get("If-Range")
-        if wanted is not None and if_range and if_range not in (etag, email.utils.formatdate(mtime, usegmt=True)):
+        if wanted is not None and if_range and if_range not in (etag, modified):
             wanted = None
         first, last = wanted if wanted is not None else (0, size - 1)
-        self.send_response(206 if wanted is not None else 200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", email.utils.formatdate(mtime, usegmt=True))
+        headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", "ETag": etag}
+        headers["Last-Modified"] = modified
         if wanted is not None:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
-        self.send_header("Content-Length", str(max(0, last - first + 1)))
-        self.end_headers()
-        if not body:
-            return
-        with open(conf["file"], "rb") as handle:
-            handle.seek(first)
-            left = last - first + 1
-            while left > 0:
-                chunk = handle.read(min(CHUNK, left))
-                if not chunk:
-                    break
-                self.wfile.write(chunk)
-                left -= len(chunk)
+            headers["Content-Range"] = "bytes %d-%d/%d" % (first, last, size)
+        self._answer(206 if wanted is not None else 200, headers, max(0, last - first + 1))
+        if self.command != "HEAD" and size:
+            with open(conf["file"], "rb") as handle:
+                self.connection.sendfile(handle, first, last - first + 1)
 
-    def _plain(self, status: int, text: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(text)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(text)
+    do_HEAD = do_GET
 
     def log_request(self, code: object = "-", size: object = "-") -> None:
         conf = self.server.conf  # type: ignore[attr-defined]
         where = "ISO" if self.path.split("?", 1)[0] == conf["path"] else "other path"
-        self.log_message(
-            "%s %s range=%s status=%s",
-            self.command,
-            where,
-            self.headers.get("Range", "-") if self.headers else "-",
-            code,
-        )
+        asked = self.headers.get("Range", "-") if self.headers else "-"
+        self.log_message("%s %s range=%s status=%s", self.command, where, asked, code)
 
     def log_message(self, format: str, *args: object) -> None:
         conf = self.server.conf  # type: ignore[attr-defined]
@@ -229,33 +195,26 @@ def main(argv: list | None = None) -> int:
     }
     server = IsoServer((args.bind.strip("[]"), args.port), conf, context)
     stop = threading.Event()
-
-    def _stop(*_args: object) -> None:
-        stop.set()
-
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, _stop)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
+        signal.signal(signum, lambda *_args: stop.set())
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     temporary = args.pidfile + ".tmp"
     with open(temporary, "w") as handle:
         json.dump({"pid": os.getpid(), "port": server.server_address[1], "started": time.time()}, handle)
     os.replace(temporary, args.pidfile)
     deadline = time.monotonic() + args.max_seconds
-    why = "stopped"
-    while not stop.wait(WATCH_SECONDS):
+    why = ""
+    while not why and not stop.wait(WATCH_SECONDS):
         if not process_alive(args.watch_pid, args.watch_start):
             why = "the run (pid %d) is gone" % args.watch_pid
-            break
-        if time.monotonic() > deadline:
+        elif time.monotonic() > deadline:
             why = f"served for its maximum of {args.max_seconds:.0f} s"
-            break
     server.shutdown()
     server.server_close()
     for path in (args.pidfile, args.token_file):
         with contextlib.suppress(OSError):
             os.remove(path)
-    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} exit: {why}\n")
+    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} exit: {why or 'stopped'}\n")
     log.close()
     return 0
 
