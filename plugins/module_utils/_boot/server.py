@@ -41,9 +41,7 @@ def parse_address(address: str) -> tuple[str, int]:
         port_text = rest[1:] if rest.startswith(":") else rest
     elif address.count(":") == 1:
         host, port_text = address.split(":")
-    elif ":" in address:  # a bare IPv6 address
-        host, port_text = address, ""
-    else:
+    else:  # a host alone, or a bare IPv6 address
         host, port_text = address, ""
     if port_text and (not port_text.isdigit() or not 0 <= int(port_text) <= 65535):
         raise ValueError(f'the port "{port_text}" is not a number from 0 to 65535')
@@ -189,24 +187,22 @@ def stop(pidfile: str, timeout: float = STOP_SECONDS) -> dict[str, Any]:
     info = read_pidfile(pidfile)
     if not info or not isinstance(info.get("pid"), int):
         return {"stopped": False, "pid": None}
-    pid = info["pid"]
-    if not _is_server(pid):
-        _remove(pidfile)
-        return {"stopped": False, "pid": pid}
+    pid, running = info["pid"], _is_server(info["pid"])
     try:
-        os.kill(pid, signal.SIGTERM)
+        if running:
+            os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        _remove(pidfile)
-        return {"stopped": False, "pid": pid}
+        running = False
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process_alive(pid, None):
+    while running and time.monotonic() < deadline and process_alive(pid, None):
         time.sleep(0.05)
-    if process_alive(pid, None):
+    if running and process_alive(pid, None):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    _remove(pidfile)
-    _remove(os.path.join(os.path.dirname(pidfile), "iso-serve.token"))
-    return {"stopped": True, "pid": pid}
+    for path in (pidfile, os.path.join(os.path.dirname(pidfile), "iso-serve.token")) if running else (pidfile,):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+    return {"stopped": running, "pid": pid}
 
 
 def _is_server(pid: int) -> bool:
@@ -218,8 +214,3 @@ def _is_server(pid: int) -> bool:
             return SERVE_PROGRAM.encode() in handle.read()
     except OSError:
         return os.path.exists("/proc/self") is False  # no /proc: trust the pidfile
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
