@@ -68,7 +68,7 @@ def process_alive(pid: int, start_time: str | None) -> bool:
     """Whether ``pid`` still runs (not a zombie) and is the process that had ``start_time`` (Linux /proc)."""
     if os.path.exists("/proc/self/stat"):
         fields = _stat(pid)
-        return bool(fields) and fields[0] not in ("Z", "X") and start_time in (None, fields[19])
+        return fields is not None and fields[0] not in ("Z", "X") and start_time in (None, fields[19])
     try:
         os.kill(pid, 0)
     except OSError as error:

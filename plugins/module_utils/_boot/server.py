@@ -75,7 +75,7 @@ def url_host(bind: str, bmc_urls: list[str]) -> str:
     source = route_source(bmc_urls)
     if source is None:
         raise ServeError(
-            f"iso_serve: no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
+            f"no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
             "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
         )
     return source
@@ -86,7 +86,7 @@ def listen_address(address: str, bmc_urls: list[str]) -> tuple[str, int]:
     try:
         bind, port = parse_address(address)
     except ValueError as error:
-        raise ServeError(f"iso_serve: address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
+        raise ServeError(f"address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
     return url_host(bind, bmc_urls), port
 
 
@@ -115,9 +115,9 @@ def start(
     """Start a server for ``iso``; return url (holding the secret path), display_url (without it), pid, pidfile,
     log and address. A server of an earlier run of this work directory is stopped first."""
     if not os.path.isfile(iso):
-        raise ServeError(f"iso_serve: path {iso} is not a file; build the ISO first (the image step)")
+        raise ServeError(f"path {iso} is not a file; build the ISO first (the image step)")
     if bool(cert) != bool(key):
-        raise ServeError("iso_serve: tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
+        raise ServeError("tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
     host, port = listen_address(address, bmc_urls)
     pidfile = os.path.join(workdir, "iso-serve.pid")
     stop(pidfile)
@@ -163,14 +163,12 @@ def start(
             }
         if process.poll() is not None:
             raise ServeError(
-                f"iso_serve: the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "
+                f"the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "
                 f"{_tail(log)}; choose a free address and port in day2_serve_address"
             )
         time.sleep(0.05)
     process.kill()
-    raise ServeError(
-        f"iso_serve: the server on {_bracket(host)}:{port} did not start within {START_SECONDS:.0f} s; see {log}"
-    )
+    raise ServeError(f"the server on {_bracket(host)}:{port} did not start within {START_SECONDS:.0f} s; see {log}")
 
 
 def _tail(log: str) -> str:
