@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import email.utils
 import json
+import logging
 import os
 import re
 import signal
@@ -33,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 NOT_FOUND = b"not found\n"
 WATCH_SECONDS = 0.5
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
@@ -135,11 +137,8 @@ class IsoHandler(BaseHTTPRequestHandler):
         self.log_message("%s %s range=%s status=%s", self.command, where, asked, code)
 
     def log_message(self, format: str, *args: object) -> None:
-        conf = self.server.conf  # type: ignore[attr-defined]
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.client_address[0]} {format % args}\n"
-        with conf["log_lock"]:
-            conf["log"].write(line.replace(conf["token"], "(secret)"))
-            conf["log"].flush()
+        token = self.server.conf["token"]  # type: ignore[attr-defined]
+        logging.info(f"{self.client_address[0]} {format % args}".replace(token, "(secret)"))
 
 
 class IsoServer(ThreadingHTTPServer):
@@ -185,14 +184,8 @@ def main(argv: list | None = None) -> int:
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key or None)
-    log = open(args.log, "a")  # noqa: SIM115 - open for the whole life of the server, closed at its end
-    conf = {
-        "file": args.file,
-        "path": f"/{token}/{args.name}",
-        "token": token,
-        "log": log,
-        "log_lock": threading.Lock(),
-    }
+    logging.basicConfig(filename=args.log, format="%(asctime)s %(message)s", datefmt=TIME_FORMAT, level=logging.INFO)
+    conf = {"file": args.file, "path": f"/{token}/{args.name}", "token": token}
     server = IsoServer((args.bind.strip("[]"), args.port), conf, context)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -214,8 +207,7 @@ def main(argv: list | None = None) -> int:
     for path in (args.pidfile, args.token_file):
         with contextlib.suppress(OSError):
             os.remove(path)
-    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} exit: {why or 'stopped'}\n")
-    log.close()
+    logging.info(f"exit: {why or 'stopped'}")
     return 0
 
 
