@@ -51,19 +51,12 @@ def parse_address(address: str) -> tuple[str, int]:
 def route_source(targets: list[str]) -> str | None:
     """The controller's address towards the first of ``targets`` (BMC URLs) that routes (no packet is sent)."""
     for target in targets:
-        try:
-            host = urlsplit(target).hostname or ""
-        except ValueError:
-            continue
-        if not host:
-            continue
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as probe:
-                probe.connect((host, 9))
-                return str(probe.getsockname()[0])
-        except OSError:
-            continue
+        with contextlib.suppress(OSError, ValueError):  # not a URL, or no route to its host
+            host = urlsplit(target).hostname
+            if host:
+                with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                    probe.connect((host, 9))
+                    return str(probe.getsockname()[0])
     return None
 
 
@@ -151,15 +144,15 @@ def start(
     while time.monotonic() < deadline:
         info = read_pidfile(pidfile)
         if info and info.get("pid") == process.pid:
-            scheme = "https" if cert else "http"
-            base = "%s://%s:%d" % (scheme, _bracket(host), info["port"])
+            listening = "%s:%d" % (_bracket(host), info["port"])
+            base = f"{'https' if cert else 'http'}://{listening}"
             return {
                 "url": f"{base}/{token}/{name}",
                 "display_url": f"{base}/(secret)/{name}",
                 "pid": process.pid,
                 "pidfile": pidfile,
                 "log": log,
-                "address": "%s:%d" % (_bracket(host), info["port"]),
+                "address": listening,
             }
         if process.poll() is not None:
             raise ServeError(
