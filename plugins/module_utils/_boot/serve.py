@@ -145,18 +145,10 @@ class IsoServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], conf: dict, context: ssl.SSLContext | None) -> None:
+    def __init__(self, address: tuple[str, int], conf: dict) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.conf = conf
-        self.context = context
         super().__init__(address, IsoHandler)
-
-    def get_request(self) -> tuple[socket.socket, object]:
-        connection, client = super().get_request()
-        if self.context is not None:
-            # The handshake happens in the request's own thread, at its first read: a slow client blocks no one.
-            connection = self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
-        return connection, client
 
 
 def _arguments(argv: list | None = None) -> argparse.Namespace:
@@ -180,13 +172,15 @@ def main(argv: list | None = None) -> int:
     args = _arguments(argv)
     with open(args.token_file) as handle:
         token = handle.read().strip()
-    context = None
+    logging.basicConfig(filename=args.log, format="%(asctime)s %(message)s", datefmt=TIME_FORMAT, level=logging.INFO)
+    conf = {"file": args.file, "path": f"/{token}/{args.name}", "token": token}
+    server = IsoServer((args.bind.strip("[]"), args.port), conf)
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key or None)
-    logging.basicConfig(filename=args.log, format="%(asctime)s %(message)s", datefmt=TIME_FORMAT, level=logging.INFO)
-    conf = {"file": args.file, "path": f"/{token}/{args.name}", "token": token}
-    server = IsoServer((args.bind.strip("[]"), args.port), conf, context)
+        # Each accepted connection is wrapped alike; its handshake happens in the request's own thread, at its first
+        # read: a slow client blocks no one.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_args: stop.set())
