@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import email.utils
 import json
 import logging
 import os
@@ -109,7 +108,7 @@ class IsoHandler(BaseHTTPRequestHandler):
             return
         size = os.path.getsize(conf["file"])
         mtime = os.path.getmtime(conf["file"])
-        etag, modified = f'"{int(mtime):x}-{size:x}"', email.utils.formatdate(mtime, usegmt=True)
+        etag, modified = f'"{int(mtime):x}-{size:x}"', self.date_time_string(mtime)
         try:
             wanted = parse_range(self.headers.get("Range"), size)
         except ValueError:

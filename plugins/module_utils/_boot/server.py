@@ -60,27 +60,21 @@ def route_source(targets: list[str]) -> str | None:
     return None
 
 
-def url_host(bind: str, bmc_urls: list[str]) -> str:
-    """The address the server listens on and the BMCs download from: the one given, else (none, or every address
-    given) the controller's address that routes to the BMCs. Never every address: the ISO holds the pull secret."""
-    if bind not in ("", "0.0.0.0", "::"):
-        return bind
-    source = route_source(bmc_urls)
+def listen_address(address: str, bmc_urls: list[str]) -> tuple[str, int]:
+    """The one address and the port (0: any free one) the server listens on and the BMCs download from: the address
+    given, else (none, or every address given) the controller's address that routes to the BMCs. Never every
+    address: the ISO holds the pull secret."""
+    try:
+        bind, port = parse_address(address)
+    except ValueError as error:
+        raise ServeError(f"address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
+    source = bind if bind not in ("", "0.0.0.0", "::") else route_source(bmc_urls)
     if source is None:
         raise ServeError(
             f"no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
             "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
         )
-    return source
-
-
-def listen_address(address: str, bmc_urls: list[str]) -> tuple[str, int]:
-    """The one address and the port (0: any free one) the server listens on."""
-    try:
-        bind, port = parse_address(address)
-    except ValueError as error:
-        raise ServeError(f"address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
-    return url_host(bind, bmc_urls), port
+    return source, port
 
 
 def _bracket(host: str) -> str:
