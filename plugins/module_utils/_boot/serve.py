@@ -40,18 +40,15 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     """(first, last) of a single satisfiable byte range; None for no (or an ignored) range; raises ValueError
     for a range that cannot be satisfied."""
-    match = _RANGE.match(re.sub(r"\s", "", header or ""))
+    match = _RANGE.match((header or "").strip().replace(" ", ""))
     if not match or match.groups() == ("", ""):
         return None  # no range, several ranges (a comma) or not a byte range this server knows: the whole file
     first_text, last_text = match.groups()
-    if not first_text:  # the last N bytes
-        length = int(last_text)
-        if length == 0 or size == 0:
-            raise ValueError("empty suffix range")
-        return max(0, size - length), size - 1
-    first = int(first_text)
-    last = int(last_text) if last_text else size - 1
-    if first >= size or (last_text and last < first):
+    if not first_text:  # the last N bytes; none (N = 0, or an empty file) cannot be satisfied
+        first, last = max(0, size - int(last_text)), size - 1
+    else:
+        first, last = int(first_text), int(last_text) if last_text else size - 1
+    if first >= size or last < first:
         raise ValueError("range outside the file")
     return first, min(last, size - 1)
 
