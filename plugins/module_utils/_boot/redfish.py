@@ -22,6 +22,7 @@ CD once the disk is written, making sure the next boot is the disk.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from typing import Any, Callable
@@ -107,12 +108,10 @@ def bmc_endpoint(address: str) -> tuple[str, str]:
 
 
 def is_http_url(value: Any) -> bool:
-    if not isinstance(value, str) or not re.match(r"^https?://", value, re.IGNORECASE):
-        return False
-    try:
-        return _valid_host(urlsplit(value).hostname or "")
-    except ValueError:
-        return False
+    if isinstance(value, str) and re.match(r"^https?://", value, re.IGNORECASE):
+        with contextlib.suppress(ValueError):  # a port or IPv6 address that does not parse
+            return _valid_host(urlsplit(value).hostname or "")
+    return False
 
 
 def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems, serve_iso: bool = False) -> bool:

@@ -55,11 +55,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
 
 def _stat(pid: int) -> list[str] | None:
     """The fields of ``/proc/<pid>/stat`` after the command name (state first), None when it cannot be read."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
+    with contextlib.suppress(OSError, IndexError), open("/proc/%d/stat" % pid) as handle:
+        return handle.read().rsplit(")", 1)[1].split()
+    return None
 
 
 def process_alive(pid: int, start_time: str | None) -> bool:

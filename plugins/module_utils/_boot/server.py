@@ -82,11 +82,9 @@ def _bracket(host: str) -> str:
 
 
 def read_pidfile(pidfile: str) -> dict[str, Any] | None:
-    try:
-        with open(pidfile) as handle:
-            return dict(json.load(handle))
-    except (OSError, ValueError):
-        return None
+    with contextlib.suppress(OSError, ValueError), open(pidfile) as handle:
+        return dict(json.load(handle))
+    return None
 
 
 def start(
@@ -194,8 +192,6 @@ def _is_server(pid: int) -> bool:
     """Whether ``pid`` is a running serve.py (a stale pidfile may name a pid now used by something else)."""
     if not process_alive(pid, None):
         return False
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return SERVE_PROGRAM.encode() in handle.read()
-    except OSError:
-        return os.path.exists("/proc/self") is False  # no /proc: trust the pidfile
+    with contextlib.suppress(OSError), open("/proc/%d/cmdline" % pid, "rb") as handle:
+        return SERVE_PROGRAM.encode() in handle.read()
+    return not os.path.exists("/proc/self")  # no /proc: trust the pidfile
