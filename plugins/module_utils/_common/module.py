@@ -38,9 +38,7 @@ def hide(module: Any, *values: Any) -> None:
     that knows it.
     """
     owner = getattr(module, "_module", module)
-    for value in values:
-        if value:
-            owner.no_log_values.add(str(value))
+    owner.no_log_values.update(str(value) for value in values if value)
 
 
 def _warn_all(module: Any, result: dict[str, Any]) -> dict[str, Any]:
