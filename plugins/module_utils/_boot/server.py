@@ -108,8 +108,7 @@ def start(
     stop(pidfile)
     token_file = os.path.join(workdir, "iso-serve.token")
     token = secrets.token_urlsafe(24)
-    descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
+    with open(token_file, "w", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
         handle.write(token)
     log = os.path.join(workdir, "iso-serve.log")
     name = os.path.basename(iso)
