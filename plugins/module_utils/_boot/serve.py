@@ -152,12 +152,12 @@ def _arguments(argv: list | None = None) -> argparse.Namespace:
     parser.add_argument("--token-file", required=True, help="a file holding the secret path segment (read, kept)")
     parser.add_argument("--bind", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--cert")
+    parser.add_argument("--cert", help="with --key: HTTPS (empty: plain HTTP)")
     parser.add_argument("--key")
     parser.add_argument("--pidfile", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--watch-pid", type=int, required=True)
-    parser.add_argument("--watch-start")
+    parser.add_argument("--watch-start", help="its start time in /proc/<pid>/stat (empty: unknown)")
     parser.add_argument("--max-seconds", type=float, default=7200)
     return parser.parse_args(argv)
 
@@ -186,7 +186,7 @@ def main(argv: list | None = None) -> int:
     deadline = time.monotonic() + args.max_seconds
     why = ""
     while not why and not stop.wait(WATCH_SECONDS):
-        if not process_alive(args.watch_pid, args.watch_start):
+        if not process_alive(args.watch_pid, args.watch_start or None):
             why = "the run (pid %d) is gone" % args.watch_pid
         elif time.monotonic() > deadline:
             why = f"served for its maximum of {args.max_seconds:.0f} s"

@@ -113,13 +113,9 @@ def start(
     log = os.path.join(workdir, "iso-serve.log")
     name = os.path.basename(iso)
     command = [sys.executable, SERVE_PROGRAM, "--file", iso, "--name", name, "--token-file", token_file]
-    command += ["--bind", host, "--port", str(port), "--pidfile", pidfile, "--log", log]
-    command += ["--watch-pid", str(watch_pid), "--max-seconds", str(max_seconds)]
-    watch_start = start_time_of(watch_pid)
-    if watch_start:
-        command += ["--watch-start", watch_start]
-    if cert:
-        command += ["--cert", cert, "--key", key]
+    command += ["--bind", host, "--port", str(port), "--pidfile", pidfile, "--log", log, "--cert", cert, "--key", key]
+    command += ["--watch-pid", str(watch_pid), "--watch-start", start_time_of(watch_pid) or ""]
+    command += ["--max-seconds", str(max_seconds)]
     with open(log, "ab") as errors:
         # Controller side (the iso_serve action plugin), not a module: there is no AnsibleModule.run_command, and
         # the server must outlive this call in its own session.
