@@ -25,6 +25,6 @@ class ActionModule(Day2Action):
     def hooks(self, params: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def act(self, params: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        hooks = {} if self._task.check_mode else self.hooks(params, task_vars)
-        return follow(params, self._task.check_mode, lambda: connect(Login(params)), Display().display, **hooks)
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        hooks = {} if self._task.check_mode else self.hooks(args, task_vars)
+        return follow(args, self._task.check_mode, lambda: connect(Login(args)), Display().display, **hooks)

@@ -132,7 +132,7 @@ class IsoHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         token = self.server.conf["token"]  # type: ignore[attr-defined]
-        logging.info(f"{self.client_address[0]} {format % args}".replace(token, "(secret)"))
+        logging.info("%s %s", self.client_address[0], (format % args).replace(token, "(secret)"))
 
 
 class IsoServer(ThreadingHTTPServer):
@@ -195,7 +195,7 @@ def main(argv: list | None = None) -> int:
     for path in (args.pidfile, args.token_file):
         with contextlib.suppress(OSError):
             os.remove(path)
-    logging.info(f"exit: {why or 'stopped'}")
+    logging.info("exit: %s", why or "stopped")
     return 0
 
 
