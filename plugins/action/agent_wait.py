@@ -8,37 +8,23 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Login
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.engine import AGENT_WAIT_OPTIONS, follow
+from ansible_collections.openshift_agent.day2.plugins.plugin_utils.action import Day2Action
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(Day2Action):
     OPTIONS = AGENT_WAIT_OPTIONS
+    ARGUMENT_SPEC = dict(copy.deepcopy(AUTH_ARG_SPEC), **OPTIONS)
     NAME = "agent_wait"
 
     def hooks(self, params: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
-        spec = copy.deepcopy(AUTH_ARG_SPEC)
-        spec.update(self.OPTIONS)
-        _validated, params = self.validate_argument_spec(argument_spec=spec)
-        try:
-            hooks = {} if self._task.check_mode else self.hooks(params, task_vars or {})
-            result.update(
-                follow(params, self._task.check_mode, lambda: connect(Login(params)), Display().display, **hooks)
-            )
-        except Day2Error as error:
-            result.update(error.result, failed=True, msg=f"{self.NAME}: {error.message}")
-        return result
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        hooks = {} if self._task.check_mode else self.hooks(args, task_vars)
+        return follow(args, self._task.check_mode, lambda: connect(Login(args)), Display().display, **hooks)

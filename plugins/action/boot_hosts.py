@@ -11,42 +11,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import BOOT_METHODS, Bmc, login
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import BOOT_METHODS, Bmc
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-
-ARGUMENT_SPEC = {
-    "method": {"type": "str", "default": "manual", "choices": list(BOOT_METHODS)},
-    "hosts": {"type": "list", "elements": "dict", "required": True},
-    "artifacts": {"type": "list", "elements": "dict", "default": []},
-    "standing": {"type": "dict", "default": {}},
-    "image_url": {"type": "str", "default": "", "no_log": True},
-    "image_url_shown": {"type": "str", "default": ""},
-    "verify_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "str", "default": ""},
-    "timeout": {"type": "int", "default": 60},
-    "inspect": {"type": "bool", "default": False},
-}
-
+from ansible_collections.openshift_agent.day2.plugins.plugin_utils.action import Day2Action
 
 # Hosts the plan finds installed: booting them again would reinstall them.
 INSTALLED = {"joined": "its Node is Ready", "half-joined": "its Node exists; its certificates are approved next"}
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(Day2Action):
+    NAME = "boot_hosts"
+    ARGUMENT_SPEC = {
+        "method": {"type": "str", "default": "manual", "choices": list(BOOT_METHODS)},
+        "hosts": {"type": "list", "elements": "dict", "required": True},
+        "artifacts": {"type": "list", "elements": "dict", "default": []},
+        "standing": {"type": "dict", "default": {}},
+        "image_url": {"type": "str", "default": "", "no_log": True},
+        "image_url_shown": {"type": "str", "default": ""},
+        "verify_certs": {"type": "bool", "default": True},
+        "ca_path": {"type": "str", "default": ""},
+        "timeout": {"type": "int", "default": 60},
+        "inspect": {"type": "bool", "default": False},
+    }
 
-    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
-        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        task_vars, redfish = task_vars or {}, args["method"] == "redfish"
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         if args["inspect"]:
-            return dict(result, **self._inspect(args, task_vars))
-        hosts, lines = [], []
+            return self._inspect(args, task_vars)
+        hosts, lines, redfish = [], [], args["method"] == "redfish"
         for host in args["hosts"]:
             stands = (args["standing"].get(str(host["name"]).lower()) or {}).get("agent") or {}
             where = f" at {stands['stage']}" if stands.get("stage") else ""
@@ -81,35 +72,28 @@ class ActionModule(ActionBase):
                 booted.append(host["name"])
                 lines.append(f"{host['name']}: booted from {shown or 'the ISO'} through its BMC {bmc.baseuri}")
         except Day2Error as error:
-            return dict(result, failed=True, msg=f"boot_hosts: {error.message}", booted=booted)
-        return dict(result, changed=bool(booted), booted=booted, msg=lines)
+            raise Day2Error(error.message, {"booted": booted}) from error
+        return {"changed": bool(booted), "booted": booted, "msg": lines}
 
     def _bmc(self, host: dict[str, Any], args: dict[str, Any], task_vars: dict[str, Any]) -> Bmc:
-        def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            return self._execute_module(name, module_args=arguments, task_vars=task_vars)
-
-        credentials = login(host, task_vars["hostvars"], args["verify_certs"], args["ca_path"], args["timeout"])
-        return Bmc(host["name"], host.get("bmc") or {}, credentials, run_module, str(host.get("source") or "inventory"))
+        return self.bmc(host, task_vars, args["verify_certs"], args["ca_path"], args["timeout"])
 
     def _inspect(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """Preflight: every BMC asked about its system, virtual CD and boot override with its login (GET requests
         only, in check mode too), before anything is written; every refusal at once."""
         lines, problems = [], []
-        for host in args["hosts"] if args["method"] == "redfish" else []:
+        redfish = args["method"] == "redfish"
+        for host in (host for host in args["hosts"] if redfish and host.get("state") not in INSTALLED):
             try:
-                media = self._bmc(host, args, task_vars).inspect() if host.get("state") not in INSTALLED else None
+                media = self._bmc(host, args, task_vars).inspect()
             except Day2Error as error:
                 problems.append(error.message)
                 continue
-            held = " (holds a medium)" if media and media.cd.get("Image") else ""
-            lines += (
-                [
-                    f"{host['name']}: its BMC answers: system {media.system_uri} (power {media.power}), virtual CD "
-                    f"{media.cd.get('Id') or '?'}{held}"
-                ]
-                if media
-                else []
+            held = " (holds a medium)" if media.cd.get("Image") else ""
+            lines.append(
+                f"{host['name']}: its BMC answers: system {media.system_uri} (power {media.power}), virtual CD "
+                f"{media.cd.get('Id') or '?'}{held}"
             )
         if problems:
-            return {"failed": True, "changed": False, "msg": "boot_hosts: " + "; ".join(problems), "problems": problems}
+            raise Day2Error("; ".join(problems), {"changed": False, "problems": problems})
         return {"changed": False, "msg": lines}

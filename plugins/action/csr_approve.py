@@ -6,11 +6,13 @@ host's progress as it happens. Besides the loop it ejects a host's virtual CD on
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+
 from ansible_collections.openshift_agent.day2.plugins.action.agent_wait import ActionModule as FollowAction
-from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import Bmc, login
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.engine import CSR_APPROVE_OPTIONS
 
 
@@ -22,6 +24,7 @@ class ActionModule(FollowAction):
         bmc_ca_path={"type": "str", "default": ""},
         redfish_timeout={"type": "int", "default": 60},
     )
+    ARGUMENT_SPEC = dict(copy.deepcopy(AUTH_ARG_SPEC), **OPTIONS)
     NAME = "csr_approve"
 
     def hooks(self, params: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -39,12 +42,5 @@ class ActionModule(FollowAction):
         """Eject the virtual CD the boot step inserted, through the host's BMC (``_boot/redfish.py``)."""
         if host is None:
             return "its virtual CD is not ours to eject (not booted through Redfish in this run)"
-        credentials = login(
-            host, task_vars["hostvars"], params["bmc_verify_certs"], params["bmc_ca_path"], params["redfish_timeout"]
-        )
-        return Bmc(
-            host["name"],
-            host.get("bmc") or {},
-            credentials,
-            lambda name, arguments: self._execute_module(name, module_args=arguments, task_vars=task_vars),
-        ).eject()
+        bmc = self.bmc(host, task_vars, params["bmc_verify_certs"], params["bmc_ca_path"], params["redfish_timeout"])
+        return bmc.eject()

@@ -398,8 +398,7 @@ import copy
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import run_step
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import IMAGE_HOST_OPTIONS
 
@@ -427,11 +426,7 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    try:
-        result = build.run(module)
-    except Day2Error as error:
-        fail(module, "day2_iso", error)
-    finish(module, result)
+    run_step(module, "day2_iso", build.run)
 
 
 if __name__ == "__main__":

@@ -178,8 +178,7 @@ message:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import run_step
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.iso import iso_info
 
 ARGUMENT_SPEC = {
@@ -190,11 +189,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = iso_info(module.params["path"], module.params["min_validity"])
-    except Day2Error as error:
-        fail(module, "iso_info", error)
-    finish(module, result)
+    run_step(module, "iso_info", lambda module: iso_info(module.params["path"], module.params["min_validity"]))
 
 
 if __name__ == "__main__":

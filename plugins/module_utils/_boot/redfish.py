@@ -22,6 +22,7 @@ CD once the disk is written, making sure the next boot is the disk.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from typing import Any, Callable
@@ -106,18 +107,11 @@ def bmc_endpoint(address: str) -> tuple[str, str]:
     return base, parts.path.rstrip("/") if _SYSTEM_PATH.match(parts.path) else ""
 
 
-def without_userinfo(address: str) -> str:
-    """The address as a message may show it: a user and password inside it are replaced."""
-    return re.sub(r"(://)[^/@]*@", r"\1(not shown)@", address)
-
-
 def is_http_url(value: Any) -> bool:
-    if not isinstance(value, str) or not re.match(r"^https?://", value, re.IGNORECASE):
-        return False
-    try:
-        return _valid_host(urlsplit(value).hostname or "")
-    except ValueError:
-        return False
+    if isinstance(value, str) and re.match(r"^https?://", value, re.IGNORECASE):
+        with contextlib.suppress(ValueError):  # a port or IPv6 address that does not parse
+            return _valid_host(urlsplit(value).hostname or "")
+    return False
 
 
 def check_boot_settings(boot_method: Any, iso_url: Any, problems: Problems, serve_iso: bool = False) -> bool:
@@ -146,8 +140,8 @@ def check_bmc(host: str, settings: dict[str, Any], problems: Problems) -> dict[s
     try:
         base, system_path = bmc_endpoint(address) if address else ("", "")
         endpoint = {"bmc_base_url": base, "bmc_system_path": system_path} if address else {}
-    except ValueError as error:
-        problems.add(host, "bmc_address", without_userinfo(address), *error.args)
+    except ValueError as error:  # shown without a user and password it may hold
+        problems.add(host, "bmc_address", re.sub(r"(://)[^/@]*@", r"\1(not shown)@", address), *error.args)
     if not address:
         what = "is not set, but the host is booted through Redfish"
         problems.add(host, "bmc_address", settings.get("bmc_address"), what, fix)

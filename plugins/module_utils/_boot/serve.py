@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import email.utils
 import json
+import logging
 import os
 import re
 import signal
@@ -31,62 +31,50 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CHUNK = 1 << 20
+NOT_FOUND = b"not found\n"
 WATCH_SECONDS = 0.5
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     """(first, last) of a single satisfiable byte range; None for no (or an ignored) range; raises ValueError
     for a range that cannot be satisfied."""
-    if not header:
-        return None
-    header = header.strip()
-    if "," in header:
-        return None  # several ranges: the whole file
-    match = _RANGE.match(header.replace(" ", ""))
-    if not match or (not match.group(1) and not match.group(2)):
-        return None  # not a byte range this server knows: ignored
+    match = _RANGE.match((header or "").strip().replace(" ", ""))
+    if not match or match.groups() == ("", ""):
+        return None  # no range, several ranges (a comma) or not a byte range this server knows: the whole file
     first_text, last_text = match.groups()
-    if not first_text:  # the last N bytes
-        length = int(last_text)
-        if length == 0 or size == 0:
-            raise ValueError("empty suffix range")
-        return max(0, size - length), size - 1
-    first = int(first_text)
-    last = int(last_text) if last_text else size - 1
-    if first >= size or (last_text and last < first):
+    if not first_text:  # the last N bytes; none (N = 0, or an empty file) cannot be satisfied
+        first, last = max(0, size - int(last_text)), size - 1
+    else:
+        first, last = int(first_text), int(last_text) if last_text else size - 1
+    if first >= size or last < first:
         raise ValueError("range outside the file")
     return first, min(last, size - 1)
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), None when it cannot be read."""
+    with contextlib.suppress(OSError, IndexError), open("/proc/%d/stat" % pid) as handle:
+        return handle.read().rsplit(")", 1)[1].split()
+    return None
+
+
 def process_alive(pid: int, start_time: str | None) -> bool:
     """Whether ``pid`` still runs (not a zombie) and is the process that had ``start_time`` (Linux /proc)."""
-    stat_path = "/proc/%d/stat" % pid
     if os.path.exists("/proc/self/stat"):
-        try:
-            with open(stat_path) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return False
-        if fields[0] in ("Z", "X"):
-            return False
-        return start_time is None or fields[19] == start_time
+        fields = _stat(pid)
+        return fields is not None and fields[0] not in ("Z", "X") and start_time in (None, fields[19])
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    except OSError as error:
+        return isinstance(error, PermissionError)  # someone else's process still runs
     return True
 
 
 def start_time_of(pid: int) -> str | None:
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[19] if fields else None
 
 
 class IsoHandler(BaseHTTPRequestHandler):
@@ -94,104 +82,67 @@ class IsoHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 300  # seconds a connection may stay idle
 
-    def _not_allowed(self) -> None:
-        self.send_response(405)
-        self.send_header("Allow", "GET, HEAD")
-        self.send_header("Content-Length", "0")
+    def _answer(self, status: int, headers: dict[str, str], length: int = 0) -> None:
+        self.send_response(status)
+        for name, value in dict(headers, **{"Content-Length": str(length)}).items():
+            self.send_header(name, value)
         self.end_headers()
+
+    def _not_allowed(self) -> None:
+        self._answer(405, {"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
-    def do_HEAD(self) -> None:
-        self._serve(body=False)
-
     def do_GET(self) -> None:
-        self._serve(body=True)
-
-    def _serve(self, body: bool) -> None:
+        """GET and HEAD of the one path: the whole file or one range of it."""
         conf = self.server.conf  # type: ignore[attr-defined]
         if self.path.split("?", 1)[0] != conf["path"]:
-            self._plain(404, b"not found\n")
+            self._answer(404, {"Content-Type": "text/plain"}, len(NOT_FOUND))
+            if self.command != "HEAD":
+                self.wfile.write(NOT_FOUND)
             return
         size = os.path.getsize(conf["file"])
         mtime = os.path.getmtime(conf["file"])
-        etag = f'"{int(mtime):x}-{size:x}"'
+        etag, modified = f'"{int(mtime):x}-{size:x}"', self.date_time_string(mtime)
         try:
             wanted = parse_range(self.headers.get("Range"), size)
         except ValueError:
-            self.send_response(416)
-            self.send_header("Content-Range", "bytes */%d" % size)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._answer(416, {"Content-Range": "bytes */%d" % size})
             return
         if_range = self.headers.get("If-Range")
-        if wanted is not None and if_range and if_range not in (etag, email.utils.formatdate(mtime, usegmt=True)):
+        if wanted is not None and if_range and if_range not in (etag, modified):
             wanted = None
         first, last = wanted if wanted is not None else (0, size - 1)
-        self.send_response(206 if wanted is not None else 200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", email.utils.formatdate(mtime, usegmt=True))
+        headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", "ETag": etag}
+        headers["Last-Modified"] = modified
         if wanted is not None:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
-        self.send_header("Content-Length", str(max(0, last - first + 1)))
-        self.end_headers()
-        if not body:
-            return
-        with open(conf["file"], "rb") as handle:
-            handle.seek(first)
-            left = last - first + 1
-            while left > 0:
-                chunk = handle.read(min(CHUNK, left))
-                if not chunk:
-                    break
-                self.wfile.write(chunk)
-                left -= len(chunk)
+            headers["Content-Range"] = "bytes %d-%d/%d" % (first, last, size)
+        self._answer(206 if wanted is not None else 200, headers, max(0, last - first + 1))
+        if self.command != "HEAD" and size:
+            with open(conf["file"], "rb") as handle:
+                self.connection.sendfile(handle, first, last - first + 1)
 
-    def _plain(self, status: int, text: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(text)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(text)
+    do_HEAD = do_GET
 
     def log_request(self, code: object = "-", size: object = "-") -> None:
         conf = self.server.conf  # type: ignore[attr-defined]
         where = "ISO" if self.path.split("?", 1)[0] == conf["path"] else "other path"
-        self.log_message(
-            "%s %s range=%s status=%s",
-            self.command,
-            where,
-            self.headers.get("Range", "-") if self.headers else "-",
-            code,
-        )
+        asked = self.headers.get("Range", "-") if self.headers else "-"
+        self.log_message("%s %s range=%s status=%s", self.command, where, asked, code)
 
     def log_message(self, format: str, *args: object) -> None:
-        conf = self.server.conf  # type: ignore[attr-defined]
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.client_address[0]} {format % args}\n"
-        with conf["log_lock"]:
-            conf["log"].write(line.replace(conf["token"], "(secret)"))
-            conf["log"].flush()
+        token = self.server.conf["token"]  # type: ignore[attr-defined]
+        logging.info("%s %s", self.client_address[0], (format % args).replace(token, "(secret)"))
 
 
 class IsoServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], conf: dict, context: ssl.SSLContext | None) -> None:
+    def __init__(self, address: tuple[str, int], conf: dict) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.conf = conf
-        self.context = context
         super().__init__(address, IsoHandler)
-
-    def get_request(self) -> tuple[socket.socket, object]:
-        connection, client = super().get_request()
-        if self.context is not None:
-            # The handshake happens in the request's own thread, at its first read: a slow client blocks no one.
-            connection = self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
-        return connection, client
 
 
 def _arguments(argv: list | None = None) -> argparse.Namespace:
@@ -201,12 +152,12 @@ def _arguments(argv: list | None = None) -> argparse.Namespace:
     parser.add_argument("--token-file", required=True, help="a file holding the secret path segment (read, kept)")
     parser.add_argument("--bind", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--cert")
+    parser.add_argument("--cert", help="with --key: HTTPS (empty: plain HTTP)")
     parser.add_argument("--key")
     parser.add_argument("--pidfile", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--watch-pid", type=int, required=True)
-    parser.add_argument("--watch-start")
+    parser.add_argument("--watch-start", help="its start time in /proc/<pid>/stat (empty: unknown)")
     parser.add_argument("--max-seconds", type=float, default=7200)
     return parser.parse_args(argv)
 
@@ -215,48 +166,36 @@ def main(argv: list | None = None) -> int:
     args = _arguments(argv)
     with open(args.token_file) as handle:
         token = handle.read().strip()
-    context = None
+    logging.basicConfig(filename=args.log, format="%(asctime)s %(message)s", datefmt=TIME_FORMAT, level=logging.INFO)
+    conf = {"file": args.file, "path": f"/{token}/{args.name}", "token": token}
+    server = IsoServer((args.bind.strip("[]"), args.port), conf)
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key or None)
-    log = open(args.log, "a")  # noqa: SIM115 - open for the whole life of the server, closed at its end
-    conf = {
-        "file": args.file,
-        "path": f"/{token}/{args.name}",
-        "token": token,
-        "log": log,
-        "log_lock": threading.Lock(),
-    }
-    server = IsoServer((args.bind.strip("[]"), args.port), conf, context)
+        # Each accepted connection is wrapped alike; its handshake happens in the request's own thread, at its first
+        # read: a slow client blocks no one.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     stop = threading.Event()
-
-    def _stop(*_args: object) -> None:
-        stop.set()
-
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, _stop)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
+        signal.signal(signum, lambda *_args: stop.set())
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     temporary = args.pidfile + ".tmp"
     with open(temporary, "w") as handle:
         json.dump({"pid": os.getpid(), "port": server.server_address[1], "started": time.time()}, handle)
     os.replace(temporary, args.pidfile)
     deadline = time.monotonic() + args.max_seconds
-    why = "stopped"
-    while not stop.wait(WATCH_SECONDS):
-        if not process_alive(args.watch_pid, args.watch_start):
+    why = ""
+    while not why and not stop.wait(WATCH_SECONDS):
+        if not process_alive(args.watch_pid, args.watch_start or None):
             why = "the run (pid %d) is gone" % args.watch_pid
-            break
-        if time.monotonic() > deadline:
+        elif time.monotonic() > deadline:
             why = f"served for its maximum of {args.max_seconds:.0f} s"
-            break
     server.shutdown()
     server.server_close()
     for path in (args.pidfile, args.token_file):
         with contextlib.suppress(OSError):
             os.remove(path)
-    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} exit: {why}\n")
-    log.close()
+    logging.info("exit: %s", why or "stopped")
     return 0
 
 

@@ -41,9 +41,7 @@ def parse_address(address: str) -> tuple[str, int]:
         port_text = rest[1:] if rest.startswith(":") else rest
     elif address.count(":") == 1:
         host, port_text = address.split(":")
-    elif ":" in address:  # a bare IPv6 address
-        host, port_text = address, ""
-    else:
+    else:  # a host alone, or a bare IPv6 address
         host, port_text = address, ""
     if port_text and (not port_text.isdigit() or not 0 <= int(port_text) <= 65535):
         raise ValueError(f'the port "{port_text}" is not a number from 0 to 65535')
@@ -53,43 +51,30 @@ def parse_address(address: str) -> tuple[str, int]:
 def route_source(targets: list[str]) -> str | None:
     """The controller's address towards the first of ``targets`` (BMC URLs) that routes (no packet is sent)."""
     for target in targets:
-        try:
-            host = urlsplit(target).hostname or ""
-        except ValueError:
-            continue
-        if not host:
-            continue
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as probe:
-                probe.connect((host, 9))
-                return str(probe.getsockname()[0])
-        except OSError:
-            continue
+        with contextlib.suppress(OSError, ValueError):  # not a URL, or no route to its host
+            host = urlsplit(target).hostname
+            if host:
+                with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                    probe.connect((host, 9))
+                    return str(probe.getsockname()[0])
     return None
 
 
-def url_host(bind: str, bmc_urls: list[str]) -> str:
-    """The address the server listens on and the BMCs download from: the one given, else (none, or every address
-    given) the controller's address that routes to the BMCs. Never every address: the ISO holds the pull secret."""
-    if bind not in ("", "0.0.0.0", "::"):
-        return bind
-    source = route_source(bmc_urls)
-    if source is None:
-        raise ServeError(
-            f"iso_serve: no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
-            "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
-        )
-    return source
-
-
 def listen_address(address: str, bmc_urls: list[str]) -> tuple[str, int]:
-    """The one address and the port (0: any free one) the server listens on."""
+    """The one address and the port (0: any free one) the server listens on and the BMCs download from: the address
+    given, else (none, or every address given) the controller's address that routes to the BMCs. Never every
+    address: the ISO holds the pull secret."""
     try:
         bind, port = parse_address(address)
     except ValueError as error:
-        raise ServeError(f"iso_serve: address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
-    return url_host(bind, bmc_urls), port
+        raise ServeError(f"address {address}: {error}; write host:port, e.g. 192.168.111.1:8080")
+    source = bind if bind not in ("", "0.0.0.0", "::") else route_source(bmc_urls)
+    if source is None:
+        raise ServeError(
+            f"no address of this controller routes to the BMCs ({', '.join(bmc_urls or ['none'])}); set "
+            "day2_serve_address to the controller's address on the BMC network, e.g. 192.168.111.1:8080"
+        )
+    return source, port
 
 
 def _bracket(host: str) -> str:
@@ -97,11 +82,9 @@ def _bracket(host: str) -> str:
 
 
 def read_pidfile(pidfile: str) -> dict[str, Any] | None:
-    try:
-        with open(pidfile) as handle:
-            return dict(json.load(handle))
-    except (OSError, ValueError):
-        return None
+    with contextlib.suppress(OSError, ValueError), open(pidfile) as handle:
+        return dict(json.load(handle))
+    return None
 
 
 def start(
@@ -117,27 +100,22 @@ def start(
     """Start a server for ``iso``; return url (holding the secret path), display_url (without it), pid, pidfile,
     log and address. A server of an earlier run of this work directory is stopped first."""
     if not os.path.isfile(iso):
-        raise ServeError(f"iso_serve: path {iso} is not a file; build the ISO first (the image step)")
+        raise ServeError(f"path {iso} is not a file; build the ISO first (the image step)")
     if bool(cert) != bool(key):
-        raise ServeError("iso_serve: tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
+        raise ServeError("tls_cert and tls_key go together (HTTPS); give both, or neither (HTTP)")
     host, port = listen_address(address, bmc_urls)
     pidfile = os.path.join(workdir, "iso-serve.pid")
     stop(pidfile)
     token_file = os.path.join(workdir, "iso-serve.token")
     token = secrets.token_urlsafe(24)
-    descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
+    with open(token_file, "w", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
         handle.write(token)
     log = os.path.join(workdir, "iso-serve.log")
     name = os.path.basename(iso)
     command = [sys.executable, SERVE_PROGRAM, "--file", iso, "--name", name, "--token-file", token_file]
-    command += ["--bind", host, "--port", str(port), "--pidfile", pidfile, "--log", log]
-    command += ["--watch-pid", str(watch_pid), "--max-seconds", str(max_seconds)]
-    watch_start = start_time_of(watch_pid)
-    if watch_start:
-        command += ["--watch-start", watch_start]
-    if cert:
-        command += ["--cert", cert, "--key", key]
+    command += ["--bind", host, "--port", str(port), "--pidfile", pidfile, "--log", log, "--cert", cert, "--key", key]
+    command += ["--watch-pid", str(watch_pid), "--watch-start", start_time_of(watch_pid) or ""]
+    command += ["--max-seconds", str(max_seconds)]
     with open(log, "ab") as errors:
         # Controller side (the iso_serve action plugin), not a module: there is no AnsibleModule.run_command, and
         # the server must outlive this call in its own session.
@@ -153,26 +131,24 @@ def start(
     while time.monotonic() < deadline:
         info = read_pidfile(pidfile)
         if info and info.get("pid") == process.pid:
-            scheme = "https" if cert else "http"
-            base = "%s://%s:%d" % (scheme, _bracket(host), info["port"])
+            listening = "%s:%d" % (_bracket(host), info["port"])
+            base = f"{'https' if cert else 'http'}://{listening}"
             return {
                 "url": f"{base}/{token}/{name}",
                 "display_url": f"{base}/(secret)/{name}",
                 "pid": process.pid,
                 "pidfile": pidfile,
                 "log": log,
-                "address": "%s:%d" % (_bracket(host), info["port"]),
+                "address": listening,
             }
         if process.poll() is not None:
             raise ServeError(
-                f"iso_serve: the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "
+                f"the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "
                 f"{_tail(log)}; choose a free address and port in day2_serve_address"
             )
         time.sleep(0.05)
     process.kill()
-    raise ServeError(
-        f"iso_serve: the server on {_bracket(host)}:{port} did not start within {START_SECONDS:.0f} s; see {log}"
-    )
+    raise ServeError(f"the server on {_bracket(host)}:{port} did not start within {START_SECONDS:.0f} s; see {log}")
 
 
 def _tail(log: str) -> str:
@@ -189,37 +165,28 @@ def stop(pidfile: str, timeout: float = STOP_SECONDS) -> dict[str, Any]:
     info = read_pidfile(pidfile)
     if not info or not isinstance(info.get("pid"), int):
         return {"stopped": False, "pid": None}
-    pid = info["pid"]
-    if not _is_server(pid):
-        _remove(pidfile)
-        return {"stopped": False, "pid": pid}
+    pid, running = info["pid"], _is_server(info["pid"])
     try:
-        os.kill(pid, signal.SIGTERM)
+        if running:
+            os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        _remove(pidfile)
-        return {"stopped": False, "pid": pid}
+        running = False
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process_alive(pid, None):
+    while running and time.monotonic() < deadline and process_alive(pid, None):
         time.sleep(0.05)
-    if process_alive(pid, None):
+    if running and process_alive(pid, None):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    _remove(pidfile)
-    _remove(os.path.join(os.path.dirname(pidfile), "iso-serve.token"))
-    return {"stopped": True, "pid": pid}
+    for path in (pidfile, os.path.join(os.path.dirname(pidfile), "iso-serve.token")) if running else (pidfile,):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+    return {"stopped": running, "pid": pid}
 
 
 def _is_server(pid: int) -> bool:
     """Whether ``pid`` is a running serve.py (a stale pidfile may name a pid now used by something else)."""
     if not process_alive(pid, None):
         return False
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return SERVE_PROGRAM.encode() in handle.read()
-    except OSError:
-        return os.path.exists("/proc/self") is False  # no /proc: trust the pidfile
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
+    with contextlib.suppress(OSError), open("/proc/%d/cmdline" % pid, "rb") as handle:
+        return SERVE_PROGRAM.encode() in handle.read()
+    return not os.path.exists("/proc/self")  # no /proc: trust the pidfile

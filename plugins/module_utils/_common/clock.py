@@ -39,9 +39,9 @@ def parse_rfc3339(text: str | None) -> datetime.datetime | None:
     if not match:
         raise ValueError(f"{text!r} is not an RFC 3339 timestamp")
     day, clock, fraction, offset = match.groups()
-    micro = (fraction or "0")[:6].ljust(6, "0")
-    zone = "+0000" if not offset or offset in "Zz" else offset.replace(":", "")
-    return datetime.datetime.strptime(f"{day}T{clock}.{micro}{zone}", "%Y-%m-%dT%H:%M:%S.%f%z")
+    # %f takes 1 to 6 digits; %z takes Z and +hh:mm (Python 3.7+).
+    stamp = f"{day}T{clock}.{(fraction or '0')[:6]}{(offset or 'Z').upper()}"
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
 def as_utc(value: Any) -> datetime.datetime | None:

@@ -117,14 +117,12 @@ def call(
     retryable: Callable[[Attempt], bool] | None = None,
     sleep: Callable[[float], Any] = time.sleep,
     rand: Callable[[], float] = random.random,
-    on_retry: Callable[[int, Attempt, float], Any] | None = None,
 ) -> T:
     """``function()`` under ``policy``.
 
     ``classify(error)`` returns the Attempt of an error the policy may look at, None for an error that is passed
     on at once. ``retryable(attempt)`` (default: ``is_transient(attempt.status)``) decides whether the error
-    is tried again. The last error is raised when the tries or the waiting budget are used up. ``on_retry(retry,
-    attempt, wait)`` is told before each wait.
+    is tried again. The last error is raised when the tries or the waiting budget are used up.
     """
     decide = retryable or (lambda attempt: is_transient(attempt.status))
     waited, retry = 0.0, 0
@@ -139,8 +137,6 @@ def call(
             wait = policy.backoff(retry, attempt.retry_after, rand)
             if retry >= policy.attempts or waited + wait > policy.budget:
                 raise
-            if on_retry:
-                on_retry(retry, attempt, wait)
             sleep(wait)
             waited += wait
 
@@ -208,9 +204,9 @@ def _attempt(error: BaseException) -> Attempt | None:
 
 
 class ApiClient:
-    """Reads and writes objects by path, one HTTP request per try; ``calls`` counts the tries, ``retries`` the
-    tries that repeated one after a transient failure: reads and deletes after any, writes after a 429 only;
-    :meth:`create` and :meth:`update_fresh` make the other writes safe to repeat."""
+    """Reads and writes objects by path, one HTTP request per try (``calls`` counts them), repeated after a
+    transient failure: reads and deletes after any, writes after a 429 only; :meth:`create` and
+    :meth:`update_fresh` make the other writes safe to repeat."""
 
     # Repeated after any transient failure: reads (get, list, watch), delete (404 when done: delete() takes it).
     IDEMPOTENT = ("GET", "HEAD", "DELETE")
@@ -222,7 +218,7 @@ class ApiClient:
         # The kubernetes client's configuration (host, credentials, TLS), for the exec WebSocket.
         self.configuration: Any = getattr(dynamic_client, "configuration", None)
         self.api_url: str = getattr(self.configuration, "host", "?")
-        self.calls = self.retries = 0
+        self.calls = 0
 
     def _once(self, method: str, target: Target, body: Any, raw: bool, params: dict[str, Any]) -> Any:
         self.calls += 1
@@ -235,10 +231,7 @@ class ApiClient:
         return data if raw else (json.loads(data) if data else None)
 
     def _call(self, function: Callable[[], T], retryable: Callable[[Attempt], bool] | None = None) -> T:
-        def counted(_retry: int, _attempt: Attempt, _wait: float) -> None:
-            self.retries += 1
-
-        return call(function, self.policy, _attempt, retryable, self._sleep, on_retry=counted)
+        return call(function, self.policy, _attempt, retryable, self._sleep)
 
     def request(self, method: str, target: Target, body: Any = None, raw: bool = False, **params: Any) -> Any:
         """One API request, repeated under the policy; a JSON answer is decoded, ``raw`` returns the text.

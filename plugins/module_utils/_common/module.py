@@ -6,11 +6,9 @@ clean up when it is stopped.
 A module's ``main()`` is::
 
     module = AnsibleK8SModule(argument_spec=..., supports_check_mode=True)
-    try:
-        result = some_step.run(module)
-    except Day2Error as error:
-        fail(module, "module_name", error)
-    finish(module, result)
+    run_step(module, "module_name", some_step.run)
+
+(:func:`run_step` is the one ``except Day2Error``: :func:`fail` or :func:`finish`.)
 
 SIGTERM (and SIGHUP) in a module's process become an exception, so that the work in progress cleans up: a stopped
 playbook (a CI job cancelled, ``kill`` of the process tree, a closed terminal) sends SIGTERM or SIGHUP to the
@@ -28,7 +26,7 @@ import contextlib
 import signal
 from collections.abc import Iterator
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 
@@ -40,9 +38,7 @@ def hide(module: Any, *values: Any) -> None:
     that knows it.
     """
     owner = getattr(module, "_module", module)
-    for value in values:
-        if value:
-            owner.no_log_values.add(str(value))
+    owner.no_log_values.update(str(value) for value in values if value)
 
 
 def _warn_all(module: Any, result: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +58,15 @@ def fail(module: Any, name: str, error: Day2Error) -> NoReturn:
     """Fail with the error's message (prefixed with the module's name) and its partial result."""
     module.fail_json(msg="%s: %s" % (name, error.message), **_warn_all(module, error.result))
     raise SystemExit(1)  # fail_json exits; this only tells type checkers so
+
+
+def run_step(module: Any, name: str, step: Callable[[Any], dict[str, Any]]) -> NoReturn:
+    """Finish with ``step(module)``'s result, or fail with its Day2Error."""
+    try:
+        result = step(module)
+    except Day2Error as error:
+        fail(module, name, error)
+    finish(module, result)
 
 
 class Login:

@@ -5,6 +5,7 @@ every connection the run makes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import traceback
@@ -30,21 +31,17 @@ def parse_ip(value: Any, version: int | None = None) -> Any:
     if not isinstance(value, str):
         return None
     for candidate in (version,) if version else (4, 6):
-        try:
+        with contextlib.suppress(netaddr.AddrFormatError, ValueError, TypeError):
             return netaddr.IPAddress(value.strip(), candidate, flags=netaddr.INET_PTON)
-        except (netaddr.AddrFormatError, ValueError, TypeError):
-            continue
     return None
 
 
 def parse_network(value: Any) -> Any:
     """A ``netaddr.IPNetwork`` for a CIDR text, or None."""
-    if not isinstance(value, str) or "/" not in value:
-        return None
-    try:
-        return netaddr.IPNetwork(value.strip())  # netaddr 1.x refuses short forms ("10.1/8") itself
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        return None
+    if isinstance(value, str) and "/" in value:
+        with contextlib.suppress(netaddr.AddrFormatError, ValueError, TypeError):
+            return netaddr.IPNetwork(value.strip())  # netaddr 1.x refuses short forms ("10.1/8") itself
+    return None
 
 
 def normalize_mac(value: Any) -> str | None:

@@ -15,7 +15,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.openshift_agent.day2.plugins.action import agent_wait as agent_wait_action
 from ansible_collections.openshift_agent.day2.plugins.action import csr_approve as csr_approve_action
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import engine
 from ansible_collections.openshift_agent.day2.plugins.modules import csr_approve as csr_approve_docs
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.agent_fakes import TOKEN, free_port
@@ -265,6 +265,38 @@ def test_csr_approve_ejects_only_the_hosts_it_was_given(monkeypatch):
 def test_a_virtual_cd_that_is_not_ours_is_left_alone():
     face = action(csr_approve_action.ActionModule, {})
     assert face._eject(None, {}, {}) == "its virtual CD is not ours to eject (not booted through Redfish in this run)"
+
+
+def test_the_eject_reaches_the_bmc_as_the_boot_did_and_names_an_agent_config_hosts_field_as_its_file_does():
+    """plugin_utils/action.py ``bmc``: the login from the host's variables, the module run by this task, and a
+    refusal of an agent-config host named as its file names it (bmc.address), as boot_hosts does."""
+    face = action(csr_approve_action.ActionModule, {})
+    called = []
+
+    def execute_module(name, module_args=None, task_vars=None):
+        called.append((name, module_args, task_vars))
+        return {"failed": True, "msg": "connection refused"}
+
+    face._execute_module = execute_module
+    host = {
+        "name": "worker-0",
+        "bmc": {"bmc_base_url": "https://192.0.2.9", "bmc_system_path": ""},
+        "bmc_username": "admin",
+        "source": "/inventory/agent-config.yaml",
+    }
+    params = {"bmc_verify_certs": False, "bmc_ca_path": "/ca.pem", "redfish_timeout": 30}
+    task_vars = {"hostvars": {"worker-0": {"bmc_password": "secret"}}}
+    with pytest.raises(Day2Error) as caught:
+        face._eject(host, params, task_vars)
+    assert caught.value.message.startswith('host worker-0: field "bmc.address": the BMC at 192.0.2.9 refused')
+    assert caught.value.message.endswith("in /inventory/agent-config.yaml")
+    name, arguments, passed = called[0]
+    assert name == "community.general.redfish_info" and passed is task_vars
+    login = {k: arguments[k] for k in ("username", "password", "validate_certs", "ca_path", "timeout", "baseuri")}
+    assert login == {
+        "username": "admin", "password": "secret", "validate_certs": False, "ca_path": "/ca.pem", "timeout": 30,
+        "baseuri": "192.0.2.9",
+    }  # fmt: skip
 
 
 def test_the_faces_take_the_engines_options_and_csr_approve_its_documented_eject_options():

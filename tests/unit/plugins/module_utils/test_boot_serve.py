@@ -174,11 +174,11 @@ def test_refusals_name_the_fix(tmp_path, iso):
         watched.wait()
 
 
-def test_url_host_routes_to_the_bmcs():
-    assert server.url_host("192.168.111.1", []) == "192.168.111.1"
-    assert server.url_host("0.0.0.0", ["https://127.0.0.1:8000/redfish/v1"]) == "127.0.0.1"
+def test_listen_address_routes_to_the_bmcs():
+    assert server.listen_address("192.168.111.1", []) == ("192.168.111.1", 0)
+    assert server.listen_address("0.0.0.0:8080", ["https://127.0.0.1:8000/redfish/v1"]) == ("127.0.0.1", 8080)
     with pytest.raises(server.ServeError, match="set day2_serve_address"):
-        server.url_host("", [])
+        server.listen_address("", [])
 
 
 def _listening(port):
