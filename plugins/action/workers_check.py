@@ -21,7 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import agent_config as files
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import variables
-from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers
+from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import check_workers, connection_lines
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import workdir
@@ -117,6 +117,8 @@ class ActionModule(ActionBase):
             found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
             outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
             outcome["image"] = image
+            follow_from = str(given.settings.get("day2_follow_from") or "auto")
+            outcome["summary"] += connection_lines(args["cluster"], outcome["hosts"], follow_from)
             if left_alone:
                 outcome["ignored"]["(agent-config)"] = left_alone
         except Day2Error as error:

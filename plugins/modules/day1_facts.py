@@ -153,6 +153,13 @@ ansible_facts:
           description: External API URL (Infrastructure C(status.apiServerURL)).
           type: str
           sample: https://api.mycluster.example.com:6443
+        server_url:
+          description:
+            - The API server URL this controller talks to (the kubeconfig's or O(host)), which may differ from
+              RV(ansible_facts.day1_cluster.api_url) (a load balancer, a tunnel); the plan says whether a proxy is used
+              for it.
+          type: str
+          sample: https://api.mycluster.example.com:6443
         api_int_url:
           description: Internal API URL (Infrastructure C(status.apiServerInternalURI)).
           type: str

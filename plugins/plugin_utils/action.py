@@ -45,8 +45,15 @@ class Day2Action(ActionBase):
         """The BMC of ``host`` (a record of the plan), with its login read now (``redfish.login``), talked to
         through community.general's Redfish modules run from this task."""
 
-        def run_module(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            return self._execute_module(name, module_args=arguments, task_vars=task_vars)
+        def run_module(name: str, arguments: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
+            saved = self._task.environment  # the task's environment, with the module's proxy exceptions after it
+            if environment:
+                given = saved if isinstance(saved, list) else [saved] if saved else []
+                self._task.environment = [*given, environment]
+            try:
+                return self._execute_module(name, module_args=arguments, task_vars=task_vars)
+            finally:
+                self._task.environment = saved
 
         credentials = login(host, task_vars["hostvars"], verify, ca_path, timeout)
         return Bmc(host["name"], host.get("bmc") or {}, credentials, run_module, str(host.get("source") or "inventory"))

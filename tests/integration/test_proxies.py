@@ -28,6 +28,8 @@ def test_a_dead_proxy_with_a_cidr_no_proxy_reaches_everything_directly(lab_facto
     rc, output = run_playbook(PLAYBOOK, *redfish_args(lab, tmp_path / "work"), env=env)
     assert rc == 0, output[-6000:]
     assert_ready_nodes(lab, [h["name"] for h in lab.info["hosts"]])
+    flat = " ".join(output.split())  # the plan says where each connection goes, before anything is written
+    assert "Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY): directly: the API server, the BMC of extra-worker-0" in flat
 
 
 def test_a_bmc_behind_a_dead_proxy_is_found_before_any_write(lab_factory, tmp_path):

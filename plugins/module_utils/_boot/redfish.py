@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, proxy_for
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 
 BOOT_METHODS = ("manual", "redfish")
@@ -59,7 +60,8 @@ _SYSTEM_PATH = re.compile(r"^/redfish/v1/Systems/[^/]+/?$")
 PLAY = "(play)"
 NO_CD = ("offers no CD/DVD virtual media", "boot the host by hand (day2_boot_method=manual)")
 Json = dict[str, Any]
-Run = Callable[[str, Json], Json]  # runs a community.general module with its arguments, returns its result
+# Runs a community.general module with its arguments and more environment variables, returns its result.
+Run = Callable[[str, Json, dict[str, str]], Json]
 NOT_CD = ("None", "Hdd")  # boot override targets that do not start the installer again
 SYSTEM_FACTS = ["GetSystemInventory", "GetVirtualMedia", "GetBootOverride"]
 
@@ -213,6 +215,18 @@ def login(host: dict[str, Any], hostvars: Any, verify: bool, ca_path: str, timeo
     return dict(found, timeout=timeout, **({"ca_path": ca_path} if ca_path else {}))
 
 
+def module_environment(url: str) -> dict[str, str]:
+    """The environment that makes a community.general Redfish module go where ``net.proxy_for`` says: its open_url
+    reads HTTPS_PROXY and NO_PROXY through Python's urllib, which knows no CIDR
+    (urllib.request.proxy_bypass_environment), so a BMC that NO_PROXY names by a CIDR or ``address:port`` is added to
+    no_proxy literally."""
+    if proxy_for(url) is not None or not (os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY")):
+        return {}
+    listed = os.environ.get("no_proxy") or os.environ.get("NO_PROXY") or ""
+    value = ",".join(part for part in (listed, urlsplit(url).hostname) if part)
+    return {"no_proxy": value, "NO_PROXY": value}
+
+
 class Bmc:
     """One host's BMC. ``run(module, arguments)`` runs a community.general module and returns its result."""
 
@@ -229,13 +243,18 @@ class Bmc:
         return Day2Error(f'host {self.host}: field "{field}": the BMC at {self.baseuri} {what}; {fix}')
 
     def _call(self, module: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = self._run(module, dict(self.login, baseuri=self.baseuri, **arguments))
+        base = self.endpoint["bmc_base_url"]
+        outcome = self._run(module, dict(self.login, baseuri=self.baseuri, **arguments), module_environment(base))
         if not outcome.get("failed"):
             return outcome
         message = str(outcome.get("msg") or "no message")
         what = f"refused {module.rsplit('.', 1)[-1]} {arguments.get('command')}: {message}"
         if "401" in message or "403" in message:
             raise self.refuse("bmc_password", what, "check bmc_username and bmc_password against the BMC's accounts")
+        proxy = proxy_for(base)
+        if proxy:
+            what += f" (asked through the proxy {proxy} that HTTPS_PROXY names)"
+            raise self.refuse("bmc_address", what, "add the BMC to NO_PROXY to reach it directly, or fix the proxy")
         raise self.refuse("bmc_address", what, "check that this controller reaches the BMC over HTTPS (and Redfish)")
 
     def inspect(self) -> Media:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from typing import Any
 
@@ -44,7 +45,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._check.addres
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import in_file_words
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check.variables import PLAY, HostVariables
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac, proxy_for
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import is_control_plane
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
@@ -311,6 +312,32 @@ def _plan(records: list[Json], ignored: Json, cluster: Json, boot_method: str, p
     ]
     files = {key + "_hosts": names for key, names in play["from_files"].items()}
     return dict({"hosts": hosts, "joined": joined, "ignored": ignored, "summary": summary}, **files)
+
+
+FOLLOWED = {
+    "auto": "from this controller where it reaches a host (its agent and kubelet), else from inside the cluster",
+    "controller": "from this controller only (each host's agent on port 8090 and kubelet on 10250)",
+    "cluster": "from inside the cluster (node-joiner monitor-add-nodes): only the API server is reached from here",
+}
+PROXY_VARIABLES = ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY")
+
+
+def connection_lines(cluster: Json, hosts: list[Json], follow_from: str) -> list[str]:
+    """The plan's lines on where each connection of the run goes: where the installs are followed from, and with an
+    environment proxy set, which connections go through it (``net.proxy_for``, the one policy every connection
+    follows) and which go around it."""
+    lines = [f"Installs followed {FOLLOWED[follow_from]} (day2_follow_from {follow_from})"]
+    if not any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return lines
+    urls = {"the API server": str(cluster.get("server_url") or cluster.get("api_url") or "")}
+    urls.update((f"the BMC of {h['name']}", h["bmc"]["bmc_base_url"]) for h in hosts if h.get("bmc"))
+    if follow_from != "cluster":
+        urls.update((f"the agent of {h['name']}", f"http://{h['address']}:8090/") for h in hosts if h.get("address"))
+    ways: dict[str, list[str]] = {}
+    for what, url in urls.items():
+        ways.setdefault(f"through {proxy_for(url)}" if proxy_for(url) else "directly", []).append(what)
+    said = "; ".join(f"{way}: {', '.join(whats)}" for way, whats in ways.items())
+    return [*lines, f"Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY): {said}. NO_PROXY decides (CIDRs, domains allowed)"]
 
 
 def _macs(settings: dict[str, Any]) -> list[str]:

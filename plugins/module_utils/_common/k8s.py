@@ -420,6 +420,14 @@ def connect(
     """
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
+    params = getattr(module, "params", None)
+    environment_proxy = os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY")
+    if isinstance(params, dict) and environment_proxy and not params.get("proxy"):
+        # The API server follows the environment's proxy as oc does; the kubernetes client reads NO_PROXY as curl and
+        # Go do (kubernetes/client/rest.py should_bypass_proxies: CIDRs, host:port, domains).
+        no_proxy = params.get("no_proxy") or os.environ.get("no_proxy") or os.environ.get("NO_PROXY")
+        params.update(proxy=environment_proxy, no_proxy=no_proxy)
+
     def attempt() -> Any:
         try:
             return get_api_client(module=module)

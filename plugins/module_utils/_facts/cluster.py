@@ -237,6 +237,7 @@ def gather(module: Any, name: str = "day1_facts") -> dict[str, Any]:
     warnings (prefixed with the module's ``name``) as module warnings."""
     client = k8s.connect(module)[1]
     facts = build_facts(*read_objects(client), allow_upgrading=module.params["allow_upgrading"])
+    facts["server_url"] = client.api_url  # where this controller reaches the API server (the plan's proxy line)
     return {
         "changed": False,
         "ansible_facts": {"day1_cluster": facts},

@@ -175,7 +175,9 @@ def test_installed_after_is_parsed_per_host_and_checked():
 
 
 def action(cls, args, check_mode=False):
-    task = types.SimpleNamespace(args=args, check_mode=check_mode, async_val=0, action=cls.NAME, diff=False)
+    task = types.SimpleNamespace(
+        args=args, check_mode=check_mode, async_val=0, action=cls.NAME, diff=False, environment=None
+    )
     connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir="/nonexistent"))
     return cls(task, connection, None, None, None, None)
 

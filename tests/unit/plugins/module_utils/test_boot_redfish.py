@@ -144,7 +144,7 @@ def test_every_bmc_setting_is_needed_and_the_password_never_shown():
 def _bmc_answering(systems, source="inventory"):
     """A Bmc whose BMC answers redfish_info with ``systems`` (its Manager: no virtual media)."""
 
-    def run(module, arguments):
+    def run(module, arguments, environment):
         facts = systems if arguments["category"] == "Systems" else {"virtual_media": {"entries": []}}
         return {"redfish_facts": facts}
 

@@ -35,6 +35,7 @@ class FakeApi:
 
     def __init__(self, answers):
         self.answers = {TARGETS[key].path: answer for key, answer in answers.items()}
+        self.api_url = "https://127.0.0.1:6443"  # the kubeconfig's server
         self.calls = 0
         self.paths = []
 
@@ -98,6 +99,7 @@ def test_gather_is_the_module_result(monkeypatch):
     assert facts["supported"] is False and "cannot read the pull secret" in facts["unsupported_reasons"][0]
     assert facts["warnings"] and result["warnings"] == ["day1_facts: %s" % w for w in facts["warnings"]]
     assert facts["warnings"][0].startswith("Network.config.openshift.io cluster does not exist")
+    assert facts["server_url"] == "https://127.0.0.1:6443"
 
 
 def test_gather_passes_allow_upgrading_on(monkeypatch):

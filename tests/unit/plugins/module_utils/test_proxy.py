@@ -109,3 +109,20 @@ def test_a_dead_proxy_is_named_with_the_setting_that_goes_around_it(proxied):
     with pytest.raises(AgentRequestError, match=r"through the proxy http://127.0.0.1:9: set NO_PROXY to reach it"):
         agent("127.0.0.2").get("/clusters")
     assert kubelet_state("127.0.0.2", 10250, 1) is None  # CONNECT to the dead proxy fails: nothing answered
+
+
+def test_the_plan_says_which_connection_goes_through_the_proxy(proxied):
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._check.workers import connection_lines
+
+    hosts = [{"name": "w0", "address": "10.0.0.5", "bmc": {"bmc_base_url": "https://bmc.example.com"}}]
+    cluster = {"api_url": "https://api.lab.example.com:6443"}
+    assert connection_lines(cluster, hosts, "cluster") == [
+        "Installs followed from inside the cluster (node-joiner monitor-add-nodes): only the API server is reached "
+        "from here (day2_follow_from cluster)"
+    ]
+    proxied(".example.com")
+    lines = connection_lines(cluster, hosts, "auto")
+    assert lines[1] == (
+        "Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY): directly: the API server, the BMC of w0; through "
+        f"{PROXY}: the agent of w0. NO_PROXY decides (CIDRs, domains allowed)"
+    )
