@@ -17,7 +17,6 @@ from typing import Any, Callable
 import jinja2
 import jinja2.meta
 from ansible.errors import AnsibleError
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import agent_config as files
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import variables
@@ -26,6 +25,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_KEYS
+from ansible_collections.openshift_agent.day2.plugins.plugin_utils.action import Day2Action
 
 FILE_OPTIONS = ("agent_config", "nodes_config")  # the files of hosts
 ARGUMENT_SPEC = {
@@ -87,43 +87,36 @@ def _read(get: Callable[[Any], Any], key: Any) -> Any:
         raise Day2Error(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(Day2Action):
+    NAME = "workers_check"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
-        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        task_vars, problems = task_vars or {}, Problems()
-        try:
-            settings, known = variables.load_settings(COLLECTION_DIR)
-            # The settings' values, templated as the role will see them (one that cannot be is a problem of the play).
-            read = functools.partial(_read, lambda name: self._templar.template(task_vars[name]))
-            given = variables.sort_variables(variables.PLAY, set(settings) & set(task_vars), read, list(settings), ())
-            problems.items += given.problems
-            variables.check_settings(given.settings, settings, args["cluster"], problems)
-            if given.settings.get("day2_workdir"):  # before preflight creates it, and long before anything is written
-                workdir.check(str(given.settings["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
-            variables.check_play_names(task_vars, known, problems)
-            hosts = self._hosts(task_vars, args, known - set(settings))
-            playbook_dir = task_vars.get("playbook_dir")
-            agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
-            nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
-            image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
-            image = files.image_settings(from_file, image, args["nodes_config"], problems)
-            play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
-            found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
-            outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
-            outcome["image"] = image
-            follow_from = str(given.settings.get("day2_follow_from") or "auto")
-            outcome["summary"] += connection_lines(args["cluster"], outcome["hosts"], follow_from)
-            if left_alone:
-                outcome["ignored"]["(agent-config)"] = left_alone
-        except Day2Error as error:
-            return {**result, **error.result, "failed": True, "msg": f"workers_check: {error.message}"}
-        return {**result, **outcome, "changed": False}
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        problems = Problems()
+        settings, known = variables.load_settings(COLLECTION_DIR)
+        # The settings' values, templated as the role will see them (one that cannot be is a problem of the play).
+        read = functools.partial(_read, lambda name: self._templar.template(task_vars[name]))
+        given = variables.sort_variables(variables.PLAY, set(settings) & set(task_vars), read, list(settings), ())
+        problems.items += given.problems
+        variables.check_settings(given.settings, settings, args["cluster"], problems)
+        if given.settings.get("day2_workdir"):  # before preflight creates it, and long before anything is written
+            workdir.check(str(given.settings["day2_workdir"]), variables.PLAY, "day2_workdir", problems)
+        variables.check_play_names(task_vars, known, problems)
+        hosts = self._hosts(task_vars, args, known - set(settings))
+        playbook_dir = task_vars.get("playbook_dir")
+        agent_hosts, left_alone = files.read_agent_config(args["agent_config"], playbook_dir, problems)
+        nodes_hosts, from_file = files.read_nodes_config(args["nodes_config"], playbook_dir, problems)
+        image = {key: args.pop(key) for key in files.IMAGE_FIELDS.values()}
+        image = files.image_settings(from_file, image, args["nodes_config"], problems)
+        play, groups = {key: args.pop(key) for key in PLAY_OPTIONS}, list(task_vars["groups"])
+        found: dict[str, Any] = {"agent_hosts": agent_hosts, "nodes_hosts": nodes_hosts, "groups": groups}
+        outcome = check_workers(hosts, play=play, problems=problems, **found, **args)
+        outcome["image"] = image
+        follow_from = str(given.settings.get("day2_follow_from") or "auto")
+        outcome["summary"] += connection_lines(args["cluster"], outcome["hosts"], follow_from)
+        if left_alone:
+            outcome["ignored"]["(agent-config)"] = left_alone
+        return dict(outcome, changed=False)
 
     def _hosts(self, task_vars: dict[str, Any], args: dict[str, Any], ours: set[str]) -> list[Any]:
         """The group's hosts that the run's --limit selects, their variables sorted; ``args`` gets the limit and the

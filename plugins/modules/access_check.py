@@ -138,8 +138,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._check import access
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import run_step
 
 ARGUMENT_SPEC = {
     "plan": {
@@ -157,11 +156,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleK8SModule(argument_spec={**copy.deepcopy(AUTH_ARG_SPEC), **ARGUMENT_SPEC}, supports_check_mode=True)
-    try:
-        result = access.run(module)
-    except Day2Error as error:
-        fail(module, "access_check", error)
-    finish(module, result)
+    run_step(module, "access_check", access.run)
 
 
 if __name__ == "__main__":

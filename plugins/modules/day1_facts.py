@@ -447,19 +447,14 @@ import copy
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import fail, finish
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import run_step
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts import cluster
 
 
 def main():
     spec = dict(copy.deepcopy(AUTH_ARG_SPEC), allow_upgrading={"type": "bool", "default": False})
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    try:
-        result = cluster.gather(module)
-    except Day2Error as error:
-        fail(module, "day1_facts", error)
-    finish(module, result)
+    run_step(module, "day1_facts", cluster.gather)
 
 
 if __name__ == "__main__":
