@@ -35,9 +35,8 @@ from typing import Any, Callable
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiClient, core_target
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, initrd, iso
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.workdir import open_nofollow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
@@ -221,8 +220,8 @@ def initrd_facts(paths: list[str]) -> dict[str, Any]:
     """The token expiry and digests the PXE initrd among ``paths`` carries (read from the file itself), or {}."""
     for path in (path for path in paths if path.endswith("-initrd.img")):
         try:
-            config = initrd.read_pxe_initrd(path)[0]
-        except (IsoError, OSError):
+            config = iso.read_pxe_initrd(path)[0]
+        except (ignition.IsoError, OSError):
             return {}
         expiry = ignition.summarize_add_nodes_ignition(config)["token_expiry"]
         return {"token_expiry": expiry, "token_digests": token_digests(ignition.token_values(config))}

@@ -232,7 +232,7 @@ def test_a_minimal_iso_is_read_though_its_kargs_areas_disagree_and_is_never_edit
     assert (facts["kernel_arguments"], facts["rootfs_url"], facts["cluster_id"]) == (None, ROOTFS_URL, CLUSTER_ID)
     copy = shutil.copyfile(minimal_iso, str(tmp_path / "copy.iso"))
     os.chmod(copy, 0o600)
-    with pytest.raises(_iso.errors.KargsMismatchError, match="kargs disagree"):
+    with pytest.raises(_iso.ignition.KargsMismatchError, match="kargs disagree"):
         _iso.append_kernel_arguments(copy, SERIAL)
     assert file_sha256(copy) == file_sha256(minimal_iso)
     assert _iso.iso_info(minimal_iso)["rootfs_url"] == ROOTFS_URL

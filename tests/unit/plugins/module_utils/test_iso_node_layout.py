@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
     EmbedAreaError,
     IsoLayoutError,
 )
