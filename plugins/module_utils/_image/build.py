@@ -28,8 +28,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
-# amd64 and arm64 workers may join each other's clusters (with a multi-architecture release payload).
-MIXABLE_ARCHITECTURES = ("x86_64", "aarch64")
 # The facts (ansible_facts.day1_cluster) day2_iso decides with: the option ``cluster``, else image_facts().
 CLUSTER_KEYS = ("cluster_id", "version", "release_image", "architecture", "platform", "proxy_status")
 # Options that need a release whose node-joiner has the flag: (option, releases field, flag, what to do instead).
@@ -193,7 +191,7 @@ def cluster_facts(given: dict[str, Any] | None, api: ApiClient) -> tuple[dict[st
             f"cannot tell the control plane's architecture: no Node labelled {MASTER_LABEL} reports "
             "status.nodeInfo.architecture"
         )
-    # Of the control plane; the hosts' own are checked against it (check_architecture_pairs).
+    # Of the control plane; the hosts' own are checked against it (hosts.HostChecker: only amd64 and arm64 mix).
     return dict(facts, architecture=hosts.normalize_architecture(facts["architecture"]) or facts["architecture"]), row
 
 
@@ -236,25 +234,12 @@ def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, 
         )
     except nodes_config.InventoryError as error:
         raise InputError(f"invalid hosts, nothing was written:\n{error.message}", error.result)
-    check_architecture_pairs(configs, cluster["architecture"])
     if params.get("output") == art.CONFIG_ISO_OUTPUT and len(configs) > 1:
         raise InputError(
             f"output: config-iso writes one {art.CONFIG_ISO} for all hosts, but the hosts have several architectures "
             f"({', '.join(sorted(configs))}): run day2_iso once per architecture. Nothing was created."
         )
     return configs
-
-
-def check_architecture_pairs(configs: dict[str, dict[str, Any]], cluster_arch: str) -> None:
-    for arch in configs:
-        if arch == cluster_arch or (arch in MIXABLE_ARCHITECTURES and cluster_arch in MIXABLE_ARCHITECTURES):
-            continue
-        raise InputError(
-            f'hosts {", ".join(h["hostname"] for h in configs[arch]["hosts"])}: field "cpu_architecture" value '
-            f"{arch!r} cannot join a {cluster_arch} cluster: only amd64 and arm64 workers may be mixed (with a "
-            "multi-architecture release payload); s390x and ppc64le only join clusters of the same architecture. "
-            "Fix cpu_architecture."
-        )
 
 
 def cleanup_note(run: nj.NodeJoinerRun) -> str:

@@ -488,10 +488,16 @@ def test_node_joiner_image_only_from_openshift_config():
     assert api.asked == [path]
 
 
-def test_only_amd64_and_arm64_mix():
-    build.check_architecture_pairs({"x86_64": {}, "aarch64": {}}, "aarch64")
-    with pytest.raises(InputError, match="hosts w1: field \"cpu_architecture\" value 's390x' cannot join a x86_64"):
-        build.check_architecture_pairs({"s390x": {"hosts": [{"hostname": "w1"}]}}, "x86_64")
+def test_only_amd64_and_arm64_mix(tmp_path):
+    """Checked with the hosts (hosts.HostChecker), before anything is created; platform none, so that only this rule
+    refuses the s390x host."""
+    arm = dict(HOST, name="w2", mac_address="52:54:00:6f:00:15", ip="192.168.111.21", cpu_architecture="arm64")
+    both = build.nodes_configs(params(tmp_path, hosts=[HOST, arm]), cluster())
+    assert sorted(both) == ["aarch64", "x86_64"]
+    s390x = dict(HOST, name="w1", cpu_architecture="s390x")
+    only = 'host w1: field "cpu_architecture" value "s390x" cannot join a x86_64 cluster \\(s390x and ppc64le only'
+    with pytest.raises(InputError, match=only):
+        build.nodes_configs(params(tmp_path, hosts=[s390x]), dict(cluster(), platform="None"))
 
 
 # --- the whole run -------------------------------------------------------------------------------------
