@@ -89,7 +89,7 @@ class Artifacts:
     def path(self, arch: str) -> str:
         if self.pxe:
             return os.path.join(self.params["dest"], PXE_DIR, arch)
-        return os.path.join(self.params["dest"], CONFIG_ISO if self.config_iso else nj.iso_name(arch))
+        return os.path.join(self.params["dest"], CONFIG_ISO if self.config_iso else f"node.{arch}.iso")
 
     def plan(self, arch: str, nodes_config: str, shown: str | None = None) -> Plan:
         """Reuse or build ``arch`` from ``nodes_config``; ``shown`` is its redacted form (default: the same)."""

@@ -290,23 +290,18 @@ def _ended(value: Any) -> bool:
     return isinstance(value, str) and value != "" and not value.startswith("0001-01-01")
 
 
-def report_finished(report: dict[str, Any] | None) -> bool:
-    """True once node-joiner completed the report: its top-level ``end_time`` is no longer Go's zero time.
-
-    oc waits for exactly that, then reads ``result`` -- openshift/oc
-    pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``monitorWorkflowReport``).
-    """
-    return report is not None and _ended(report.get("end_time"))
-
-
 def report_completed(report: dict[str, Any] | None) -> bool:
     """True once node-joiner ran the report's Complete(): ``end_time`` set, or a ``result`` while ``end_time`` is
-    still Go's zero time. Complete() sets the result, and takes end_time from the last stage only: a run that fails
-    before its first stage (nodes-config refused at load, e.g. an invalid sshKey) never sets end_time, and oc, which
-    waits for it, waits until the pod ends -- openshift/installer
+    still Go's zero time.
+
+    oc waits for the top-level ``end_time`` alone to be no longer Go's zero time, then reads ``result`` --
+    openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820
+    (``monitorWorkflowReport``). But Complete() sets the result, and takes end_time from the last stage only: a run
+    that fails before its first stage (nodes-config refused at load, e.g. an invalid sshKey) never sets end_time, and
+    oc, which waits for it, waits until the pod ends -- openshift/installer
     pkg/asset/agent/workflow/report/report.go@22e4625923c928f318fe8b972a24420a6b0df81f (``Complete``),
     pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2 (Complete, then exit_code)."""
-    return report_finished(report) or isinstance((report or {}).get("result"), dict)
+    return report is not None and (_ended(report.get("end_time")) or isinstance(report.get("result"), dict))
 
 
 def report_exit_code(report: dict[str, Any] | None) -> int | None:
@@ -381,10 +376,6 @@ def describe_failure(message: str, stages: list[dict[str, Any]], log_tail: str |
     if log_tail and log_tail.strip():
         lines.append("node-joiner pod log (last lines):\n" + log_tail.rstrip())
     return "\n".join(lines)
-
-
-def iso_name(rpm_arch: str) -> str:
-    return f"node.{rpm_arch}.iso"
 
 
 # --- the run -----------------------------------------------------------------------------------------------------
@@ -538,10 +529,8 @@ class NodeJoinerRun:
         if exit_code != 0:
             log = self.pod_log_tail(POD)
             line = None if report else fatal_line(log)  # 4.17: node-joiner's own error is only in its log
-            message = (
-                f"node-joiner failed: {fatal_message(line)}" if line else f"node-joiner exited with code {exit_code}"
-            )
-            raise RunError(failure_message(report) if report else message, self.stages, log)
+            message = failure_message(report) if report else f"node-joiner exited with code {exit_code}"
+            raise RunError(f"node-joiner failed: {fatal_message(line)}" if line else message, self.stages, log)
         return self.stages
 
     def _poll(self, exit_code_only: bool, report: dict[str, Any] | None) -> tuple[bool, Any, int | None]:
@@ -570,22 +559,18 @@ class NodeJoinerRun:
         a panic) ends the wait at once: its result is read once more (a failed run writes it just before its fatal
         line), else the run fails with that line. The pod's ``sleep 600`` is never waited out.
         """
-        deadline, report = Deadline(self.build_timeout, sleeper=self.sleeper), None
+        deadline, report, line, log = Deadline(self.build_timeout, sleeper=self.sleeper), None, None, ""
         while True:
             done, report, code = self._poll(exit_code_only, report)
             if done:
                 return report, code
+            if line:  # read once more since the log showed node-joiner had exited: it wrote no result
+                raise RunError(ended_without_result(line, exit_code_only), self.stages, log)
             log = self.pod_log_tail(POD)
             line = fatal_line(log)
-            if line:
-                done, report, code = self._poll(exit_code_only, report)
-                if done:
-                    return report, code
-                raise RunError(ended_without_result(line, exit_code_only), self.stages, log)
-            problem = self.problem(POD)  # the pod ended: OOMKilled, evicted, its command over
-            if problem is None and not deadline.expired():
+            problem = None if line else self.problem(POD)  # the pod ended: OOMKilled, evicted, its command over
+            if problem or (deadline.expired() and not line):
+                late = f"node-joiner did not finish within build_timeout ({self.build_timeout}s)"
+                raise RunError(problem or late, self.stages, log)
+            if not line:
                 deadline.sleep(self.wait_sleep)
-                continue
-            raise RunError(
-                problem or f"node-joiner did not finish within build_timeout ({self.build_timeout}s)", self.stages, log
-            )
