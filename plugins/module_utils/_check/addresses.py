@@ -19,8 +19,7 @@ from typing import Any
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, parse_network
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, Report
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import OwnedAddress
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost, OwnedAddress
 
 CONTROL_PLANE_ROLES = ("master", "control-plane")
 VIP_KINDS = (("api_vips", "API VIP"), ("ingress_vips", "ingress VIP"))
