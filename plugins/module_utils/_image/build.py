@@ -25,7 +25,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.modul
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, leftovers, nodes_config, workdir
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
 # The facts (ansible_facts.day1_cluster) day2_iso decides with: the option ``cluster``, else image_facts().
@@ -86,7 +86,7 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
     module's so far, the partial result of a failure."""
     params, api, cluster = artifacts.params, artifacts.api, artifacts.cluster
     options = {key: params[key] for key in ("wait_sleep", "pod_start_timeout", "build_timeout", "keep_on_failure")}
-    run = nj.NodeJoinerRun(api, uuid.uuid4().hex[:12], row, cluster["proxy_status"], leftovers.owner_tag(), **options)
+    run = nj.NodeJoinerRun(api, uuid.uuid4().hex[:12], row, cluster["proxy_status"], nj.owner_tag(), **options)
 
     def failed(message: str, **more: Any) -> Day2Error:
         return Day2Error(message, {**result, "namespace": run.ns_name, **more})
@@ -110,7 +110,7 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
         raise failed(
             f"the {plan.architecture} artifact was built ({artifact['path']}), but the clean-up of its node-joiner run "
             f"failed: {'; '.join(run.cleanup_failures)}. Delete {', '.join(run.left)} by hand (oc delete "
-            f"{leftovers.delete_command(run.left)}), or run day2_iso again: it removes what earlier runs left.",
+            f"{nj.delete_command(run.left)}), or run day2_iso again: it removes what earlier runs left.",
             left=run.left,
             artifacts=[*result["artifacts"], artifact],
         )
@@ -118,17 +118,17 @@ def _build(row: releases.Release, artifacts: art.Artifacts, plan: art.Plan, resu
 
 
 def earlier_runs(module: Any, api: ApiClient) -> dict[str, Any]:
-    """Remove what earlier runs left (leftovers.py): partial files in dest, then node-joiner objects in the
+    """Remove what earlier runs left (node_joiner.py): partial files in dest, then node-joiner objects in the
     cluster; in check mode only say what would be removed. Returns the result keys ``leftovers_removed`` (or
     ``leftovers_found``) and ``partial_files_removed``. A removal that fails is a LeftoverError naming the objects.
     """
     params, check_mode = module.params, module.check_mode
-    partial = [] if check_mode else leftovers.remove_partial_files(params["dest"], art.PXE_DIR)
+    partial = [] if check_mode else nj.remove_partial_files(params["dest"], art.PXE_DIR)
     # No run lasts longer than this (its pods' starts, the build, the copies); older objects of another host's
     # run are over.
     max_age = 2 * params["pod_start_timeout"] + 4 * params["build_timeout"]
     try:
-        found = leftovers.find(api, utcnow(), max_age)
+        found = nj.find_leftovers(api, utcnow(), max_age)
     except ApiAccessError as error:
         if error.status != 403:
             raise
@@ -140,7 +140,7 @@ def earlier_runs(module: Any, api: ApiClient) -> dict[str, Any]:
         found = []
     if check_mode:
         return {"leftovers_found": [f"{kind}/{name}" for kind, name in found], "partial_files_removed": partial}
-    return {"leftovers_removed": leftovers.remove(api, found), "partial_files_removed": partial}
+    return {"leftovers_removed": nj.remove_leftovers(api, found), "partial_files_removed": partial}
 
 
 def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
