@@ -47,7 +47,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
@@ -81,10 +81,11 @@ KargsRegion = collections.namedtuple("KargsRegion", "path offset length pad end"
 
 
 # Where the embed area (offset, length) and the kernel-argument regions (none without kargs.json) are; the names
-# the ISO spells igninfo.json and kargs.json with, kargs.json "default", the arguments the regions hold now.
+# the ISO spells igninfo.json and kargs.json with, kargs.json "default", the arguments the regions hold now (kargs),
+# the architecture it boots and where a minimal ISO fetches its rootfs.
 Layout = collections.namedtuple(
     "Layout",
-    "embed_file embed_area igninfo_path kargs kargs_default kargs_path current_kargs volume_id architecture rootfs_url",
+    "embed_file embed_area igninfo_path regions kargs_default kargs_path kargs volume_id boot_architecture rootfs_url",
 )
 # A minimal ISO (node-joiner 4.17's on platform External) has no rootfs: grub.cfg's kernel arguments say where the host
 # fetches it -- openshift/installer vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@
@@ -323,9 +324,8 @@ def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> La
         except IsoLayoutError as exc:
             raise IsoLayoutError("%s: %s: %s" % (path, region.path, exc))
         if found[-1][1] != found[0][1] and strict:
-            raise ignition.KargsMismatchError(
-                "%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1])
-            )
+            disagree = "%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1])
+            raise ignition.KargsMismatchError(disagree)
     agree = len({kargs for _path, kargs in found}) == 1
     area, current, arch = (extent[0] + offset, length), found[0][1] if agree else None, boot_architecture(image)
     return Layout(
@@ -373,10 +373,10 @@ def append_kernel_arguments(path: str, kargs: str) -> bool:
     """
     with open(path, "r+b") as handle:
         layout = read_layout(handle, path)
-        if layout.current_kargs is None:
+        if layout.kargs is None:
             raise IsoLayoutError("%s: %s not found; cannot set kernel arguments" % (path, KARGS_NAMES))
-        merged, patches = merge_kargs(layout.current_kargs, kargs), []
-        for region in layout.kargs:
+        merged, patches = merge_kargs(layout.kargs, kargs), []
+        for region in layout.regions:
             try:
                 data = format_kargs_region(merged, region.length, region.pad, region.end)
             except ignition.IsoError as exc:
@@ -394,10 +394,7 @@ def append_kernel_arguments(path: str, kargs: str) -> bool:
 # --- initramfs streams: an ISO's embed area, a PXE initrd -------------------------------------------------------
 
 
-class CpioEntry(NamedTuple):
-    name: str
-    mode: int
-    data: bytes
+CpioEntry = collections.namedtuple("CpioEntry", "name mode data")  # one member of a newc archive
 
 
 class CpioError(ignition.EmbedAreaError):
@@ -513,17 +510,14 @@ def inspect_iso(path: str) -> dict[str, Any]:
             config = None if raw is None else ignition.parse_ignition(raw)
         except (ignition.EmbedAreaError, ignition.IgnitionContentError) as exc:
             raise type(exc)("%s: embed area %s (offset %d, %d bytes): %s" % (path, name, offset, length, exc))
-    return {
-        "ignition": config,
-        "summary": None if config is None else ignition.summarize_add_nodes_ignition(config),
-        "kargs": layout.current_kargs,
-        "kargs_default": layout.kargs_default,
-        "embed_area": {"file": name, "offset": offset, "length": length, "compression": kinds},
-        "iso_files": {"igninfo": layout.igninfo_path, "kargs": layout.kargs_path},
-        "volume_id": layout.volume_id,
-        "boot_architecture": layout.architecture,
-        "rootfs_url": layout.rootfs_url,
-    }
+    own = ("kargs", "kargs_default", "volume_id", "boot_architecture", "rootfs_url")
+    return dict(
+        {key: getattr(layout, key) for key in own},
+        ignition=config,
+        summary=None if config is None else ignition.summarize_add_nodes_ignition(config),
+        embed_area={"file": name, "offset": offset, "length": length, "compression": kinds},
+        iso_files={"igninfo": layout.igninfo_path, "kargs": layout.kargs_path},
+    )
 
 
 def _describe(path: str) -> dict[str, Any]:

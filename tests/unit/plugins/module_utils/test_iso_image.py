@@ -113,7 +113,7 @@ def test_layout_agrees_with_xorriso(live_iso):
     assert layout.embed_file == "images/ignition.img"
     assert layout.embed_area == (int(fields[1]) * 2048, int(fields[3]))
     assert layout.embed_area[1] == 256 * 1024
-    assert [r.path for r in layout.kargs] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
+    assert [r.path for r in layout.regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
     assert layout.kargs_default == DEFAULT_KARGS
 
 
@@ -183,7 +183,7 @@ def test_edit_leaves_every_other_byte_alone(edited, embedded):
     original, new = _read(embedded), _read(path)
     assert len(original) == len(new)
     masked_original, masked_new = bytearray(original), bytearray(new)
-    for region in _layout(embedded).kargs:
+    for region in _layout(embedded).regions:
         span = slice(region.offset, region.offset + region.length)
         assert masked_original[span] != masked_new[span]
         masked_original[span] = masked_new[span] = b"\0" * region.length
@@ -318,7 +318,7 @@ def test_kargs_that_just_fit(iso_copy):
 
 
 def test_disagreeing_kargs_regions(iso_copy):
-    grub = _layout(iso_copy).kargs[1]
+    grub = _layout(iso_copy).regions[1]
     _overwrite(iso_copy, grub.offset, _iso.format_kargs_region("different", grub.length))
     with open(iso_copy, "rb") as handle, pytest.raises(_ignition.KargsMismatchError, match=r"grub\.cfg has 'diff"):
         _iso.read_layout(handle, iso_copy)
