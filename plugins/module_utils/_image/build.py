@@ -332,9 +332,8 @@ class Artifacts:
         self.node_iso = not self.pxe and not self.config_iso
 
     def path(self, arch: str) -> str:
-        if self.pxe:
-            return os.path.join(self.params["dest"], PXE_DIR, arch)
-        return os.path.join(self.params["dest"], CONFIG_ISO if self.config_iso else f"node.{arch}.iso")
+        name = os.path.join(PXE_DIR, arch) if self.pxe else CONFIG_ISO if self.config_iso else f"node.{arch}.iso"
+        return os.path.join(self.params["dest"], name)
 
     def plan(self, arch: str, nodes_config: str, shown: str | None = None) -> Plan:
         """Reuse or build ``arch`` from ``nodes_config``; ``shown`` is its redacted form (default: the same)."""

@@ -126,11 +126,10 @@ _COMMON_RULES = (
 
 
 class RunError(Day2Error):
-    """A run failed; ``stages`` and ``log_tail`` (also in the partial result) say how far node-joiner got."""
+    """A run failed; ``stages`` and ``log_tail`` of its result (the partial result) say how far node-joiner got."""
 
     def __init__(self, message: str, stages: list[dict[str, Any]] | None = None, log_tail: str | None = None) -> None:
         super().__init__(message, {"stages": stages or [], "log_tail": log_tail})
-        self.stages, self.log_tail = stages or [], log_tail
 
 
 # --- the run's objects -------------------------------------------------------------------------------------------
@@ -281,13 +280,11 @@ def pod_problem(pod: dict[str, Any] | None, events: list[dict[str, Any]] | tuple
         ended, waiting = (dig(container, "state", state, default={}) for state in ("terminated", "waiting"))
         code, said = ended.get("exitCode"), str(ended.get("message") or "").strip()
         if ended.get("reason") == "OOMKilled":
-            return f"{where}: container {name} was killed by the OOM killer (OOMKilled, exit code {code}): " + (
-                _oom_fix(pod, name, node)
-            )
+            fix = _oom_fix(pod, name, node)
+            return f"{where}: container {name} was killed by the OOM killer (OOMKilled, exit code {code}): {fix}"
         if ended:  # as oc's monitor words it
-            return f"{where}: container {name} unexpectedly terminated: " + (
-                f"exit code: {code}, reason: {ended.get('reason')}, message: {said}"
-            )
+            said = f"exit code: {code}, reason: {ended.get('reason')}, message: {said}"
+            return f"{where}: container {name} unexpectedly terminated: {said}"
         if waiting.get("reason") in PULL_FAILURES:
             pulled = [m for m in warned if m.startswith(("Failed to pull image", "Failed to apply default image tag"))]
             said = f"{waiting['reason']}: {pulled[-1] if pulled else waiting.get('message')}"
@@ -599,11 +596,7 @@ class NodeJoinerRun:
 
 
 class LeftoverError(Day2Error):
-    """Objects of earlier runs that could not be removed; ``objects`` names them (Kind/name)."""
-
-    def __init__(self, message: str, objects: list[str]) -> None:
-        super().__init__(message, {"leftovers": objects})
-        self.objects = objects
+    """Objects of earlier runs that could not be removed; ``leftovers`` of its result names them (Kind/name)."""
 
 
 def _process_start(pid: int) -> str:
@@ -681,7 +674,7 @@ def remove_leftovers(api: k8s.ApiClient, found: list[tuple[str, str]]) -> list[s
             f"cannot remove what earlier node-joiner runs left in the cluster: {reasons}. Nothing was built. Remove "
             f"them by hand (oc delete {delete_command(names)}), or give this identity the permission named, then run "
             "again.",
-            names,
+            {"leftovers": names},
         )
     return removed
 

@@ -118,15 +118,12 @@ def _readable(ws: Any, timeout: float) -> bool:
 
 def exit_code(status: dict[str, Any]) -> int:
     """The command's exit code from the Status the kubelet sends on channel 3."""
-    if status.get("status") == "Success":
-        return 0
-    for cause in k8s.dig(status, "details", "causes", default=[]):
-        if cause.get("reason") == "ExitCode":
-            try:
-                return int(cause.get("message"))
-            except (TypeError, ValueError):
-                break
-    return 1  # a failure without an exit code (the command could not start)
+    causes = k8s.dig(status, "details", "causes", default=[])
+    code = next((cause.get("message") for cause in causes if cause.get("reason") == "ExitCode"), None)
+    try:
+        return 0 if status.get("status") == "Success" else int(code)
+    except (TypeError, ValueError):
+        return 1  # a failure without an exit code (the command could not start)
 
 
 def run_streaming(

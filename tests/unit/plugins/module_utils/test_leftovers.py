@@ -110,7 +110,7 @@ def test_a_removal_that_fails_is_an_error_naming_the_objects():
     api = Api([], deny=(P + "old",))
     with pytest.raises(nj.LeftoverError) as caught:
         nj.remove_leftovers(api, [("ClusterRole", P + "old"), ("Namespace", P + "old")])
-    assert caught.value.objects == ["Namespace/%sold" % P]
+    assert caught.value.result["leftovers"] == ["Namespace/%sold" % P]
     assert caught.value.result == {"leftovers": ["Namespace/%sold" % P]}
     message = caught.value.message
     assert "Namespace/%sold: namespaces" % P in message and "oc delete namespace %sold" % P in message

@@ -404,7 +404,10 @@ def test_4_18_node_joiner_gone_without_a_result_fails_at_once(scripted):
     with pytest.raises(nj.RunError) as caught:
         run.wait_report()
     assert "without writing a result into /assets/report.json" in str(caught.value) and "panic:" in str(caught.value)
-    assert caught.value.stages[0]["id"] == "add-nodes-cluster-inspection" and caught.value.log_tail == log
+    assert (
+        caught.value.result["stages"][0]["id"] == "add-nodes-cluster-inspection"
+        and caught.value.result["log_tail"] == log
+    )
     assert pod.calls == ["/assets/report.json"] * 3  # one sleep, then the re-read after the fatal line
 
 
@@ -433,7 +436,7 @@ def test_4_17_fails_fast_when_node_joiner_stopped_without_exit_code(scripted):
     run, pod = scripted([{"log": "level=info msg=starting"}, {"log": log}], timeout=3600)
     with pytest.raises(nj.RunError) as caught:
         run.wait_report(exit_code_only=True)
-    assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.log_tail == log
+    assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.result["log_tail"] == log
     assert pod.calls == ["/assets/exit_code"] * 3  # one poll, then the re-check after the fatal line
 
 
@@ -640,7 +643,9 @@ def test_a_pull_error_oc_retries_is_waited_out_then_named_with_its_event(monkeyp
     with pytest.raises(nj.RunError) as caught:
         run.wait_started("node-joiner", ("Running",))
     assert caught.value.message.endswith("(pod_start_timeout 12s passed)") and PULL_ERROR in caught.value.message
-    assert api.asked.count(POD_PATH) > 2 and api.asked.count(EVENTS_PATH) == 1 and caught.value.log_tail is None
+    assert (
+        api.asked.count(POD_PATH) > 2 and api.asked.count(EVENTS_PATH) == 1 and caught.value.result["log_tail"] is None
+    )
 
 
 def test_an_invalid_image_name_fails_at_once_and_events_may_be_forbidden():
@@ -663,7 +668,7 @@ def test_an_oom_killed_pod_is_named_instead_of_the_exec_error():
     with pytest.raises(nj.RunError) as caught:
         run._in_pod(refused)
     assert "was killed by the OOM killer (OOMKilled, exit code 137)" in caught.value.message
-    assert "completed pod" not in caught.value.message and caught.value.stages == run.stages
-    assert caught.value.log_tail == "last log line"
+    assert "completed pod" not in caught.value.message and caught.value.result["stages"] == run.stages
+    assert caught.value.result["log_tail"] == "last log line"
     with pytest.raises(_pod_exec.ExecError):  # a running pod: the exec error as it is
         waited_run(PodApi([{"phase": "Running"}]))._in_pod(refused)
