@@ -64,7 +64,6 @@ HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "bmc": {"type": "dict"},
 }
 DERIVED_KEYS = ("address", "addresses", "state", "labels", "taints", "source", "bmc")
-IMAGE_HOST_OPTIONS = HOST_OPTIONS  # day2_iso's name of the spec (its hosts are records too)
 # What a user gives: the record's own keys and the BMC password, which is read where it is used and never
 # put into a record. For the unknown-key checks and the user guide's table.
 INPUT_OPTIONS = dict(
@@ -371,15 +370,16 @@ class HostChecker:
         vlan_id, given_vlan = None, self.host.get("vlan_id")
         if given(given_vlan):
             vlan_id = check_number(self.report, "vlan_id", given_vlan, *VLAN_ID_RANGE, "a VLAN ID")
-            limit = MAX_INTERFACE_NAME
-            if vlan_id is not None and len(f"{primary}.{vlan_id}") > limit:
-                what = f"makes the VLAN interface name {primary}.{vlan_id} longer than {limit} characters"
+            if vlan_id is not None and len(f"{primary}.{vlan_id}") > MAX_INTERFACE_NAME:
+                what = f"makes the VLAN interface name {primary}.{vlan_id} longer than {MAX_INTERFACE_NAME} characters"
                 self.report("vlan_id", given_vlan, what, "use a shorter base interface name")
                 vlan_id = None
         ipv4, ipv6 = self._family(4), self._family(6)
-        self.result.network_config = generated_network_config(
-            self.result.interfaces, primary, vlan_id, ipv4, ipv6, self._dns_servers()
-        )
+        # (an empty DNS server: an unanswered survey question, "" becomes [""], or a trailing comma)
+        servers = [(index, server) for index, server in enumerate(self.host.get("dns_servers") or []) if server.strip()]
+        checked = [check_dns_server(self.report, f"dns_servers[{index}]", value) for index, value in servers]
+        dns = [str(address) for address in checked if address is not None]
+        self.result.network_config = generated_network_config(self.result.interfaces, primary, vlan_id, ipv4, ipv6, dns)
 
     def _family(self, version: int) -> Family:
         """Static settings of one IP version as {ip, prefix, gateway}, or None (unset or invalid)."""
@@ -410,12 +410,6 @@ class HostChecker:
         gateway = given(gateway_value) and check_gateway(self.report, gateway_key, gateway_value, address, prefix, at)
         self.result.routed.update([version] if gateway else [])
         return {"ip": str(address), "prefix": prefix, "gateway": str(gateway) if gateway else None}
-
-    def _dns_servers(self) -> list[str]:
-        # (an empty one: an unanswered survey question, "" becomes [""], or a trailing comma)
-        servers = [(index, server) for index, server in enumerate(self.host.get("dns_servers") or []) if server.strip()]
-        checked = [check_dns_server(self.report, f"dns_servers[{index}]", value) for index, value in servers]
-        return [str(address) for address in checked if address is not None]
 
 
 # --- the network, as nmstate: single values -------------------------------------------------------------------------

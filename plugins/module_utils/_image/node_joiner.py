@@ -32,7 +32,6 @@ import re
 import socket
 import sys
 import time
-from types import TracebackType
 from typing import Any, Callable
 from urllib.parse import quote
 
@@ -433,9 +432,7 @@ class NodeJoinerRun:
         group, namespace = body["apiVersion"].rpartition("/")[0], dig(body, "metadata", "namespace")
         return self.api.create(group_target(group, "v1", body["kind"].lower() + "s", None, namespace, "create"), body)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: Any) -> None:
         # keep_on_failure keeps a failed run for debugging; a stopped one (SIGTERM, Ctrl-C) is always removed.
         if exc_type is not None and issubclass(exc_type, Exception) and self.keep_on_failure:
             self.kept = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -143,11 +144,8 @@ def run_streaming(
     described = f"exec {' '.join(command)} in {pod.describe()}"
     url, headers = exec_url(pod, command), _headers(pod.configuration)
     try:
-        client = k8s.call(
-            lambda: ws_client.WSClient(pod.configuration, url, headers, capture_all=False, binary=True),
-            k8s.DEFAULT_POLICY,
-            _handshake_attempt,
-        )
+        opened = functools.partial(ws_client.WSClient, pod.configuration, url, headers, capture_all=False, binary=True)
+        client = k8s.call(opened, k8s.DEFAULT_POLICY, _handshake_attempt)
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError(f"cannot open exec into {pod.describe()}: {_handshake_problem(error)}")
     deadline, idle_since, stderr = time.monotonic() + timeout, time.monotonic(), bytearray()
