@@ -329,8 +329,7 @@ class HostChecker:
         config, fix = self.host["network_config"], "put the setting into network_config or drop network_config"
         for key in (key for key in SIMPLE_NETWORK_KEYS if given(self.host.get(key))):
             self.report(key, self.host[key], "is set together with network_config", fix)
-        declared = dict(self.result.interfaces)
-        found = check_raw_network_config(self.report, config, declared, self.allow_loopback)
+        found = check_raw_network_config(self.report, config, dict(self.result.interfaces), self.allow_loopback)
         self.result.addresses, self.result.routed = found
         self.result.network_config = copy.deepcopy(config)
         # ip (ipv6) names the static address the install is followed at: one of network_config's own.
@@ -690,9 +689,7 @@ def _check_raw_routes(report: Report, config: dict[str, Any], names: set[str], o
             report(field + ".next-hop-interface", interface, "is not an interface of network_config", fix)
         if hop is None or destination != DEFAULT_ROUTE[hop.version]:
             continue
-        subnets = [
-            subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version and prefix is not None
-        ]
+        subnets = [subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version]
         if any(hop in subnet for subnet in subnets) or (hop.version == 6 and hop.is_link_local()):
             routed.add(hop.version)
         elif subnets:

@@ -23,7 +23,6 @@ import ssl
 import tempfile
 import time
 from typing import IO, Any, Callable, NamedTuple
-from urllib.parse import quote, urlencode
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
@@ -65,12 +64,11 @@ class Pod(NamedTuple):
 
 
 def exec_url(pod: Pod, command: list[str]) -> str:
+    """The exec WebSocket URL, its query (one ``command`` per argument) encoded by the kubernetes client."""
     streams = {"stdin": "false", "stdout": "true", "stderr": "true", "tty": "false"}
-    query = urlencode(
-        {"command": command, "container": pod.container or pod.name, **streams}, doseq=True, quote_via=quote
-    )
-    path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec?{query}"
-    return ws_client.get_websocket_url(pod.configuration.host.rstrip("/") + path)
+    query = [("command", command), ("container", pod.container or pod.name), *streams.items()]
+    url = f"{pod.configuration.host.rstrip('/')}/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec"
+    return ws_client.get_websocket_url(url, query)
 
 
 def _headers(configuration: Any) -> dict[str, str]:
