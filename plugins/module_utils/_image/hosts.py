@@ -689,7 +689,9 @@ def _check_raw_routes(report: Report, config: dict[str, Any], names: set[str], o
             report(field + ".next-hop-interface", interface, "is not an interface of network_config", fix)
         if hop is None or destination != DEFAULT_ROUTE[hop.version]:
             continue
-        subnets = [subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version]
+        subnets = [
+            subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version and prefix is not None
+        ]
         if any(hop in subnet for subnet in subnets) or (hop.version == 6 and hop.is_link_local()):
             routed.add(hop.version)
         elif subnets:

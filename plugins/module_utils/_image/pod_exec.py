@@ -118,7 +118,7 @@ def _readable(ws: Any, timeout: float) -> bool:
 def exit_code(status: dict[str, Any]) -> int:
     """The command's exit code from the Status the kubelet sends on channel 3."""
     causes = k8s.dig(status, "details", "causes", default=[])
-    code = next((cause.get("message") for cause in causes if cause.get("reason") == "ExitCode"), None)
+    code = next((cause.get("message") for cause in causes if cause.get("reason") == "ExitCode"), "")
     try:
         return 0 if status.get("status") == "Success" else int(code)
     except (TypeError, ValueError):
