@@ -346,9 +346,8 @@ def format_kargs_region(kargs: str, size: int, pad: str = "#", end: str = "\n") 
     text, end_bytes, pad_bytes = kargs.strip().encode("utf-8"), end.encode("utf-8"), pad.encode("utf-8")
     fill, room = size - len(text) - len(end_bytes), size - len(end_bytes)
     if fill < 0:
-        raise ignition.CapacityError(
-            "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room)
-        )
+        too_long = "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room)
+        raise ignition.CapacityError(too_long)
     if fill % len(pad_bytes):
         raise IsoLayoutError("kargs pad character %r does not evenly fill the area" % pad)
     return text + end_bytes + pad_bytes * (fill // len(pad_bytes))
