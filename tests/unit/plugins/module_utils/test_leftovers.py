@@ -103,7 +103,7 @@ def test_find_takes_finished_runs_and_orphans_and_keeps_live_runs():
     ]
     assert all("labelSelector=app.kubernetes.io%2Fmanaged-by%3Dopenshift_agent.day2%2C" in p for p in api.paths)
     assert nj.remove_leftovers(api, found) == ["ClusterRoleBinding/%sold" % P, "ClusterRole/%sold" % P,
-                                            "ClusterRole/%sorphan" % P, "Namespace/%sold" % P]  # fmt: skip
+                                               "ClusterRole/%sorphan" % P, "Namespace/%sold" % P]  # fmt: skip
 
 
 def test_a_removal_that_fails_is_an_error_naming_the_objects():
