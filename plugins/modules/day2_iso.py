@@ -400,14 +400,14 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import run_step
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import IMAGE_HOST_OPTIONS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_OPTIONS
 
 
 def argument_spec():
     return dict(
         copy.deepcopy(AUTH_ARG_SPEC),
         cluster={"type": "dict"},
-        hosts={"type": "list", "elements": "dict", "required": True, "options": copy.deepcopy(IMAGE_HOST_OPTIONS)},
+        hosts={"type": "list", "elements": "dict", "required": True, "options": copy.deepcopy(HOST_OPTIONS)},
         dest={"type": "path", "required": True},
         pxe={"type": "bool", "default": False},
         output={"type": "str", "choices": ["node-iso", "config-iso"], "default": "node-iso"},

@@ -7,7 +7,7 @@
 (b) append the live kernel arguments in place (append_kernel_arguments, with its fsync), as day2_iso does to the
     fetched (and already fsynced) ISO; baseline: ``cp`` of the same file, what a tool that rewrites the ISO pays at
     least.
-(c) the sha256 the sidecar records (artifacts.file_sha256); baseline: ``sha256sum FILE``.
+(c) the sha256 the sidecar records (build.file_sha256); baseline: ``sha256sum FILE``.
 
 Run from the repository root:  .venv/bin/python tests/benchmarks/iso_bench.py [--iso PATH]
 Needs xorriso, isolinux and cpio to build the ISO (not with --iso, which must hold an Ignition config); otherwise
@@ -31,14 +31,14 @@ HOSTS = [{"hostname": "extra-worker-0", "macs": ["52:54:00:6f:00:14"], "interfac
 
 
 def import_collection(workdir):
-    """The collection's _image.iso and _image.artifacts, through an ansible_collections tree pointing at this repo."""
+    """The collection's _image.iso and _image.build, through an ansible_collections tree pointing at this repo."""
     namespace = os.path.join(workdir, "collections", "ansible_collections", "openshift_agent")
     os.makedirs(namespace)
     os.symlink(REPO_ROOT, os.path.join(namespace, "day2"))
     sys.path.insert(0, os.path.join(workdir, "collections"))
-    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts, iso
+    from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build, iso
 
-    return iso, artifacts
+    return iso, build
 
 
 def load_fixture(name):
@@ -107,7 +107,7 @@ def main():
 
     workdir = tempfile.mkdtemp(prefix="iso-bench-", dir=args.workdir)
     try:
-        iso, artifacts = import_collection(workdir)
+        iso, build = import_collection(workdir)
         source = os.path.join(workdir, "source.iso")
         if args.iso:
             shutil.copyfile(args.iso, source)
@@ -130,10 +130,10 @@ def main():
             copies.append(timed(lambda: shell("cp", source, work)))
             flush(work)  # day2_iso edits a copy it has fsynced already (pod_exec.fetch); so does this
             edits.append(timed(lambda: iso.append_kernel_arguments(work, SERIAL)))
-            hashes.append(timed(lambda: artifacts.file_sha256(work)))
+            hashes.append(timed(lambda: build.file_sha256(work)))
             sha256sums.append(timed(lambda: shell("sha256sum", work, stdout=subprocess.DEVNULL)))
         report("(b) append live kernel arguments in place (append_kernel_arguments)", edits, "cp FILE", copies)
-        report("(c) sha256 of the ISO (artifacts.file_sha256)", hashes, "sha256sum FILE", sha256sums)
+        report("(c) sha256 of the ISO (build.file_sha256)", hashes, "sha256sum FILE", sha256sums)
         assert iso.inspect_iso(work)["kargs"].endswith(" " + SERIAL)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -20,8 +20,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip, parse_network
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, Report
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import is_control_plane
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nmstate import OwnedAddress
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import CheckedHost, OwnedAddress
 
 VIP_KINDS = (("api_vips", "API VIP"), ("ingress_vips", "ingress VIP"))
 

@@ -49,7 +49,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import is_control_plane
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import nmstate
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import check_hosts
 
 VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -248,7 +247,7 @@ def check_workers(
             record["bmc"] = check_bmc(name, settings_of[name], problems) or None
     if problems.items:
         if not loopback and any(network.is_loopback() for network in cluster_addresses.networks):
-            problems.items = [nmstate.lab_hint(problem) for problem in problems.items]
+            problems.items = [definition.lab_hint(problem) for problem in problems.items]
         problems.items = [in_file_words(p, sources[p["host"]]) if p["host"] in sources else p for p in problems.items]
         problems.raise_any()
     ignored = {host.name: host.foreign for host in hosts if host.foreign}

@@ -8,6 +8,13 @@ the same records. ansible-core checks and converts the types (``prefix_length: "
 comma-separated ``dns_servers`` survey answer a list); :class:`HostChecker` checks the values and builds the
 host's nodes-config entry. The doc fragment ``openshift_agent.day2.hosts`` documents the spec (a unit test keeps
 the two equal), docs/user-guide.md the keys a user gives (``HOST_KEYS``).
+
+Its network, as nmstate: generated from the simple keys, and the checks of addresses and of raw nmstate.
+
+node-joiner turns nmstate into NetworkManager keyfiles with ``nmstatectl gc`` inside its pod, so a mistake is
+otherwise found only after the ISO build (or on the booted host). Everything here reports through a
+``report(field, value, what, fix)`` callable bound to one host, so that all the problems of an inventory are
+collected in one run instead of failing on the first.
 """
 
 from __future__ import annotations
@@ -19,11 +26,10 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac, parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import netaddr, normalize_mac, parse_ip
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Report, given
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import nmstate
 
 # macAddress is the nodes-config spelling: accepted from people who copy from there.
 INTERFACE_OPTIONS = {"name": {"type": "str"}, "mac_address": {"type": "str", "aliases": ["macAddress"]}}
@@ -58,7 +64,6 @@ HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "bmc": {"type": "dict"},
 }
 DERIVED_KEYS = ("address", "addresses", "state", "labels", "taints", "source", "bmc")
-IMAGE_HOST_OPTIONS = HOST_OPTIONS  # day2_iso's name of the spec (its hosts are records too)
 # What a user gives: the record's own keys and the BMC password, which is read where it is used and never
 # put into a record. For the unknown-key checks and the user guide's table.
 INPUT_OPTIONS = dict(
@@ -103,6 +108,35 @@ SEXAGESIMAL_MAC_FIRST = (10, 99)
 NOT_A_MAC_NUMBER = (
     "is a number, not a MAC address (YAML reads an unquoted MAC of digits only as a base-60 number; this one cannot "
     "be turned back into the MAC)"
+)
+
+Interface = tuple[str, str]  # (name, normalized MAC)
+Family = Optional[dict[str, Any]]  # the static settings of one IP version: {ip, prefix, gateway}, or None
+
+
+class OwnedAddress(NamedTuple):
+    """An address a host will own: the field that gives it, the netaddr.IPAddress and its prefix length (None: the
+    address of a DHCP reservation)."""
+
+    field: str
+    address: Any
+    prefix: int | None
+
+
+MAIN_ROUTE_TABLE = 254
+DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
+EXAMPLE_ADDRESS = {4: "192.168.111.90", 6: "fd00:1101::90"}
+MAX_PREFIX = {4: 32, 6: 128}
+MAX_INTERFACE_NAME = 15  # Linux IFNAMSIZ is 16 bytes including the terminating NUL
+VLAN_ID_RANGE = (1, 4094)
+ROUTE_KEYS = ("destination", "next-hop-address", "next-hop-interface")
+SRIOV_VF = re.compile(r"^sriov:[^\s/:]+:[0-9]+$")  # nmstate's name of a NIC's SR-IOV virtual function
+NOT_MAC_FIX = "write six hex octets like 00:02:46:e3:9e:7c"
+LOOPBACK = "is a loopback address"
+LAB_FIX = (
+    "this cluster's machine network is a loopback network, as a test lab's is: set "
+    "OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK=1 in the controller's environment to let the lab's hosts through (a real "
+    "host needs a unicast address of its network)"
 )
 
 
@@ -182,10 +216,10 @@ class CheckedHost:
     label: str  # how problems name the host, even when hostname is invalid
     architecture: str | None = None
     root_device_hints: dict[str, Any] | None = None
-    interfaces: list[nmstate.Interface] = dataclasses.field(default_factory=list)
+    interfaces: list[Interface] = dataclasses.field(default_factory=list)
     macs: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (field, MAC), for the uniqueness check
     network_config: dict[str, Any] | None = None
-    addresses: list[nmstate.OwnedAddress] = dataclasses.field(default_factory=list)  # the host's static addresses
+    addresses: list[OwnedAddress] = dataclasses.field(default_factory=list)  # the host's static addresses
     routed: set[int] = dataclasses.field(default_factory=set)  # the IP versions with a default gateway
 
     def render(self) -> dict[str, Any]:
@@ -249,7 +283,7 @@ class HostChecker:
 
     # --- interfaces ----------------------------------------------------------------------------
 
-    def _interfaces(self) -> list[nmstate.Interface]:
+    def _interfaces(self) -> list[Interface]:
         """The host's (name, mac) list from interfaces, or from interface + mac_address."""
         listed, mac_address = self.host.get("interfaces"), self.host.get("mac_address")
         one_nic = not given(listed)
@@ -261,12 +295,12 @@ class HostChecker:
             self.report("mac_address", mac_address, "is not set", fix)
         elif one_nic:  # one NIC: interface (eth0 by default) and mac_address
             listed = [{"name": self.host.get("interface") or DEFAULT_INTERFACE, "mac_address": mac_address}]
-        result: list[nmstate.Interface] = []
+        result: list[Interface] = []
         names = set()
         for index, item in enumerate(listed or []):
             prefix, name = "" if one_nic else f"interfaces[{index}].", item.get("name")
             name_field = "interface" if one_nic else prefix + "name"
-            problem = nmstate.interface_name_problem(name)
+            problem = interface_name_problem(name)
             if problem:
                 self.report(name_field, name, problem, "use the NIC's name, e.g. eth0")
             elif name in names:
@@ -279,14 +313,14 @@ class HostChecker:
 
     def _checked_mac(self, field: str, value: Any) -> str | None:
         mac = normalize_mac(value)
-        problem = nmstate.mac_problem(mac) if mac else None
+        problem = mac_problem(mac) if mac else None
         self.result.macs += [(field, mac)] if mac else []
         if problem:
             self.report(field, value, problem, "use the NIC's burned-in unicast MAC")
         elif not mac and str(value).strip().isdigit():  # (as an integer, or the text the argument spec made of it)
             self.report(field, value, *number_instead_of_mac(field, value))
         elif not mac:
-            self.report(field, value, "is not a MAC address", nmstate.NOT_MAC_FIX)
+            self.report(field, value, "is not a MAC address", NOT_MAC_FIX)
         return None if problem or not mac else mac
 
     # --- network -------------------------------------------------------------------------------
@@ -295,8 +329,7 @@ class HostChecker:
         config, fix = self.host["network_config"], "put the setting into network_config or drop network_config"
         for key in (key for key in SIMPLE_NETWORK_KEYS if given(self.host.get(key))):
             self.report(key, self.host[key], "is set together with network_config", fix)
-        declared = dict(self.result.interfaces)
-        found = nmstate.check_raw_network_config(self.report, config, declared, self.allow_loopback)
+        found = check_raw_network_config(self.report, config, dict(self.result.interfaces), self.allow_loopback)
         self.result.addresses, self.result.routed = found
         self.result.network_config = copy.deepcopy(config)
         # ip (ipv6) names the static address the install is followed at: one of network_config's own.
@@ -328,25 +361,26 @@ class HostChecker:
             fix = "write the address alone: with prefix_length for a static address, alone for a DHCP reservation"
             self.report("ip", value, "contains a prefix", fix)
         elif given(value):
-            address = nmstate.check_host_address(self.report, "ip", value, 4, self.allow_loopback)
-            self.result.addresses += [nmstate.OwnedAddress("ip", address, None)] if address is not None else []
+            address = check_host_address(self.report, "ip", value, 4, self.allow_loopback)
+            self.result.addresses += [OwnedAddress("ip", address, None)] if address is not None else []
 
     def _simple_network(self) -> None:
         primary = self._primary()
         vlan_id, given_vlan = None, self.host.get("vlan_id")
         if given(given_vlan):
-            vlan_id = nmstate.check_number(self.report, "vlan_id", given_vlan, *nmstate.VLAN_ID_RANGE, "a VLAN ID")
-            limit = nmstate.MAX_INTERFACE_NAME
-            if vlan_id is not None and len(f"{primary}.{vlan_id}") > limit:
-                what = f"makes the VLAN interface name {primary}.{vlan_id} longer than {limit} characters"
+            vlan_id = check_number(self.report, "vlan_id", given_vlan, *VLAN_ID_RANGE, "a VLAN ID")
+            if vlan_id is not None and len(f"{primary}.{vlan_id}") > MAX_INTERFACE_NAME:
+                what = f"makes the VLAN interface name {primary}.{vlan_id} longer than {MAX_INTERFACE_NAME} characters"
                 self.report("vlan_id", given_vlan, what, "use a shorter base interface name")
                 vlan_id = None
         ipv4, ipv6 = self._family(4), self._family(6)
-        self.result.network_config = nmstate.generated_network_config(
-            self.result.interfaces, primary, vlan_id, ipv4, ipv6, self._dns_servers()
-        )
+        # (an empty DNS server: an unanswered survey question, "" becomes [""], or a trailing comma)
+        servers = [(index, server) for index, server in enumerate(self.host.get("dns_servers") or []) if server.strip()]
+        checked = [check_dns_server(self.report, f"dns_servers[{index}]", value) for index, value in servers]
+        dns = [str(address) for address in checked if address is not None]
+        self.result.network_config = generated_network_config(self.result.interfaces, primary, vlan_id, ipv4, ipv6, dns)
 
-    def _family(self, version: int) -> nmstate.Family:
+    def _family(self, version: int) -> Family:
         """Static settings of one IP version as {ip, prefix, gateway}, or None (unset or invalid)."""
         ip_key, prefix_key, gateway_key = FAMILY_KEYS[version]
         value, prefix_value, gateway_value = (self.host.get(key) for key in FAMILY_KEYS[version])
@@ -360,26 +394,313 @@ class HostChecker:
             fix = f"write the address alone and put the prefix into {prefix_key}"
             self.report(ip_key, value, "contains a prefix", fix)
             return None
-        address = nmstate.check_host_address(self.report, ip_key, value, version, self.allow_loopback)
+        address = check_host_address(self.report, ip_key, value, version, self.allow_loopback)
         if not given(prefix_value):
             fix = f"set the prefix length of the host's subnet, e.g. {24 if version == 4 else 64} (a DHCP host gives "
             fix += "mac_address and ip only)"
             self.report(prefix_key, prefix_value, f"is not set but {ip_key} is", fix)
             return None
-        prefix = nmstate.check_prefix(self.report, prefix_key, prefix_value, version)
+        prefix = check_prefix(self.report, prefix_key, prefix_value, version)
         if address is None or prefix is None:
             return None
-        nmstate.check_address_in_subnet(self.report, ip_key, value, address, prefix)
-        self.result.addresses.append(nmstate.OwnedAddress(ip_key, address, prefix))
+        check_address_in_subnet(self.report, ip_key, value, address, prefix)
+        self.result.addresses.append(OwnedAddress(ip_key, address, prefix))
         at = f"{ip_key}/{prefix_key}"
-        gateway = given(gateway_value) and nmstate.check_gateway(
-            self.report, gateway_key, gateway_value, address, prefix, at
-        )
+        gateway = given(gateway_value) and check_gateway(self.report, gateway_key, gateway_value, address, prefix, at)
         self.result.routed.update([version] if gateway else [])
         return {"ip": str(address), "prefix": prefix, "gateway": str(gateway) if gateway else None}
 
-    def _dns_servers(self) -> list[str]:
-        # (an empty one: an unanswered survey question, "" becomes [""], or a trailing comma)
-        servers = [(index, server) for index, server in enumerate(self.host.get("dns_servers") or []) if server.strip()]
-        checked = [nmstate.check_dns_server(self.report, f"dns_servers[{index}]", value) for index, value in servers]
-        return [str(address) for address in checked if address is not None]
+
+# --- the network, as nmstate: single values -------------------------------------------------------------------------
+
+
+def parse_int(value: Any) -> int | None:
+    """Return value as an int, accepting decimal strings (``-e`` extra vars are strings); else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and re.match(r"^\s*[0-9]+\s*$", value) else None
+
+
+def check_number(report: Report, field: str, value: Any, low: int, high: int, what: str) -> int | None:
+    """``value`` as an int from ``low`` to ``high``; None after reporting that it is not ``what``."""
+    number = parse_int(value)
+    if number is None or not low <= number <= high:
+        report(field, value, f"is not {what}", f"use an integer from {low} to {high}")
+        return None
+    return number
+
+
+def check_prefix(report: Report, field: str, value: Any, version: int) -> int | None:
+    return check_number(report, field, value, 1, MAX_PREFIX[version], f"an IPv{version} prefix length")
+
+
+def mac_problem(mac: str) -> str | None:
+    """Why a normalized MAC cannot identify a host NIC, or None."""
+    if mac == "00:00:00:00:00:00":
+        return "is all zeros"
+    return "is a multicast address (lowest bit of the first octet set)" if int(mac[:2], 16) & 1 else None
+
+
+def interface_name_problem(name: Any) -> str | None:
+    """Why a text cannot be a Linux interface name, or None."""
+    if not isinstance(name, str) or not name:
+        return "is not a non-empty string"
+    if len(name) > MAX_INTERFACE_NAME:
+        return f"is longer than {MAX_INTERFACE_NAME} characters (Linux limit)"
+    bad = name in (".", "..") or re.search(r"[\s/:]", name)
+    return "contains whitespace, '/' or ':' or is '.'/'..'" if bad else None
+
+
+def check_address(report: Report, field: str, value: Any, version: int) -> Any:
+    """``value`` as a netaddr.IPAddress of IP ``version``, or None after reporting."""
+    address = parse_ip(value, version)
+    if address is None:
+        fix = f"write a plain address such as {EXAMPLE_ADDRESS[version]}"
+        report(field, value, f"is not an IPv{version} address", fix)
+    return address
+
+
+def check_host_address(report: Report, field: str, value: Any, version: int, allow_loopback: bool) -> Any:
+    """Check an address a host will own; return the IPAddress or None after reporting."""
+    address = check_address(report, field, value, version)
+    if address is None:
+        return None
+    reasons = (
+        (address.value == 0, "is the unspecified address"),
+        (address.is_multicast(), "is a multicast address"),
+        (address.is_loopback() and not allow_loopback, LOOPBACK),
+        (address.is_link_local(), "is a link-local address"),
+        (address.version == 4 and address.value == 0xFFFFFFFF, "is the limited broadcast address"),
+    )
+    reason = next((why for found, why in reasons if found), None)
+    if reason:
+        report(field, value, reason, "use a unicast address of the host's network")
+    return None if reason else address
+
+
+def lab_hint(problem: dict[str, Any]) -> dict[str, Any]:
+    """A loopback refusal in a cluster whose own machine network is loopback (a test lab such as tests/lab, whose
+    hosts all live on one machine): its fix is the lab's switch, not "use a unicast address"."""
+    head, found, _fix = str(problem["message"]).partition(f" {LOOPBACK}; ")
+    return dict(problem, message=f"{head} {LOOPBACK}; {LAB_FIX}") if found else problem
+
+
+def subnet_of(address: Any, prefix: int) -> Any:
+    return netaddr.IPNetwork(f"{address}/{prefix}")
+
+
+def check_address_in_subnet(report: Report, field: str, value: Any, address: Any, prefix: int) -> None:
+    """Report an address that is the network (or IPv4 broadcast) address of its own subnet; /31 and /32 (IPv4),
+    /127 and /128 (IPv6) have none."""
+    subnet = subnet_of(address, prefix)
+    broadcast = address.version == 4 and address == subnet.broadcast
+    if prefix < MAX_PREFIX[address.version] - 1 and (address == subnet.network or broadcast):
+        what = f"is the {'broadcast' if broadcast else 'network'} address of {subnet.cidr}"
+        report(field, value, what, "use a host address inside the subnet")
+
+
+def check_gateway(report: Report, field: str, value: Any, address: Any, prefix: int, subnet_fields: str) -> Any:
+    """Check a default gateway against the host's own address and prefix."""
+    gateway, subnet = check_address(report, field, value, address.version), subnet_of(address, prefix)
+    if gateway is None or (gateway.version == 6 and gateway.is_link_local()):
+        return gateway  # IPv6 routers are commonly reached through their link-local address
+    if gateway.value == 0 or gateway.is_multicast() or gateway == address:
+        what = "is the host's own address" if gateway == address else "is not a unicast address"
+        report(field, value, what, "set the address of the router")
+        return None
+    if gateway not in subnet:
+        report(field, value, f"is not inside {subnet.cidr} ({subnet_fields})", "set a gateway in that subnet")
+        return None
+    check_address_in_subnet(report, field, value, gateway, prefix)
+    return gateway
+
+
+def check_dns_server(report: Report, field: str, value: Any) -> Any:
+    server = parse_ip(value)
+    if server is not None and server.value != 0 and not server.is_multicast():
+        return server
+    report(field, value, "is not a unicast IP address", "list DNS servers as IP addresses")
+    return None
+
+
+# --- nmstate generated from the simple keys -------------------------------------------------------------------------
+
+
+def _ip_settings(ipv4: Family, ipv6: Family) -> dict[str, Any]:
+    """nmstate ipv4/ipv6 sections of the interface carrying the host's addresses ({ip, prefix} or None each;
+    neither means DHCP). Without ipv4 disabled an IPv6-only host would also wait for a DHCPv4 lease that never
+    comes."""
+    if ipv4 is None and ipv6 is None:
+        return {"ipv4": {"enabled": True, "dhcp": True}}
+    static = {
+        name: {"enabled": True, "dhcp": False, "address": [{"ip": family["ip"], "prefix-length": family["prefix"]}]}
+        for name, family in (("ipv4", ipv4), ("ipv6", ipv6))
+        if family is not None
+    }
+    return dict({"ipv4": {"enabled": False}}, **static)
+
+
+def generated_network_config(
+    interfaces: list[Interface], primary: str, vlan_id: int | None, ipv4: Family, ipv6: Family, dns_servers: list[str]
+) -> dict[str, Any]:
+    """nmstate for a host described by the simple keys.
+
+    ``primary`` carries the addresses (directly, or through a VLAN on top of it when ``vlan_id`` is set); the other
+    interfaces are brought up without addresses. ipv4/ipv6: None or {"ip", "prefix", "gateway"} (gateway may be
+    None).
+    """
+    carrier = primary if vlan_id is None else f"{primary}.{vlan_id}"
+    nm_interfaces = []
+    for name, mac in interfaces:
+        # Only the carrier has addresses; a fresh mapping each, so that the YAML has no aliases.
+        ip = _ip_settings(ipv4, ipv6) if name == carrier else {"ipv4": {"enabled": False}, "ipv6": {"enabled": False}}
+        nm_interfaces.append(dict({"name": name, "type": "ethernet", "state": "up", "mac-address": mac}, **ip))
+    if vlan_id is not None:
+        vlan = {"name": carrier, "type": "vlan", "state": "up", "vlan": {"base-iface": primary, "id": vlan_id}}
+        nm_interfaces.append(dict(vlan, **_ip_settings(ipv4, ipv6)))
+    config: dict[str, Any] = {"interfaces": nm_interfaces}
+    if dns_servers:
+        config["dns-resolver"] = {"config": {"server": list(dns_servers)}}
+    routes = [
+        {"destination": DEFAULT_ROUTE[version], "next-hop-address": family["gateway"], "next-hop-interface": carrier}
+        for version, family in ((4, ipv4), (6, ipv6))
+        if family is not None and family.get("gateway")
+    ]
+    if routes:
+        config["routes"] = {"config": [dict(route, **{"table-id": MAIN_ROUTE_TABLE}) for route in routes]}
+    return config
+
+
+# --- raw nmstate ----------------------------------------------------------------------------------------------------
+
+
+def _mappings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def _links(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(field, name) of the interfaces an nmstate interface is built on: a bond's ports (``link-aggregation.port``,
+    nmstate's older ``slaves``) and a VLAN's base (``vlan.base-iface``)."""
+    bond, vlan = entry.get("link-aggregation"), entry.get("vlan")
+    key = next((k for k in ("port", "slaves") if isinstance(bond, dict) and k in bond), "port")
+    ports = bond.get(key) if isinstance(bond, dict) else None
+    found = [(f"link-aggregation.{key}[{i}]", port) for i, port in enumerate(ports if isinstance(ports, list) else [])]
+    return found + ([("vlan.base-iface", vlan.get("base-iface"))] if isinstance(vlan, dict) else [])
+
+
+def check_raw_network_config(
+    report: Report, config: dict[str, Any], declared: dict[str, str], allow_loopback: bool
+) -> tuple[list[OwnedAddress], set[int]]:
+    """Check a user-written nmstate document against the host's ``interfaces`` (``declared``: {name: MAC}); return
+    its static addresses (for the uniqueness and cluster checks) and the IP versions it has a default route of.
+
+    As nmstate reads it: a bond's port or a VLAN's base that network_config does not define is an ethernet NIC
+    (``nmstatectl gc``, which node-joiner runs, assumes so: nmstate/nmstate rust/src/lib/gen_conf.rs
+    @edd553814e12045210ff482e2113f1085a3fa16f ``set_missing_port_to_eth``), here one of ``interfaces``, known by its
+    MAC. ``sriov:<PF>:<VF>`` names a virtual function of a NIC (``SrIovConfig::VF_NAMING_PREFIX``, rust/src/lib/ifaces/
+    sriov.rs@d224862382cf68c43c1f3633ae1701cea4e1b1a5)."""
+    nm_interfaces = config.get("interfaces")
+    if not _mappings(nm_interfaces) or not nm_interfaces:
+        fix = "list the host's interfaces in nmstate form (name, type, state)"
+        report("network_config.interfaces", nm_interfaces, "is not a non-empty list of interfaces", fix)
+        return [], set()
+    names, links, addresses = set(), [], []
+    for index, entry in enumerate(nm_interfaces):
+        field, name = f"network_config.interfaces[{index}]", entry.get("name")
+        problem = None if SRIOV_VF.match(str(name)) else interface_name_problem(name)
+        if problem:
+            report(field + ".name", name, problem, "name every interface")
+            continue
+        names.add(name)
+        links += [(f"{field}.{where}", link) for where, link in _links(entry)]
+        _check_raw_mac(report, field, entry, declared)
+        addresses += _raw_addresses(report, field, entry, allow_loopback)
+    for field, link in links:
+        if link not in names and link not in declared:
+            fix = f"add {{name: {link}, mac_address: <its MAC>}} to interfaces (or define it in network_config)"
+            report(field, link, "is neither an interface of network_config nor a NIC of interfaces", fix)
+    for name in sorted(set(declared) - names - {link for _field, link in links}):
+        fix = "add it to network_config.interfaces (or as a bond's port or a VLAN's base) or remove it from interfaces"
+        report("interfaces", name, "is not an interface of network_config", fix)
+    resolver = config.get("dns-resolver") or {}
+    resolver_config = resolver.get("config", {}) if isinstance(resolver, dict) else None
+    servers = resolver_config.get("server", []) if isinstance(resolver_config, dict) else None
+    if not isinstance(servers, list):
+        fix = "list DNS servers under dns-resolver.config.server"
+        report("network_config.dns-resolver", resolver, "is not {config: {server: [...]}}", fix)
+    for index, server in enumerate(servers if isinstance(servers, list) else []):
+        check_dns_server(report, f"network_config.dns-resolver.config.server[{index}]", server)
+    return addresses, _check_raw_routes(report, config, names, addresses)
+
+
+def _check_raw_mac(report: Report, field: str, entry: dict[str, Any], declared: dict[str, str]) -> None:
+    if entry.get("type") != "ethernet" or "mac-address" not in entry:
+        return
+    name, given_mac = entry["name"], entry["mac-address"]
+    mac = normalize_mac(given_mac)
+    if mac is None:
+        report(field + ".mac-address", given_mac, "is not a MAC address", NOT_MAC_FIX)
+    elif name not in declared:
+        fix = f"add {{name: {name}, mac_address: {mac}}} to interfaces"
+        report(field + ".name", name, "is not listed in interfaces", fix)
+    elif declared[name] != mac:
+        what = f"differs from the MAC {declared[name]} given for {name} in interfaces"
+        report(field + ".mac-address", given_mac, what, "make the two MACs the same")
+
+
+def _raw_addresses(report: Report, field: str, entry: dict[str, Any], allow_loopback: bool) -> list[OwnedAddress]:
+    found = []
+    for version in (4, 6):
+        family_field, family = f"{field}.ipv{version}", entry.get(f"ipv{version}")
+        listed = family.get("address", []) if isinstance(family, dict) else []
+        if family is not None and not isinstance(family, dict):
+            report(family_field, family, "is not a mapping", "write {enabled: true, dhcp: false, address: [...]}")
+        elif not _mappings(listed):
+            fix = f"write address: [{{ip: {EXAMPLE_ADDRESS[version]}, prefix-length: N}}]"
+            report(family_field + ".address", listed, "is not a list of {ip, prefix-length}", fix)
+        for index, item in enumerate(listed if _mappings(listed) else []):
+            where = f"{family_field}.address[{index}]"
+            address = check_host_address(report, where + ".ip", item.get("ip"), version, allow_loopback)
+            prefix = check_prefix(report, where + ".prefix-length", item.get("prefix-length"), version)
+            if address is not None and prefix is not None:
+                check_address_in_subnet(report, where + ".ip", item.get("ip"), address, prefix)
+                found.append(OwnedAddress(where + ".ip", address, prefix))
+    return found
+
+
+def _check_raw_routes(report: Report, config: dict[str, Any], names: set[str], owned: list[OwnedAddress]) -> set[int]:
+    """Check the routes; return the IP versions of the default routes that leave through a router of a static
+    subnet of theirs (IPv6: or a link-local one), which makes a routed host address acceptable."""
+    routes, routed = config.get("routes"), set()
+    listed = routes.get("config", []) if isinstance(routes, dict) else None
+    if routes is not None and not _mappings(listed):
+        report("network_config.routes", routes, "is not {config: [...]}", "list routes under routes.config")
+    for index, route in enumerate(listed if isinstance(listed, list) else []):
+        if not isinstance(route, dict):
+            continue
+        field, (destination, next_hop, interface) = f"network_config.routes.config[{index}]", map(route.get, ROUTE_KEYS)
+        if not _is_cidr(destination):
+            report(field + ".destination", destination, "is not a network in CIDR form", "write e.g. 0.0.0.0/0 or ::/0")
+        hop = parse_ip(next_hop)
+        if next_hop is not None and hop is None:
+            report(field + ".next-hop-address", next_hop, "is not an IP address", "set the address of the router")
+        if interface is not None and interface not in names:
+            fix = f"use one of: {', '.join(sorted(names))}"
+            report(field + ".next-hop-interface", interface, "is not an interface of network_config", fix)
+        if hop is None or destination != DEFAULT_ROUTE[hop.version]:
+            continue
+        subnets = [
+            subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version and prefix is not None
+        ]
+        if any(hop in subnet for subnet in subnets) or (hop.version == 6 and hop.is_link_local()):
+            routed.add(hop.version)
+        elif subnets:
+            what = f"is not inside a static subnet of network_config ({', '.join(str(s.cidr) for s in subnets)})"
+            report(field + ".next-hop-address", next_hop, what, "set the address of the router of the host's subnet")
+    return routed
+
+
+def _is_cidr(value: Any) -> bool:
+    address, slash, prefix = value.partition("/") if isinstance(value, str) else ("", "", "")
+    ip, length = parse_ip(address), parse_int(prefix)
+    return bool(slash) and ip is not None and length is not None and length <= MAX_PREFIX[ip.version]

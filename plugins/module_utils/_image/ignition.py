@@ -2,6 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the Ignition config of a node-joiner add-nodes image says: cluster, hosts, architecture, version, expiry.
 
+The errors of every image reader (this one, the initramfs and ISO readers of iso.py) are defined here, under one
+root (:class:`IsoError`).
+
 Never returns a secret: tokens are only decoded for their ``exp`` claim. The files read, as node-joiner
 (openshift/installer pkg/asset/agent/image/ignition.go@00f6ab7e623ca3556ec97407cc7a8e3e8b0e88e9, and
 @3075c3231aef1a206c4ce065b74b61187ecf6229 for 4.17) writes them:
@@ -45,7 +48,7 @@ except ImportError:  # the regular expression below reads the one field needed
     yaml = None  # type: ignore[assignment]
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import normalize_architecture
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import AgentToken
 
@@ -63,6 +66,34 @@ _HOST_FILE_RE = re.compile(
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5,19}$")
 _UNNAMED_HOST_RE = re.compile(r"^host-\d+$")
 _CPU_ARCH_RE = re.compile(r"^\s*cpuArchitecture:\s*[\"']?([\w-]+)", re.MULTILINE)
+
+
+# --- the errors of the image readers (this file; the initramfs and ISO readers of iso.py): one root, so that a
+# caller can catch them all
+
+
+class IsoError(Day2Error):
+    """Base class of every error raised by the ISO, initrd and Ignition readers and the kernel-argument edit."""
+
+
+class IsoLayoutError(IsoError):
+    """The file is not a CoreOS live ISO (or initrd) we can read or edit: missing file, bad JSON, bad offsets."""
+
+
+class EmbedAreaError(IsoError):
+    """The Ignition embed area (or an initrd) holds data that cannot be decoded."""
+
+
+class CapacityError(IsoError):
+    """New content does not fit into its area."""
+
+
+class KargsMismatchError(IsoError):
+    """The kernel-argument regions of one ISO do not hold the same arguments."""
+
+
+class IgnitionContentError(IsoError):
+    """The Ignition config is not JSON, or a file in it cannot be decoded."""
 
 
 def parse_ignition(raw: bytes) -> dict[str, Any]:

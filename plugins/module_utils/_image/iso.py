@@ -1,7 +1,8 @@
 # Copyright (c) openshift_agent.day2 contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A CoreOS live ISO, read through its ISO 9660 directory records alone, and its one edit: live kernel arguments
-appended in place (the hybrid MBR/GPT, El Torito and every other byte stay as they are; the ISO is never rebuilt).
+appended in place (the hybrid MBR/GPT, El Torito and every other byte stay as they are; the ISO is never rebuilt);
+the initramfs streams of its Ignition embed area and of a PXE initrd; what iso_info says of either.
 
 * ``coreos/igninfo.json``: ``{"file", "offset"?, "length"?}`` names the Ignition embed area (offset and length 0 or
   missing: the whole file). ``coreos/kargs.json``: ``{"default", "size", "files": [{"path", "offset", "pad"?,
@@ -25,6 +26,14 @@ installer master uses) and, on x86_64, a second ``isolinux/BOOT.CAT;1`` record f
 (tests/unit/plugins/module_utils/fixtures/iso/go_diskfs_writer.py), ``PyCdlib().open_fp`` raised
 ``PyCdlibInvalidISO: PX record big and little-endian file serial number do not agree``; with the serial written
 both-endian, ``PyCdlibInvalidInput: Failed adding duplicate name to parent``.
+
+Initramfs streams as the Linux initramfs loader reads them: cpio "newc" archives, each optionally gzip or xz
+compressed, concatenated with NUL padding; the Ignition config in an ISO's embed area or appended to a PXE initrd.
+
+A newc entry is a 110-byte ASCII header (magic ``070701``, or ``070702`` with a checksum, then 13 eight-digit hex
+fields), the NUL-terminated name padded to 4 bytes, then the data padded to 4 bytes; ``TRAILER!!!`` ends an archive.
+node-joiner's PXE initrd ``node.<arch>-initrd.img`` is the base ``images/pxeboot/initrd.img`` with the Ignition
+archive appended -- openshift/installer pkg/asset/agent/image/agentpxefiles.go@84c3bbc9d011c5339af99235decb0f31bea501a7.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import collections
 import datetime
 import json
+import lzma
 import os
 import re
 import struct
@@ -41,8 +51,8 @@ from typing import IO, Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors, ignition, initrd
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IsoLayoutError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import IsoLayoutError
 
 SECTOR = 2048
 IGNINFO_NAMES = "coreos/igninfo.json (igninfo.jso in a node-joiner ISO)"
@@ -58,6 +68,11 @@ BOOT_MARKERS = {"images/cdboot.img": "s390x", "generic.ins": "s390x", "isolinux/
 BOOT_MARKERS["ppc/bootinfo.txt"] = "ppc64le"
 PE_MACHINES = {0x8664: "x86_64", 0xAA64: "aarch64"}
 ELF_MACHINES = {62: "x86_64", 183: "aarch64", 21: "ppc64le", 22: "s390x"}
+NEWC_MAGICS = (b"070701", b"070702")
+GZIP_MAGIC, XZ_MAGIC = b"\x1f\x8b", b"\xfd7zXZ\x00"
+OTHER_MAGICS = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"\x02\x21\x4c\x18", "lz4"), (b"\x89LZO", "lzo"))
+# How far back from the end of a PXE initrd to look for the appended archive, and how many starts to try.
+APPENDED_WINDOW, APPENDED_CANDIDATES = 16 << 20, 256
 
 
 # A directory record: its Rock Ridge or Joliet name, its ISO 9660 identifier (no ";1", no trailing dot), its tree.
@@ -66,10 +81,11 @@ KargsRegion = collections.namedtuple("KargsRegion", "path offset length pad end"
 
 
 # Where the embed area (offset, length) and the kernel-argument regions (none without kargs.json) are; the names
-# the ISO spells igninfo.json and kargs.json with, kargs.json "default", the arguments the regions hold now.
+# the ISO spells igninfo.json and kargs.json with, kargs.json "default", the arguments the regions hold now (kargs),
+# the architecture it boots and where a minimal ISO fetches its rootfs.
 Layout = collections.namedtuple(
     "Layout",
-    "embed_file embed_area igninfo_path kargs kargs_default kargs_path current_kargs volume_id architecture rootfs_url",
+    "embed_file embed_area igninfo_path regions kargs_default kargs_path kargs volume_id boot_architecture rootfs_url",
 )
 # A minimal ISO (node-joiner 4.17's on platform External) has no rootfs: grub.cfg's kernel arguments say where the host
 # fetches it -- openshift/installer vendor/github.com/openshift/assisted-image-service/pkg/isoeditor/rhcos.go@
@@ -308,7 +324,8 @@ def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> La
         except IsoLayoutError as exc:
             raise IsoLayoutError("%s: %s: %s" % (path, region.path, exc))
         if found[-1][1] != found[0][1] and strict:
-            raise errors.KargsMismatchError("%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1]))
+            disagree = "%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1])
+            raise ignition.KargsMismatchError(disagree)
     agree = len({kargs for _path, kargs in found}) == 1
     area, current, arch = (extent[0] + offset, length), found[0][1] if agree else None, boot_architecture(image)
     return Layout(
@@ -329,7 +346,8 @@ def format_kargs_region(kargs: str, size: int, pad: str = "#", end: str = "\n") 
     text, end_bytes, pad_bytes = kargs.strip().encode("utf-8"), end.encode("utf-8"), pad.encode("utf-8")
     fill, room = size - len(text) - len(end_bytes), size - len(end_bytes)
     if fill < 0:
-        raise errors.CapacityError("kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room))
+        too_long = "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room)
+        raise ignition.CapacityError(too_long)
     if fill % len(pad_bytes):
         raise IsoLayoutError("kargs pad character %r does not evenly fill the area" % pad)
     return text + end_bytes + pad_bytes * (fill // len(pad_bytes))
@@ -354,13 +372,13 @@ def append_kernel_arguments(path: str, kargs: str) -> bool:
     """
     with open(path, "r+b") as handle:
         layout = read_layout(handle, path)
-        if layout.current_kargs is None:
+        if layout.kargs is None:
             raise IsoLayoutError("%s: %s not found; cannot set kernel arguments" % (path, KARGS_NAMES))
-        merged, patches = merge_kargs(layout.current_kargs, kargs), []
-        for region in layout.kargs:
+        merged, patches = merge_kargs(layout.kargs, kargs), []
+        for region in layout.regions:
             try:
                 data = format_kargs_region(merged, region.length, region.pad, region.end)
-            except errors.IsoError as exc:
+            except ignition.IsoError as exc:
                 raise type(exc)("%s: kargs area in %s: %s" % (path, region.path, exc))
             handle.seek(region.offset)
             patches += [] if data == handle.read(region.length) else [(region.offset, data)]
@@ -370,6 +388,110 @@ def append_kernel_arguments(path: str, kargs: str) -> bool:
         handle.flush()
         os.fsync(handle.fileno())
     return bool(patches)
+
+
+# --- initramfs streams: an ISO's embed area, a PXE initrd -------------------------------------------------------
+
+
+CpioEntry = collections.namedtuple("CpioEntry", "name mode data")  # one member of a newc archive
+
+
+class CpioError(ignition.EmbedAreaError):
+    """The bytes are not a well-formed newc archive."""
+
+
+def read_archive(buf: bytes, pos: int = 0) -> tuple[list[CpioEntry], int]:
+    """``(entries without the trailer, offset after the trailer)`` of the newc archive at ``pos``."""
+    entries: list[CpioEntry] = []
+    while True:
+        header = buf[pos : pos + 110]
+        if len(header) < 110 or header[:6] not in NEWC_MAGICS:
+            problem = "truncated cpio header" if len(header) < 110 else f"bad cpio magic {header[:6]!r}"
+            raise CpioError(f"{problem} at offset {pos} (expected 070701 newc)")
+        try:
+            fields = [int(header[6 + 8 * index : 14 + 8 * index], 16) for index in range(13)]
+        except ValueError:
+            raise CpioError(f"non-hex cpio header field at offset {pos}: {header[6:]!r}")
+        name_end, size = pos + 110 + fields[11], fields[6]
+        if fields[11] == 0 or name_end > len(buf) or buf[name_end - 1] != 0:
+            raise CpioError(f"cpio entry name at offset {pos} is truncated, empty or not NUL-terminated")
+        name, start = buf[pos + 110 : name_end - 1].decode("utf-8", "surrogateescape"), (name_end + 3) & ~3
+        if start + size > len(buf):
+            raise CpioError(f"cpio entry {name!r} at {pos}: {size} data bytes expected, the archive ends first")
+        pos = (start + size + 3) & ~3
+        if name == "TRAILER!!!":
+            return entries, min(pos, len(buf))
+        entries.append(CpioEntry(name, fields[1], bytes(buf[start : start + size])))
+
+
+def iter_initramfs(data: bytes, kinds: list[str] | None = None, nested: bool = False) -> Iterator[CpioEntry]:
+    """The entries of every archive in ``data``, in order; ``kinds`` collects ``gzip``, ``xz`` or ``none`` for each."""
+    pos = len(data) - len(data.lstrip(b"\0"))
+    while pos < len(data):
+        kind = "xz" if data.startswith(XZ_MAGIC, pos) else "gzip" if data.startswith(GZIP_MAGIC, pos) else None
+        if kind and nested:
+            raise ignition.EmbedAreaError(f"compressed stream nested inside a compressed stream at offset {pos}")
+        if kind:
+            decoder: Any = lzma.LZMADecompressor(lzma.FORMAT_XZ) if kind == "xz" else zlib.decompressobj(16 + 15)
+            try:
+                payload = decoder.decompress(data[pos:])
+            except (lzma.LZMAError, zlib.error, EOFError) as exc:
+                raise ignition.EmbedAreaError(f"corrupt {kind} stream at offset {pos}: {exc}")
+            if not decoder.eof:
+                raise ignition.EmbedAreaError(f"truncated {kind} stream at offset {pos}")
+            yield from iter_initramfs(payload, nested=True)
+            pos = len(data) - len(decoder.unused_data)
+        elif data[pos : pos + 6] in NEWC_MAGICS:
+            if pos % 4:  # newc padding counts from the start of the stream: the kernel refuses this too
+                raise ignition.EmbedAreaError(f"cpio archive at offset {pos} is not 4-byte aligned")
+            entries, pos = read_archive(data, pos)
+            yield from entries
+        else:
+            other = next((kind for magic, kind in OTHER_MAGICS if data.startswith(magic, pos)), None)
+            what = f"unsupported {other} stream" if other else f"unrecognised data {data[pos : pos + 8]!r}"
+            raise ignition.EmbedAreaError(f"{what} at offset {pos} (expected an xz, gzip or cpio newc archive)")
+        if kinds is not None and not nested:
+            kinds.append(kind or "none")
+        pos = len(data) - len(data[pos:].lstrip(b"\0"))
+
+
+def unpack_initramfs(data: bytes, kinds: list[str] | None = None) -> dict[str, CpioEntry] | None:
+    """``{name: entry}`` of an initramfs stream (a later archive wins, as when the kernel unpacks), None if all zero."""
+    entries = iter_initramfs(bytes(data), kinds) if bytes(data).strip(b"\0") else None
+    return None if entries is None else {re.sub(r"^(\./)*/*", "", entry.name): entry for entry in entries}
+
+
+def extract_config(area: bytes, kinds: list[str] | None = None) -> bytes | None:
+    """The bytes of ``config.ign`` in an embed area; None when it holds none (all zero, or no such member)."""
+    files = unpack_initramfs(area, kinds) or {}
+    return files[ignition.CONFIG_NAME].data if ignition.CONFIG_NAME in files else None
+
+
+def read_pxe_initrd(path: str) -> tuple[dict[str, Any], list[str]]:
+    """``(ignition, compression kinds)`` of the Ignition archive appended last to the PXE initrd at ``path``.
+
+    Every place an archive could start is tried from the end backwards: the first that decodes to the end (NUL
+    padding aside) and holds ``config.ign`` is the one.
+    """
+    with open(path, "rb") as handle:
+        handle.seek(max(0, os.path.getsize(path) - APPENDED_WINDOW))
+        tail = handle.read()
+    magics = (re.escape(magic) for magic in (GZIP_MAGIC + b"\x08", XZ_MAGIC, NEWC_MAGICS[0]))
+    starts = sorted({match.start() for match in re.finditer(b"|".join(magics), tail)}, reverse=True)
+    for start in starts[:APPENDED_CANDIDATES]:
+        kinds: list[str] = []
+        try:
+            raw = extract_config(tail[start:], kinds)
+            if raw is not None:
+                return ignition.parse_ignition(raw), kinds
+        except ignition.IgnitionContentError as exc:
+            raise ignition.IgnitionContentError(f"{path}: appended archive: {exc}")
+        except ignition.EmbedAreaError:
+            continue
+    raise IsoLayoutError(
+        f"{path}: no Ignition archive (gzip or xz cpio holding {ignition.CONFIG_NAME}) appended at the end of this "
+        "initrd; expected a PXE initrd made by node-joiner --pxe (node.<arch>-initrd.img)"
+    )
 
 
 # --- what an image holds: inspect_iso (day2_iso reads its ISO back with it) and the iso_info module -------------
@@ -383,21 +505,18 @@ def inspect_iso(path: str) -> dict[str, Any]:
         (offset, length), name = layout.embed_area, layout.embed_file
         handle.seek(offset)
         try:
-            raw = initrd.extract_config(handle.read(length), kinds)
+            raw = extract_config(handle.read(length), kinds)
             config = None if raw is None else ignition.parse_ignition(raw)
-        except (errors.EmbedAreaError, errors.IgnitionContentError) as exc:
+        except (ignition.EmbedAreaError, ignition.IgnitionContentError) as exc:
             raise type(exc)("%s: embed area %s (offset %d, %d bytes): %s" % (path, name, offset, length, exc))
-    return {
-        "ignition": config,
-        "summary": None if config is None else ignition.summarize_add_nodes_ignition(config),
-        "kargs": layout.current_kargs,
-        "kargs_default": layout.kargs_default,
-        "embed_area": {"file": name, "offset": offset, "length": length, "compression": kinds},
-        "iso_files": {"igninfo": layout.igninfo_path, "kargs": layout.kargs_path},
-        "volume_id": layout.volume_id,
-        "boot_architecture": layout.architecture,
-        "rootfs_url": layout.rootfs_url,
-    }
+    own = ("kargs", "kargs_default", "volume_id", "boot_architecture", "rootfs_url")
+    return dict(
+        {key: getattr(layout, key) for key in own},
+        ignition=config,
+        summary=None if config is None else ignition.summarize_add_nodes_ignition(config),
+        embed_area={"file": name, "offset": offset, "length": length, "compression": kinds},
+        iso_files={"igninfo": layout.igninfo_path, "kargs": layout.kargs_path},
+    )
 
 
 def _describe(path: str) -> dict[str, Any]:
@@ -408,8 +527,8 @@ def _describe(path: str) -> dict[str, Any]:
     if descriptor == b"CD001":
         info = inspect_iso(path)
         config, arch, kinds = info["ignition"], info["boot_architecture"], info["embed_area"]["compression"]
-    elif head.startswith((initrd.GZIP_MAGIC, initrd.XZ_MAGIC, *initrd.NEWC_MAGICS)):
-        (config, kinds), arch = initrd.read_pxe_initrd(path), "".join(_INITRD_NAME_RE.findall(os.path.basename(path)))
+    elif head.startswith((GZIP_MAGIC, XZ_MAGIC, *NEWC_MAGICS)):
+        (config, kinds), arch = read_pxe_initrd(path), "".join(_INITRD_NAME_RE.findall(os.path.basename(path)))
     else:
         what = 'neither an ISO 9660 image (no "CD001" at byte %d) nor an initrd (no gzip, xz or cpio data at its start'
         raise IsoLayoutError(("%s is " + what + ": %r); expected %s") % (path, 16 * SECTOR + 1, head, EXPECTED))
@@ -457,7 +576,7 @@ def iso_info(path: str, min_validity: Any = "0", now: datetime.datetime | None =
         raise IsoLayoutError(
             "%s: cannot read it (%s); expected %s" % (path, exc.strerror or exc, EXPECTED), {"file": path}
         )
-    except errors.IsoError as exc:
+    except ignition.IsoError as exc:
         raise type(exc)(exc.message, dict(exc.result, file=path))
     now = now or clock.utcnow()
     expiry = clock.parse_rfc3339(result["token_expiry"]) if result["token_expiry"] else None

@@ -7,20 +7,36 @@
 :class:`NodeJoinerRun` creates a namespace and the objects below and always deletes them again, on failure too,
 unless the caller keeps them for debugging. The functions build the manifests and read report.json,
 image-references and pod logs; they are pure.
+
+What earlier runs left behind, found and removed before a run builds: node-joiner objects in the cluster and
+partial files in ``dest``.
+
+A run deletes its namespace, ClusterRole and ClusterRoleBinding at its end, and on SIGTERM too; a run killed
+outright (SIGKILL, a crash of the controller) cannot. oc relies on the namespace's owner reference for the
+cluster-scoped RBAC and deletes the namespace when it is done, with no look for earlier runs --
+openshift/oc pkg/cli/admin/nodeimage/basenodeimagecommand.go@9d9df34c46c9deba8c291a2a084de5724c0bd820. Here every
+object of a run carries the labels of labels(), so the next run finds them by label. A run still
+going (another playbook on the same cluster) is not touched: its namespace names its owner (host, process and
+the process's start time, annotation OWNER_ANNOTATION); a namespace of a process of this host that is gone is
+left over at once, one of another host only when it is older than any run can last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
 import json
+import os
 import re
+import socket
 import sys
 import time
-from types import TracebackType
 from typing import Any, Callable
+from urllib.parse import quote
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, dig, group_target
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import RELEASES, Release
@@ -29,7 +45,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image import
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "openshift_agent.day2"
 RUN_LABEL = "openshift-agent.day2/run"
-# The process that runs a run ("<host> <pid> <start>"), on its namespace: see leftovers.py.
+# The process that runs a run ("<host> <pid> <start>"), on its namespace: see owner_tag.
 OWNER_ANNOTATION = "openshift-agent.day2/owner"
 NAMESPACE_PREFIX = "openshift-node-joiner-"
 SERVICE_ACCOUNT = "node-joiner"
@@ -53,6 +69,8 @@ RUN_KINDS = (
     ("ClusterRole", RBAC, "clusterroles"),
     ("Namespace", "", "namespaces"),
 )
+# Partial files of an interrupted transfer (pod_exec.fetch: ".<name>.<random>.part") and sidecar writes (".tmp").
+PARTIAL_SUFFIXES = (".part", ".tmp")
 # What ends a pod or keeps it from starting, as the kubelet writes it into the pod's status and Events:
 # - a container the OOM killer killed: state.terminated reason OOMKilled (cri-o
 #   server/container_status.go@00fde62296f83c82f7e88a7a67a9e0c95d868ceb), exit code 137 (128 + SIGKILL); with
@@ -107,11 +125,10 @@ _COMMON_RULES = (
 
 
 class RunError(Day2Error):
-    """A run failed; ``stages`` and ``log_tail`` (also in the partial result) say how far node-joiner got."""
+    """A run failed; ``stages`` and ``log_tail`` of its result (the partial result) say how far node-joiner got."""
 
     def __init__(self, message: str, stages: list[dict[str, Any]] | None = None, log_tail: str | None = None) -> None:
         super().__init__(message, {"stages": stages or [], "log_tail": log_tail})
-        self.stages, self.log_tail = stages or [], log_tail
 
 
 # --- the run's objects -------------------------------------------------------------------------------------------
@@ -131,7 +148,7 @@ def labels(run_id: str) -> dict[str, str]:
 
 
 def namespace_manifest(run_id: str, owner: str | None = None) -> dict[str, Any]:
-    """The run's namespace; ``owner`` (leftovers.owner_tag) tells a later run whether this one still runs."""
+    """The run's namespace; ``owner`` (:func:`owner_tag`) tells a later run whether this one still runs."""
     annotations = {"openshift.io/node-selector": ""}  # let the pod land on any node, as oc does
     annotations.update({OWNER_ANNOTATION: owner} if owner else {})
     metadata = {"generateName": NAMESPACE_PREFIX, "labels": labels(run_id), "annotations": annotations}
@@ -262,13 +279,11 @@ def pod_problem(pod: dict[str, Any] | None, events: list[dict[str, Any]] | tuple
         ended, waiting = (dig(container, "state", state, default={}) for state in ("terminated", "waiting"))
         code, said = ended.get("exitCode"), str(ended.get("message") or "").strip()
         if ended.get("reason") == "OOMKilled":
-            return f"{where}: container {name} was killed by the OOM killer (OOMKilled, exit code {code}): " + (
-                _oom_fix(pod, name, node)
-            )
+            fix = _oom_fix(pod, name, node)
+            return f"{where}: container {name} was killed by the OOM killer (OOMKilled, exit code {code}): {fix}"
         if ended:  # as oc's monitor words it
-            return f"{where}: container {name} unexpectedly terminated: " + (
-                f"exit code: {code}, reason: {ended.get('reason')}, message: {said}"
-            )
+            said = f"exit code: {code}, reason: {ended.get('reason')}, message: {said}"
+            return f"{where}: container {name} unexpectedly terminated: {said}"
         if waiting.get("reason") in PULL_FAILURES:
             pulled = [m for m in warned if m.startswith(("Failed to pull image", "Failed to apply default image tag"))]
             said = f"{waiting['reason']}: {pulled[-1] if pulled else waiting.get('message')}"
@@ -290,23 +305,18 @@ def _ended(value: Any) -> bool:
     return isinstance(value, str) and value != "" and not value.startswith("0001-01-01")
 
 
-def report_finished(report: dict[str, Any] | None) -> bool:
-    """True once node-joiner completed the report: its top-level ``end_time`` is no longer Go's zero time.
-
-    oc waits for exactly that, then reads ``result`` -- openshift/oc
-    pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820 (``monitorWorkflowReport``).
-    """
-    return report is not None and _ended(report.get("end_time"))
-
-
 def report_completed(report: dict[str, Any] | None) -> bool:
     """True once node-joiner ran the report's Complete(): ``end_time`` set, or a ``result`` while ``end_time`` is
-    still Go's zero time. Complete() sets the result, and takes end_time from the last stage only: a run that fails
-    before its first stage (nodes-config refused at load, e.g. an invalid sshKey) never sets end_time, and oc, which
-    waits for it, waits until the pod ends -- openshift/installer
+    still Go's zero time.
+
+    oc waits for the top-level ``end_time`` alone to be no longer Go's zero time, then reads ``result`` --
+    openshift/oc pkg/cli/admin/nodeimage/create.go@9d9df34c46c9deba8c291a2a084de5724c0bd820
+    (``monitorWorkflowReport``). But Complete() sets the result, and takes end_time from the last stage only: a run
+    that fails before its first stage (nodes-config refused at load, e.g. an invalid sshKey) never sets end_time, and
+    oc, which waits for it, waits until the pod ends -- openshift/installer
     pkg/asset/agent/workflow/report/report.go@22e4625923c928f318fe8b972a24420a6b0df81f (``Complete``),
     pkg/nodejoiner/addnodes.go@de45feddbf0f1fa796f476cb7bb4c15a7b4e04d2 (Complete, then exit_code)."""
-    return report_finished(report) or isinstance((report or {}).get("result"), dict)
+    return report is not None and (_ended(report.get("end_time")) or isinstance(report.get("result"), dict))
 
 
 def report_exit_code(report: dict[str, Any] | None) -> int | None:
@@ -383,17 +393,13 @@ def describe_failure(message: str, stages: list[dict[str, Any]], log_tail: str |
     return "\n".join(lines)
 
 
-def iso_name(rpm_arch: str) -> str:
-    return f"node.{rpm_arch}.iso"
-
-
 # --- the run -----------------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
 class NodeJoinerRun:
     """One namespace, one or more pods, their artifacts; use as a context manager. ``release`` is the row of the
-    cluster's release, ``proxy`` its Proxy status (the pod's environment), ``owner`` leftovers.owner_tag()."""
+    cluster's release, ``proxy`` its Proxy status (the pod's environment), ``owner`` owner_tag()."""
 
     api: k8s.ApiClient
     run_id: str
@@ -426,9 +432,7 @@ class NodeJoinerRun:
         group, namespace = body["apiVersion"].rpartition("/")[0], dig(body, "metadata", "namespace")
         return self.api.create(group_target(group, "v1", body["kind"].lower() + "s", None, namespace, "create"), body)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: Any) -> None:
         # keep_on_failure keeps a failed run for debugging; a stopped one (SIGTERM, Ctrl-C) is always removed.
         if exc_type is not None and issubclass(exc_type, Exception) and self.keep_on_failure:
             self.kept = True
@@ -538,10 +542,8 @@ class NodeJoinerRun:
         if exit_code != 0:
             log = self.pod_log_tail(POD)
             line = None if report else fatal_line(log)  # 4.17: node-joiner's own error is only in its log
-            message = (
-                f"node-joiner failed: {fatal_message(line)}" if line else f"node-joiner exited with code {exit_code}"
-            )
-            raise RunError(failure_message(report) if report else message, self.stages, log)
+            message = failure_message(report) if report else f"node-joiner exited with code {exit_code}"
+            raise RunError(f"node-joiner failed: {fatal_message(line)}" if line else message, self.stages, log)
         return self.stages
 
     def _poll(self, exit_code_only: bool, report: dict[str, Any] | None) -> tuple[bool, Any, int | None]:
@@ -570,22 +572,130 @@ class NodeJoinerRun:
         a panic) ends the wait at once: its result is read once more (a failed run writes it just before its fatal
         line), else the run fails with that line. The pod's ``sleep 600`` is never waited out.
         """
-        deadline, report = Deadline(self.build_timeout, sleeper=self.sleeper), None
+        deadline, report, line, log = Deadline(self.build_timeout, sleeper=self.sleeper), None, None, ""
         while True:
             done, report, code = self._poll(exit_code_only, report)
             if done:
                 return report, code
+            if line:  # read once more since the log showed node-joiner had exited: it wrote no result
+                raise RunError(ended_without_result(line, exit_code_only), self.stages, log)
             log = self.pod_log_tail(POD)
             line = fatal_line(log)
-            if line:
-                done, report, code = self._poll(exit_code_only, report)
-                if done:
-                    return report, code
-                raise RunError(ended_without_result(line, exit_code_only), self.stages, log)
-            problem = self.problem(POD)  # the pod ended: OOMKilled, evicted, its command over
-            if problem is None and not deadline.expired():
+            problem = None if line else self.problem(POD)  # the pod ended: OOMKilled, evicted, its command over
+            if problem or (deadline.expired() and not line):
+                late = f"node-joiner did not finish within build_timeout ({self.build_timeout}s)"
+                raise RunError(problem or late, self.stages, log)
+            if not line:
                 deadline.sleep(self.wait_sleep)
-                continue
-            raise RunError(
-                problem or f"node-joiner did not finish within build_timeout ({self.build_timeout}s)", self.stages, log
-            )
+
+
+# --- what earlier runs left ------------------------------------------------------------------------------------
+
+
+class LeftoverError(Day2Error):
+    """Objects of earlier runs that could not be removed; ``leftovers`` of its result names them (Kind/name)."""
+
+
+def _process_start(pid: int) -> str:
+    """The start time of process ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), "" if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``<host> <pid> <start>`` of this process: what a run writes into its namespace's OWNER_ANNOTATION."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()} {pid} {_process_start(pid)}"
+
+
+def owner_alive(tag: str | None) -> bool | None:
+    """True when the process ``tag`` names still runs, False when it is gone, None when this host cannot tell
+    (another host, no tag)."""
+    parts = (tag or "").split()
+    if len(parts) < 2 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return None
+    pid = int(parts[1])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # a process of another user: it exists
+    return len(parts) < 3 or _process_start(pid) == parts[2]
+
+
+def is_left_over(namespace: dict[str, Any], now: datetime.datetime, max_age: float) -> bool:
+    """Whether the run of ``namespace`` is over: its process is gone, or (unknown) it is older than ``max_age``."""
+    alive = owner_alive(dig(namespace, "metadata", "annotations", OWNER_ANNOTATION))
+    if alive is not None:
+        return not alive
+    created = parse_rfc3339(dig(namespace, "metadata", "creationTimestamp", default=""))
+    return created is None or (now - created).total_seconds() > max_age
+
+
+def _list_runs(api: k8s.ApiClient, group: str, resource: str) -> list[dict[str, Any]]:
+    """The objects of ``resource`` labelled as a run's (managed by this collection, with a run label)."""
+    selector = quote(f"{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}", safe="")
+    items = dig(
+        api.get(k8s.with_query(group_target(group, "v1", resource), labelSelector=selector)), "items", default=[]
+    )
+    return [item for item in items if dig(item, "metadata", "name", default="").startswith(NAMESPACE_PREFIX)]
+
+
+def find_leftovers(api: k8s.ApiClient, now: datetime.datetime, max_age: float) -> list[tuple[str, str]]:
+    """(kind, name) of every object of a finished run, namespaces last: namespaces left over, and the
+    ClusterRoles and ClusterRoleBindings whose namespace is left over or gone."""
+    listed = {kind: _list_runs(api, group, resource) for kind, group, resource in RUN_KINDS}
+    # A namespace already being deleted is neither stale nor live: it is going.
+    running = [ns for ns in listed["Namespace"] if not dig(ns, "metadata", "deletionTimestamp")]
+    stale = {ns["metadata"]["name"] for ns in running if is_left_over(ns, now, max_age)}
+    live = {ns["metadata"]["name"] for ns in running} - stale
+    return [
+        (kind, item["metadata"]["name"])
+        for kind, _group, _resource in RUN_KINDS
+        for item in listed[kind]
+        if (item["metadata"]["name"] in stale if kind == "Namespace" else item["metadata"]["name"] not in live)
+    ]
+
+
+def remove_leftovers(api: k8s.ApiClient, found: list[tuple[str, str]]) -> list[str]:
+    """Delete what :func:`find_leftovers` found; the names removed (Kind/name). Raises LeftoverError naming every
+    object that could not be removed, with the reason and how to remove it by hand."""
+    removed, failures = delete_run_objects(api, found)
+    if failures:
+        names, reasons = [name for name, _reason in failures], "; ".join(f"{n}: {why}" for n, why in failures)
+        raise LeftoverError(
+            f"cannot remove what earlier node-joiner runs left in the cluster: {reasons}. Nothing was built. Remove "
+            f"them by hand (oc delete {delete_command(names)}), or give this identity the permission named, then run "
+            "again.",
+            {"leftovers": names},
+        )
+    return removed
+
+
+def delete_command(names: list[str]) -> str:
+    """The arguments of ``oc delete`` for Kind/name entries."""
+    return " ".join(name.lower().replace("/", " ", 1) for name in names)
+
+
+def remove_partial_files(dest: str, pxe_dir: str) -> list[str]:
+    """Delete the partial files interrupted runs left in ``dest`` (ISO: ``.node.*``, ``.agentconfig.noarch.iso.*``)
+    and ``dest/<pxe_dir>/**`` (PXE); their paths. Only this module's own temporary names are touched: ``.part`` or
+    ``.tmp`` at the end."""
+
+    # pod_exec.fetch's temporary names of node.<arch>.iso and agentconfig.noarch.iso, and of their sidecars.
+    names = os.listdir(dest) if os.path.isdir(dest) else []
+    found = [os.path.join(dest, name) for name in names if name.startswith((".node.", f".{CONFIG_ISO}."))]
+    pxe = os.path.join(dest, pxe_dir)
+    for root, _directories, names in os.walk(pxe) if not os.path.islink(pxe) else ():  # never through a symlink
+        found += [os.path.join(root, name) for name in names if name.startswith(".")]
+    removed = []
+    for path in sorted(found):
+        if path.endswith(PARTIAL_SUFFIXES) and os.path.isfile(path) and not os.path.islink(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed

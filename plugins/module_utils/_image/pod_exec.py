@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -22,7 +23,6 @@ import ssl
 import tempfile
 import time
 from typing import IO, Any, Callable, NamedTuple
-from urllib.parse import quote, urlencode
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
@@ -64,12 +64,11 @@ class Pod(NamedTuple):
 
 
 def exec_url(pod: Pod, command: list[str]) -> str:
+    """The exec WebSocket URL, its query (one ``command`` per argument) encoded by the kubernetes client."""
     streams = {"stdin": "false", "stdout": "true", "stderr": "true", "tty": "false"}
-    query = urlencode(
-        {"command": command, "container": pod.container or pod.name, **streams}, doseq=True, quote_via=quote
-    )
-    path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec?{query}"
-    return ws_client.get_websocket_url(pod.configuration.host.rstrip("/") + path)
+    query = [("command", command), ("container", pod.container or pod.name), *streams.items()]
+    url = f"{pod.configuration.host.rstrip('/')}/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/exec"
+    return ws_client.get_websocket_url(url, query)
 
 
 def _headers(configuration: Any) -> dict[str, str]:
@@ -118,15 +117,12 @@ def _readable(ws: Any, timeout: float) -> bool:
 
 def exit_code(status: dict[str, Any]) -> int:
     """The command's exit code from the Status the kubelet sends on channel 3."""
-    if status.get("status") == "Success":
-        return 0
-    for cause in k8s.dig(status, "details", "causes", default=[]):
-        if cause.get("reason") == "ExitCode":
-            try:
-                return int(cause.get("message"))
-            except (TypeError, ValueError):
-                break
-    return 1  # a failure without an exit code (the command could not start)
+    causes = k8s.dig(status, "details", "causes", default=[])
+    code = next((cause.get("message") for cause in causes if cause.get("reason") == "ExitCode"), "")
+    try:
+        return 0 if status.get("status") == "Success" else int(code)
+    except (TypeError, ValueError):
+        return 1  # a failure without an exit code (the command could not start)
 
 
 def run_streaming(
@@ -146,11 +142,8 @@ def run_streaming(
     described = f"exec {' '.join(command)} in {pod.describe()}"
     url, headers = exec_url(pod, command), _headers(pod.configuration)
     try:
-        client = k8s.call(
-            lambda: ws_client.WSClient(pod.configuration, url, headers, capture_all=False, binary=True),
-            k8s.DEFAULT_POLICY,
-            _handshake_attempt,
-        )
+        opened = functools.partial(ws_client.WSClient, pod.configuration, url, headers, capture_all=False, binary=True)
+        client = k8s.call(opened, k8s.DEFAULT_POLICY, _handshake_attempt)
     except Exception as error:  # pylint: disable=broad-except
         raise ExecError(f"cannot open exec into {pod.describe()}: {_handshake_problem(error)}")
     deadline, idle_since, stderr = time.monotonic() + timeout, time.monotonic(), bytearray()

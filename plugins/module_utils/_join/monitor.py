@@ -35,7 +35,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import core_target, dig
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import Observation
 
@@ -220,7 +219,7 @@ def start_monitor(
         run = nj.NodeJoinerRun(
             api, uuid.uuid4().hex[:12], releases.release(facts["version"]), facts.get("proxy_status")
         )
-        run.owner = leftovers.owner_tag()
+        run.owner = nj.owner_tag()
         monitor = ClusterMonitor(run, addresses)
         monitor.start(lambda: run.node_joiner_image(params.get("node_joiner_image"), facts["release_image"]))
     except Day2Error as error:

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 
 NOW = datetime.datetime(2025, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 DAY = 24 * 3600
@@ -26,12 +26,12 @@ TOKENS = ["agent-token", "user-token", "watcher-token"]  # what the artifact car
 
 
 def _record(paths, digest="d1", token_expiry=FORTY_HOURS):
-    files = [{"path": path, "sha256": art.file_sha256(path), "size": os.path.getsize(path)} for path in paths]
+    files = [{"path": path, "sha256": build.file_sha256(path), "size": os.path.getsize(path)} for path in paths]
     return {
         "inputs_digest": digest,
         "files": files,
         "token_expiry": token_expiry,
-        "token_digests": art.token_digests(TOKENS),
+        "token_digests": build.token_digests(TOKENS),
     }
 
 
@@ -39,7 +39,7 @@ def _record(paths, digest="d1", token_expiry=FORTY_HOURS):
 def iso(tmp_path):
     path = tmp_path / "node.x86_64.iso"
     path.write_bytes(b"iso" * 1000)
-    art.write_sidecar(str(path), _record([str(path)]))
+    build.write_sidecar(str(path), _record([str(path)]))
     return str(path)
 
 
@@ -49,18 +49,18 @@ def pxe(tmp_path):
     directory.mkdir(parents=True)
     for name in ("node.x86_64-initrd.img", "node.x86_64-rootfs.img", "node.x86_64-vmlinuz", "node.x86_64.ipxe"):
         (directory / name).write_bytes(name.encode() * 100)
-    art.write_sidecar(str(directory), _record(sorted(str(p) for p in directory.iterdir())))
+    build.write_sidecar(str(directory), _record(sorted(str(p) for p in directory.iterdir())))
     return str(directory)
 
 
 def test_digest_is_canonical():
-    assert art.inputs_digest({"a": 1, "b": [1, 2]}) == art.inputs_digest({"b": [1, 2], "a": 1})
-    assert art.inputs_digest({"a": 1}) != art.inputs_digest({"a": 2})
+    assert build.inputs_digest({"a": 1, "b": [1, 2]}) == build.inputs_digest({"b": [1, 2], "a": 1})
+    assert build.inputs_digest({"a": 1}) != build.inputs_digest({"a": 2})
 
 
 def test_sidecar_round_trip_and_versioning(iso):
-    record = art.read_sidecar(iso)
-    assert record["inputs_digest"] == "d1" and record["version"] == art.SIDECAR_VERSION == 3
+    record = build.read_sidecar(iso)
+    assert record["inputs_digest"] == "d1" and record["version"] == build.SIDECAR_VERSION == 3
     assert "agent-token" not in json.dumps(record) and len(record["token_digests"]) == 3  # digests, never tokens
     for other in (
         {"inputs_digest": "d1", "version": 99},
@@ -69,28 +69,28 @@ def test_sidecar_round_trip_and_versioning(iso):
     ):
         with open(iso + ".json", "w") as handle:
             json.dump(other, handle)
-        assert art.read_sidecar(iso) is None
+        assert build.read_sidecar(iso) is None
     with open(iso + ".json", "w") as handle:
         handle.write("{broken")
-    assert art.read_sidecar(iso) is None
+    assert build.read_sidecar(iso) is None
     assert [n for n in os.listdir(os.path.dirname(iso)) if n.endswith(".tmp")] == []
 
 
 def test_the_sidecar_of_a_directory_sits_beside_it(pxe):
-    assert art.sidecar_path(pxe) == pxe + ".json" == art.sidecar_path(pxe + os.sep)
+    assert build.sidecar_path(pxe) == pxe + ".json" == build.sidecar_path(pxe + os.sep)
     assert os.path.isfile(pxe + ".json")
 
 
 @pytest.mark.parametrize("artifact", ["iso", "pxe"])
 def test_reused_when_inputs_files_and_token_are_good(artifact, request):
     path = request.getfixturevalue(artifact)
-    reuse, reason = art.reuse_decision(path, "d1", NOW, DAY)
+    reuse, reason = build.reuse_decision(path, "d1", NOW, DAY)
     assert reuse and "token valid until 2025-05-03T04:00:00+00:00" in reason
 
 
 def _change(path, change):
     """Break one thing of the artifact at ``path``; return the digest to ask with."""
-    record = art.read_sidecar(path)
+    record = build.read_sidecar(path)
     victim = record["files"][-1]["path"]
     if change == "digest":
         return "d2"
@@ -98,7 +98,7 @@ def _change(path, change):
         with open(victim, "r+b") as handle:
             handle.write(b"X")
     elif change == "no_sidecar":
-        os.unlink(art.sidecar_path(path))
+        os.unlink(build.sidecar_path(path))
     elif change == "missing":
         os.unlink(victim)
     elif change in ("short_token", "unknown_token", "no_files"):
@@ -106,7 +106,7 @@ def _change(path, change):
             record["files"] = []
         else:
             record["token_expiry"] = _expiry_in(23) if change == "short_token" else "soon"
-        art.write_sidecar(path, record)
+        build.write_sidecar(path, record)
     return "d1"
 
 
@@ -126,12 +126,12 @@ def _change(path, change):
 def test_rebuilt_when_something_is_wrong(artifact, change, expected, request):
     path = request.getfixturevalue(artifact)
     digest = _change(path, change)
-    reuse, reason = art.reuse_decision(path, digest, NOW, DAY)
+    reuse, reason = build.reuse_decision(path, digest, NOW, DAY)
     assert not reuse and expected in reason
 
 
 def test_an_artifact_never_built_does_not_exist(tmp_path):
-    reuse, reason = art.reuse_decision(str(tmp_path / "node.x86_64.iso"), "d1", NOW, DAY)
+    reuse, reason = build.reuse_decision(str(tmp_path / "node.x86_64.iso"), "d1", NOW, DAY)
     assert not reuse and reason.endswith("node.x86_64.iso does not exist")
 
 
@@ -146,11 +146,11 @@ def test_reused_while_the_cluster_holds_the_tokens_it_carries(artifact, request)
     path = request.getfixturevalue(artifact)
 
     def held():
-        return art.token_digests(_secret(*TOKENS))
+        return build.token_digests(_secret(*TOKENS))
 
-    reuse, reason = art.reuse_decision(path, "d1", NOW, DAY, held)
+    reuse, reason = build.reuse_decision(path, "d1", NOW, DAY, held)
     assert reuse and reason.endswith("the cluster's token valid until 2025-05-03T04:00:00+00:00")
-    assert art.reuse_decision(path, "d1", NOW, DAY, lambda: art.token_digests(_secret(*TOKENS[2:])))[0]
+    assert build.reuse_decision(path, "d1", NOW, DAY, lambda: build.token_digests(_secret(*TOKENS[2:])))[0]
 
 
 @pytest.mark.parametrize("artifact", ["iso", "pxe"])
@@ -168,12 +168,12 @@ def test_reused_while_the_cluster_holds_the_tokens_it_carries(artifact, request)
 def test_rebuilt_when_the_secret_is_gone_or_holds_other_tokens(artifact, secret, expected, request):
     path = request.getfixturevalue(artifact)
     asked = []
-    reuse, reason = art.reuse_decision(path, "d1", NOW, DAY, lambda: asked.append(1) or art.token_digests(secret))
+    reuse, reason = build.reuse_decision(path, "d1", NOW, DAY, lambda: asked.append(1) or build.token_digests(secret))
     assert not reuse and expected in reason and path in reason and asked == [1]
     assert "new-watcher" not in reason
 
 
 def test_the_secret_is_read_only_when_all_else_holds(iso):
     asked = []
-    reuse, reason = art.reuse_decision(iso, "d2", NOW, DAY, lambda: asked.append(1))
+    reuse, reason = build.reuse_decision(iso, "d2", NOW, DAY, lambda: asked.append(1))
     assert not reuse and "inputs changed" in reason and asked == []

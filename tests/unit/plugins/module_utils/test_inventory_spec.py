@@ -12,7 +12,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
     DERIVED_KEYS,
     HOST_KEYS,
     HOST_OPTIONS,
-    IMAGE_HOST_OPTIONS,
     INPUT_OPTIONS,
     SECRET_HOST_KEYS,
     loopback_allowed,
@@ -109,7 +108,6 @@ def test_a_user_gives_the_record_keys_and_the_bmc_password_which_no_record_holds
     assert set(HOST_KEYS) == set(INPUT_OPTIONS) - {"name"}  # the name is the inventory name
     assert set(INPUT_OPTIONS) == (set(HOST_OPTIONS) - set(DERIVED_KEYS)) | {"bmc_password"}
     assert "bmc_password" not in HOST_OPTIONS and not set(DERIVED_KEYS) & set(HOST_KEYS)
-    assert IMAGE_HOST_OPTIONS is HOST_OPTIONS  # day2_iso's hosts are records
 
 
 def test_a_record_passes_the_spec_of_the_steps_that_take_it():

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import (
     file_sha256,
     token_digests,
     write_sidecar,

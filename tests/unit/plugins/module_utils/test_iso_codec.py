@@ -14,8 +14,7 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import initrd as _initrd
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition as _ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 
 _spec = importlib.util.spec_from_file_location(
@@ -52,11 +51,11 @@ def test_cpio_round_trip_keeps_alignment(name_len, data_len):
     data = bytes(range(256)) * 2
     archive = _cpio_of((name, data[:data_len]), ("second", b"xyz"))
     assert archive.startswith(b"070701")
-    entries, end = _initrd.read_archive(archive)
+    entries, end = _iso.read_archive(archive)
     assert archive[end:].count(b"\0") == len(archive) - end  # the block padding after the trailer
     assert entries == [
-        _initrd.CpioEntry(name, 0o100644, data[:data_len]),
-        _initrd.CpioEntry("second", 0o100644, b"xyz"),
+        _iso.CpioEntry(name, 0o100644, data[:data_len]),
+        _iso.CpioEntry("second", 0o100644, b"xyz"),
     ]
 
 
@@ -73,8 +72,8 @@ def test_cpio_round_trip_keeps_alignment(name_len, data_len):
 )
 def test_cpio_rejects_malformed(mutate, message):
     archive = _cpio_of(("config.ign", b"x" * 64))
-    with pytest.raises(_initrd.CpioError, match=message):
-        _initrd.read_archive(mutate(archive))
+    with pytest.raises(_iso.CpioError, match=message):
+        _iso.read_archive(mutate(archive))
 
 
 # --- embed area payload ----------------------------------------------------------------------
@@ -91,7 +90,7 @@ def test_cpio_rejects_malformed(mutate, message):
 )
 def test_reads_every_supported_encoding(encode):
     area = _padded(encode(_cpio_of(("config.ign", CONFIG_BYTES))))
-    assert _initrd.extract_config(area) == CONFIG_BYTES
+    assert _iso.extract_config(area) == CONFIG_BYTES
 
 
 def test_reads_concatenated_archives_with_nul_padding_later_wins():
@@ -100,23 +99,23 @@ def test_reads_concatenated_archives_with_nul_padding_later_wins():
     third = _cpio_of(("other", b"2"))
     head = first + b"\0" * 4 + second
     area = _padded(head + b"\0" * (8 + (-len(head) % 4)) + third)
-    files = _initrd.unpack_initramfs(area)
+    files = _iso.unpack_initramfs(area)
     assert sorted(files) == ["config.ign", "etc/x", "other"]
-    assert _initrd.extract_config(area) == CONFIG_BYTES
+    assert _iso.extract_config(area) == CONFIG_BYTES
 
 
 def test_reads_concatenated_archives_inside_one_stream():
     inner = _cpio_of(("a", b"1")) + b"\0" * 512 + _cpio_of(("config.ign", CONFIG_BYTES))
-    assert _initrd.extract_config(_padded(_xz(inner))) == CONFIG_BYTES
+    assert _iso.extract_config(_padded(_xz(inner))) == CONFIG_BYTES
 
 
 def test_all_zero_area_means_no_config():
-    assert _initrd.unpack_initramfs(b"\0" * AREA) is None
-    assert _initrd.extract_config(b"\0" * AREA) is None
+    assert _iso.unpack_initramfs(b"\0" * AREA) is None
+    assert _iso.extract_config(b"\0" * AREA) is None
 
 
 def test_archive_without_config_ign_has_no_config():
-    assert _initrd.extract_config(_padded(_xz(_cpio_of(("etc/other", b"1"))))) is None
+    assert _iso.extract_config(_padded(_xz(_cpio_of(("etc/other", b"1"))))) is None
 
 
 def _corrupt_xz():
@@ -140,22 +139,22 @@ def _corrupt_xz():
     ],
 )
 def test_rejects_undecodable_area(area, message):
-    with pytest.raises(_iso_errors.EmbedAreaError, match=message):
-        _initrd.extract_config(_padded(area))
+    with pytest.raises(_ignition.EmbedAreaError, match=message):
+        _iso.extract_config(_padded(area))
 
 
 def test_error_hierarchy_has_one_root():
     for cls in (
-        _iso_errors.IsoLayoutError,
-        _iso_errors.EmbedAreaError,
-        _iso_errors.CapacityError,
-        _iso_errors.KargsMismatchError,
-        _iso_errors.IgnitionContentError,
-        _initrd.CpioError,
+        _ignition.IsoLayoutError,
+        _ignition.EmbedAreaError,
+        _ignition.CapacityError,
+        _ignition.KargsMismatchError,
+        _ignition.IgnitionContentError,
+        _iso.CpioError,
     ):
-        assert issubclass(cls, _iso_errors.IsoError)
-    assert issubclass(_initrd.CpioError, _iso_errors.EmbedAreaError)
-    assert issubclass(_iso_errors.IsoError, Day2Error)
+        assert issubclass(cls, _ignition.IsoError)
+    assert issubclass(_iso.CpioError, _ignition.EmbedAreaError)
+    assert issubclass(_ignition.IsoError, Day2Error)
 
 
 # --- peers: the system cpio, xz and gzip ------------------------------------------------------
@@ -187,7 +186,7 @@ def gnu_cpio_archive(tmp_path, system_tools):
 )
 def test_reads_archives_written_by_system_tools(gnu_cpio_archive, compressor):
     area = _padded(_run(compressor, gnu_cpio_archive))
-    assert _initrd.extract_config(area) == CONFIG_BYTES
+    assert _iso.extract_config(area) == CONFIG_BYTES
 
 
 # --- kernel arguments ---------------------------------------------------------------------------
@@ -225,12 +224,12 @@ def test_format_kargs_region(kargs, size, pad, end, expected):
 
 
 def test_format_kargs_refuses_too_long():
-    with pytest.raises(_iso_errors.CapacityError, match="at most 3"):
+    with pytest.raises(_ignition.CapacityError, match="at most 3"):
         _iso.format_kargs_region("abcd", 4)
 
 
 def test_non_utf8_kargs_region():
-    with pytest.raises(_iso_errors.IsoLayoutError, match="UTF-8"):
+    with pytest.raises(_ignition.IsoLayoutError, match="UTF-8"):
         _iso.parse_kargs_region(b"\xff\xfe\n###")
 
 
@@ -277,5 +276,5 @@ def test_merge_kargs(current, additions, expected):
     ],
 )
 def test_stream_cut_at_the_end_of_the_area(data, message):
-    with pytest.raises(_iso_errors.EmbedAreaError, match=message):
-        _initrd.extract_config(data)
+    with pytest.raises(_ignition.EmbedAreaError, match=message):
+        _iso.extract_config(data)

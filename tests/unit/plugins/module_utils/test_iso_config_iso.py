@@ -12,10 +12,9 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, read_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import file_sha256, read_sidecar
 from ansible_collections.openshift_agent.day2.tests.unit.plugins.module_utils.test_iso_day2 import (
     Api,
     Run,
@@ -80,7 +79,7 @@ def test_a_config_iso_is_built_recorded_and_reused(config_iso, tmp_path):
     dest = tmp_path / "dest"
     dest.mkdir()
     api = Api({SECRET_PATH: _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000000})})
-    artifacts = art.Artifacts(params(dest, output="config-iso"), api, cluster(), build.utcnow(), 3600)
+    artifacts = build.Artifacts(params(dest, output="config-iso"), api, cluster(), build.utcnow(), 3600)
     plan = artifacts.plan("x86_64", "nodes-config")
     path = str(dest / "agentconfig.noarch.iso")
     assert artifacts.path("x86_64") == path and plan.reuse is False
@@ -93,20 +92,20 @@ def test_a_config_iso_is_built_recorded_and_reused(config_iso, tmp_path):
     assert read_sidecar(path)["inputs_digest"] == plan.digest
     assert artifacts.plan("x86_64", "nodes-config").reuse is True
     # the same inputs for a node ISO are another artifact, with another digest
-    node = art.Artifacts(params(dest, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
+    node = build.Artifacts(params(dest, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
     assert node.plan("x86_64", "nodes-config").digest != plan.digest
 
 
 def test_a_node_iso_digest_is_unchanged_by_the_output_option(tmp_path):
-    with_option = art.Artifacts(params(tmp_path, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
-    without = art.Artifacts(params(tmp_path), Api(), cluster(), build.utcnow(), 3600)
+    with_option = build.Artifacts(params(tmp_path, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
+    without = build.Artifacts(params(tmp_path), Api(), cluster(), build.utcnow(), 3600)
     assert with_option.plan("x86_64", "n").digest == without.plan("x86_64", "n").digest
 
 
 def test_something_else_than_a_config_iso_is_refused(tmp_path):
     other = _iso(tmp_path, "other.iso", "rhcos-421", {"config.gz": b"x"})
     with pytest.raises(Day2Error, match=r"is not a node-joiner config ISO \(volume 'rhcos-421'"):
-        art.check_config_iso(other)
+        build.check_config_iso(other)
     empty = _iso(tmp_path, "empty.iso", "agent_configimage", {"readme": b"x"})
     with pytest.raises(Day2Error, match=r"config\.gz missing"):
-        art.check_config_iso(empty)
+        build.check_config_iso(empty)

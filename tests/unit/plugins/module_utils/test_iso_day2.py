@@ -15,11 +15,10 @@ import pytest
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import artifacts as art
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build, ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.artifacts import file_sha256, read_sidecar
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.build import file_sha256, read_sidecar
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")
@@ -142,7 +141,9 @@ def node_iso(tmp_path_factory):
 
 
 def _artifacts(tmp_path, api=None, the_cluster=None, **changes):
-    return art.Artifacts(params(tmp_path, **changes), api or Api(), the_cluster or cluster(), build.utcnow(), 24 * 3600)
+    return build.Artifacts(
+        params(tmp_path, **changes), api or Api(), the_cluster or cluster(), build.utcnow(), 24 * 3600
+    )
 
 
 SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
@@ -162,7 +163,7 @@ def holding(iso_path):
 
 
 def test_iso_facts_read_a_jso_iso(node_iso):
-    facts = art.iso_facts(node_iso)
+    facts = build.iso_facts(node_iso)
     assert (facts["token_expiry"], facts["cluster_id"]) == ("2031-01-01T00:00:00Z", CLUSTER_ID)
     assert facts["hosts"] == [{"hostname": "extra-worker-0", "mac_addresses": ["52:54:00:6f:00:14"]}]
 
@@ -228,15 +229,15 @@ def minimal_iso(tmp_path_factory):
 def test_a_minimal_iso_is_read_though_its_kargs_areas_disagree_and_is_never_edited(minimal_iso, tmp_path):
     info = _iso.inspect_iso(minimal_iso)
     assert info["kargs"] is None and info["rootfs_url"] == ROOTFS_URL and info["summary"]["cluster_id"] == CLUSTER_ID
-    facts = art.iso_facts(minimal_iso)
+    facts = build.iso_facts(minimal_iso)
     assert (facts["kernel_arguments"], facts["rootfs_url"], facts["cluster_id"]) == (None, ROOTFS_URL, CLUSTER_ID)
     copy = shutil.copyfile(minimal_iso, str(tmp_path / "copy.iso"))
     os.chmod(copy, 0o600)
-    with pytest.raises(_iso.errors.KargsMismatchError, match="kargs disagree"):
+    with pytest.raises(_iso.ignition.KargsMismatchError, match="kargs disagree"):
         _iso.append_kernel_arguments(copy, SERIAL)
     assert file_sha256(copy) == file_sha256(minimal_iso)
     assert _iso.iso_info(minimal_iso)["rootfs_url"] == ROOTFS_URL
-    assert art.iso_facts(layout_node_iso(tmp_path))["rootfs_url"] is None  # a full ISO has its rootfs
+    assert build.iso_facts(layout_node_iso(tmp_path))["rootfs_url"] is None  # a full ISO has its rootfs
 
 
 @pytest.mark.parametrize(
@@ -321,7 +322,7 @@ def test_the_iso_says_which_tokens_it_carries_and_when_they_expire(node_iso, tmp
     result = artifacts.build(artifacts.plan("x86_64", "x"), Run({"node.x86_64.iso": node_iso}), "image")
     record = read_sidecar(result["path"])
     assert result["token_expiry"] == record["token_expiry"] == "2031-01-01T00:00:00Z"  # its add-nodes.env and exp
-    assert record["token_digests"] == art.iso_facts(node_iso)["token_digests"] and len(record["token_digests"]) == 3
+    assert record["token_digests"] == build.iso_facts(node_iso)["token_digests"] and len(record["token_digests"]) == 3
     assert "token_digests" not in result and result["cluster_id"] == CLUSTER_ID
     plan = artifacts.plan("x86_64", "x")
     assert not plan.reuse and "holds other tokens than %s carries" % result["path"] in plan.reason
@@ -364,12 +365,12 @@ def test_pxe_expiry_and_tokens_from_the_initrd_itself(tmp_path):
     initrd = str(tmp_path / "node.x86_64-initrd.img")
     config = layout.add_nodes_ignition(hosts=HOSTS, expiry="2030-06-01T00:00:00Z")
     layout.pxe_initrd(initrd, config)
-    facts = art.initrd_facts([str(tmp_path / "node.x86_64-vmlinuz"), initrd])
+    facts = build.initrd_facts([str(tmp_path / "node.x86_64-vmlinuz"), initrd])
     assert facts == {
         "token_expiry": "2030-06-01T00:00:00Z",
-        "token_digests": art.token_digests(ignition.token_values(config)),
+        "token_digests": build.token_digests(ignition.token_values(config)),
     }
-    assert art.initrd_facts([str(tmp_path / "node.x86_64.ipxe")]) == {}
+    assert build.initrd_facts([str(tmp_path / "node.x86_64.ipxe")]) == {}
 
 
 def test_pxe_files_without_a_readable_initrd_take_the_expiry_of_the_secret(tmp_path):
@@ -488,10 +489,16 @@ def test_node_joiner_image_only_from_openshift_config():
     assert api.asked == [path]
 
 
-def test_only_amd64_and_arm64_mix():
-    build.check_architecture_pairs({"x86_64": {}, "aarch64": {}}, "aarch64")
-    with pytest.raises(InputError, match="hosts w1: field \"cpu_architecture\" value 's390x' cannot join a x86_64"):
-        build.check_architecture_pairs({"s390x": {"hosts": [{"hostname": "w1"}]}}, "x86_64")
+def test_only_amd64_and_arm64_mix(tmp_path):
+    """Checked with the hosts (hosts.HostChecker), before anything is created; platform none, so that only this rule
+    refuses the s390x host."""
+    arm = dict(HOST, name="w2", mac_address="52:54:00:6f:00:15", ip="192.168.111.21", cpu_architecture="arm64")
+    both = build.nodes_configs(params(tmp_path, hosts=[HOST, arm]), cluster())
+    assert sorted(both) == ["aarch64", "x86_64"]
+    s390x = dict(HOST, name="w1", cpu_architecture="s390x")
+    only = 'host w1: field "cpu_architecture" value "s390x" cannot join a x86_64 cluster \\(s390x and ppc64le only'
+    with pytest.raises(InputError, match=only):
+        build.nodes_configs(params(tmp_path, hosts=[s390x]), dict(cluster(), platform="None"))
 
 
 # --- the whole run -------------------------------------------------------------------------------------

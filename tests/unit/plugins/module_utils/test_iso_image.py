@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import errors as _iso_errors
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition as _ignition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
 
 _FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "iso")
@@ -113,7 +113,7 @@ def test_layout_agrees_with_xorriso(live_iso):
     assert layout.embed_file == "images/ignition.img"
     assert layout.embed_area == (int(fields[1]) * 2048, int(fields[3]))
     assert layout.embed_area[1] == 256 * 1024
-    assert [r.path for r in layout.kargs] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
+    assert [r.path for r in layout.regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
     assert layout.kargs_default == DEFAULT_KARGS
 
 
@@ -183,7 +183,7 @@ def test_edit_leaves_every_other_byte_alone(edited, embedded):
     original, new = _read(embedded), _read(path)
     assert len(original) == len(new)
     masked_original, masked_new = bytearray(original), bytearray(new)
-    for region in _layout(embedded).kargs:
+    for region in _layout(embedded).regions:
         span = slice(region.offset, region.offset + region.length)
         assert masked_original[span] != masked_new[span]
         masked_original[span] = masked_new[span] = b"\0" * region.length
@@ -267,7 +267,7 @@ def test_igninfo_offset_and_length_locate_the_area(tmp_path):
 def test_missing_igninfo(tmp_path):
     iso = _build(tmp_path, skip=("coreos/igninfo.json",))
     with pytest.raises(
-        _iso_errors.IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"
+        _ignition.IsoLayoutError, match=r"coreos/igninfo.json \(igninfo.jso in a node-joiner ISO\) not found"
     ):
         _iso.inspect_iso(iso)
 
@@ -279,7 +279,7 @@ def test_missing_kargs_json_is_read_but_takes_no_kernel_arguments(tmp_path):
     assert info["kargs"] is None and info["ignition"] == IGNITION
     before = _read(iso)
     with pytest.raises(
-        _iso_errors.IsoLayoutError,
+        _ignition.IsoLayoutError,
         match=r"coreos/kargs.json \(kargs.jso in a node-joiner ISO\) not found; cannot set kernel arguments",
     ):
         _iso.append_kernel_arguments(iso, "a")
@@ -300,13 +300,13 @@ def test_missing_kargs_json_is_read_but_takes_no_kernel_arguments(tmp_path):
 )
 def test_bad_kargs_json(tmp_path, kargs_info, message):
     iso = _build(tmp_path, kargs_info=kargs_info)
-    with pytest.raises(_iso_errors.IsoLayoutError, match=message):
+    with pytest.raises(_ignition.IsoLayoutError, match=message):
         _iso.inspect_iso(iso)
 
 
 def test_kargs_too_long_write_nothing(iso_copy):
     before = _read(iso_copy)
-    with pytest.raises(_iso_errors.CapacityError, match="at most 1138") as info:
+    with pytest.raises(_ignition.CapacityError, match="at most 1138") as info:
         _iso.append_kernel_arguments(iso_copy, "x" * (1138 - len(DEFAULT_KARGS)))
     assert "isolinux/isolinux.cfg" in str(info.value)
     assert _read(iso_copy) == before
@@ -318,13 +318,13 @@ def test_kargs_that_just_fit(iso_copy):
 
 
 def test_disagreeing_kargs_regions(iso_copy):
-    grub = _layout(iso_copy).kargs[1]
+    grub = _layout(iso_copy).regions[1]
     _overwrite(iso_copy, grub.offset, _iso.format_kargs_region("different", grub.length))
-    with open(iso_copy, "rb") as handle, pytest.raises(_iso_errors.KargsMismatchError, match=r"grub\.cfg has 'diff"):
+    with open(iso_copy, "rb") as handle, pytest.raises(_ignition.KargsMismatchError, match=r"grub\.cfg has 'diff"):
         _iso.read_layout(handle, iso_copy)
     assert _iso.inspect_iso(iso_copy)["kargs"] is None  # a reader tells what it can (node-joiner's minimal ISO)
     before = _read(iso_copy)
-    with pytest.raises(_iso_errors.KargsMismatchError):
+    with pytest.raises(_ignition.KargsMismatchError):
         _iso.append_kernel_arguments(iso_copy, "quiet")
     assert _read(iso_copy) == before
 
@@ -334,7 +334,7 @@ def test_corrupt_xz_in_the_embed_area(iso_copy):
     assert _iso.inspect_iso(iso_copy)["embed_area"]["compression"] == ["xz"]
     offset = _layout(iso_copy).embed_area[0]
     _overwrite(iso_copy, offset + 40, b"\xff" * 16)
-    with pytest.raises(_iso_errors.EmbedAreaError, match="corrupt xz stream") as info:
+    with pytest.raises(_ignition.EmbedAreaError, match="corrupt xz stream") as info:
         _iso.inspect_iso(iso_copy)
     assert iso_copy in str(info.value) and "images/ignition.img" in str(info.value)
 
@@ -342,5 +342,5 @@ def test_corrupt_xz_in_the_embed_area(iso_copy):
 def test_not_an_iso(tmp_path):
     path = tmp_path / "plain.bin"
     path.write_bytes(b"\0" * 70000)
-    with pytest.raises(_iso_errors.IsoLayoutError, match="not an ISO 9660 image"):
+    with pytest.raises(_ignition.IsoLayoutError, match="not an ISO 9660 image"):
         _iso.inspect_iso(str(path))

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import iso as _iso
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import (
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import (
     EmbedAreaError,
     IsoLayoutError,
 )
@@ -268,7 +268,7 @@ def test_kargs_edit_on_jso_layout(node_iso, tmp_path):
         edited = bytearray(handle.read())
     assert len(original) == len(edited)
     with open(node_iso, "rb") as handle:
-        regions = _iso.read_layout(handle, node_iso).kargs
+        regions = _iso.read_layout(handle, node_iso).regions
     assert [region.path for region in regions] == ["isolinux/isolinux.cfg", "EFI/redhat/grub.cfg"]
     for region in regions:  # every byte outside the two kargs areas is the same
         span = slice(region.offset, region.offset + region.length)

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition as summary_mod
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.errors import IgnitionContentError
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.ignition import IgnitionContentError
 
 _spec = importlib.util.spec_from_file_location(
     "node_iso_layout", os.path.join(os.path.dirname(__file__), "fixtures", "iso", "node_iso_layout.py")

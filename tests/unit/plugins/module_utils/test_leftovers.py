@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_image.leftovers: what earlier runs left (found by label, a live run's objects kept, removal failures named,
+"""_image.node_joiner: what earlier runs left (found by label, a live run's objects kept, removal failures named,
 partial files) and _common.module: SIGTERM raises Terminated so that a run cleans up."""
 
 import datetime
@@ -13,7 +13,6 @@ import pytest
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, signals_raise
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image import leftovers
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 
 NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
@@ -27,19 +26,19 @@ def dead_pid():
 
 
 def test_owner_tag_names_this_process_and_a_live_one_is_alive():
-    tag = leftovers.owner_tag()
+    tag = nj.owner_tag()
     assert tag.startswith("%s %d " % (HOST, os.getpid()))
-    assert leftovers.owner_alive(tag) is True
+    assert nj.owner_alive(tag) is True
 
 
 def test_a_gone_process_or_a_reused_pid_is_not_alive():
-    assert leftovers.owner_alive("%s %d 1" % (HOST, dead_pid())) is False
-    assert leftovers.owner_alive("%s %d 1" % (HOST, os.getpid())) is False  # same pid, other start time
+    assert nj.owner_alive("%s %d 1" % (HOST, dead_pid())) is False
+    assert nj.owner_alive("%s %d 1" % (HOST, os.getpid())) is False  # same pid, other start time
 
 
 def test_another_host_or_no_tag_cannot_be_told():
-    assert leftovers.owner_alive("elsewhere.example %d 5" % os.getpid()) is None
-    assert leftovers.owner_alive(None) is None and leftovers.owner_alive("garbage") is None
+    assert nj.owner_alive("elsewhere.example %d 5" % os.getpid()) is None
+    assert nj.owner_alive(None) is None and nj.owner_alive("garbage") is None
 
 
 def namespace(name, owner=None, age=0, deleting=False):
@@ -54,11 +53,11 @@ def namespace(name, owner=None, age=0, deleting=False):
 
 
 def test_is_left_over_by_owner_else_by_age():
-    assert leftovers.is_left_over(namespace("a", "%s %d 1" % (HOST, dead_pid())), NOW, 3600) is True
-    assert leftovers.is_left_over(namespace("b", leftovers.owner_tag()), NOW, 3600) is False
-    assert leftovers.is_left_over(namespace("c", "other-host 1 1", age=60), NOW, 3600) is False
-    assert leftovers.is_left_over(namespace("d", "other-host 1 1", age=7200), NOW, 3600) is True
-    assert leftovers.is_left_over(namespace("e", age=7200), NOW, 3600) is True
+    assert nj.is_left_over(namespace("a", "%s %d 1" % (HOST, dead_pid())), NOW, 3600) is True
+    assert nj.is_left_over(namespace("b", nj.owner_tag()), NOW, 3600) is False
+    assert nj.is_left_over(namespace("c", "other-host 1 1", age=60), NOW, 3600) is False
+    assert nj.is_left_over(namespace("d", "other-host 1 1", age=7200), NOW, 3600) is True
+    assert nj.is_left_over(namespace("e", age=7200), NOW, 3600) is True
 
 
 class Api:
@@ -90,12 +89,12 @@ P = nj.NAMESPACE_PREFIX
 def test_find_takes_finished_runs_and_orphans_and_keeps_live_runs():
     gone = "%s %d 1" % (HOST, dead_pid())
     api = Api(
-        [namespace(P + "old", gone), namespace(P + "live", leftovers.owner_tag()),
+        [namespace(P + "old", gone), namespace(P + "live", nj.owner_tag()),
          namespace(P + "going", deleting=True), namespace("not-ours", gone)],
         roles=[P + "old", P + "live", P + "orphan"],
         bindings=[P + "old", P + "live"],
     )  # fmt: skip
-    found = leftovers.find(api, NOW, 3600)
+    found = nj.find_leftovers(api, NOW, 3600)
     assert found == [
         ("ClusterRoleBinding", P + "old"),
         ("ClusterRole", P + "old"),
@@ -103,15 +102,15 @@ def test_find_takes_finished_runs_and_orphans_and_keeps_live_runs():
         ("Namespace", P + "old"),
     ]
     assert all("labelSelector=app.kubernetes.io%2Fmanaged-by%3Dopenshift_agent.day2%2C" in p for p in api.paths)
-    assert leftovers.remove(api, found) == ["ClusterRoleBinding/%sold" % P, "ClusterRole/%sold" % P,
-                                            "ClusterRole/%sorphan" % P, "Namespace/%sold" % P]  # fmt: skip
+    assert nj.remove_leftovers(api, found) == ["ClusterRoleBinding/%sold" % P, "ClusterRole/%sold" % P,
+                                               "ClusterRole/%sorphan" % P, "Namespace/%sold" % P]  # fmt: skip
 
 
 def test_a_removal_that_fails_is_an_error_naming_the_objects():
     api = Api([], deny=(P + "old",))
-    with pytest.raises(leftovers.LeftoverError) as caught:
-        leftovers.remove(api, [("ClusterRole", P + "old"), ("Namespace", P + "old")])
-    assert caught.value.objects == ["Namespace/%sold" % P]
+    with pytest.raises(nj.LeftoverError) as caught:
+        nj.remove_leftovers(api, [("ClusterRole", P + "old"), ("Namespace", P + "old")])
+    assert caught.value.result["leftovers"] == ["Namespace/%sold" % P]
     assert caught.value.result == {"leftovers": ["Namespace/%sold" % P]}
     message = caught.value.message
     assert "Namespace/%sold: namespaces" % P in message and "oc delete namespace %sold" % P in message
@@ -128,9 +127,9 @@ def test_partial_files_of_this_module_only_are_removed(tmp_path):
               tmp_path / ".agentconfig.noarch.iso"]  # fmt: skip
     for path in ours + theirs:
         path.write_text("x")
-    assert sorted(leftovers.remove_partial_files(str(tmp_path), "boot-artifacts")) == sorted(str(p) for p in ours)
+    assert sorted(nj.remove_partial_files(str(tmp_path), "boot-artifacts")) == sorted(str(p) for p in ours)
     assert all(p.exists() for p in theirs) and not any(p.exists() for p in ours)
-    assert leftovers.remove_partial_files(str(tmp_path / "missing"), "boot-artifacts") == []
+    assert nj.remove_partial_files(str(tmp_path / "missing"), "boot-artifacts") == []
 
 
 # ----- interrupt -----------------------------------------------------------------------------------

@@ -265,14 +265,13 @@ def test_cluster_role_rules_follow_oc_of_the_release():
     )
 
 
-def test_report_is_finished_only_when_its_end_time_is_set():
+def test_report_is_completed_when_its_end_time_or_its_result_is_set():
     running = {"end_time": ZERO, "result": None, "stages": []}
-    assert not nj.report_finished(running) and not nj.report_finished(None)
-    # a result without end_time is not the completion signal oc waits for
-    assert not nj.report_finished(dict(running, result={"exit_code": 0}))
     assert not nj.report_completed(running) and not nj.report_completed(None)
+    # a result without end_time (a run that failed before its first stage) completes it too, unlike oc's signal
+    assert nj.report_completed(dict(running, result={"exit_code": 1}))
     done = dict(running, end_time="2025-01-01T00:05:00Z", result={"exit_code": 0})
-    assert nj.report_finished(done) and nj.report_exit_code(done) == 0 and nj.report_completed(done)
+    assert nj.report_exit_code(done) == 0 and nj.report_completed(done)
     no_result = dict(running, end_time="2025-01-01T00:05:00Z")
     assert nj.report_exit_code(no_result) is None and nj.report_completed(no_result)  # completed, failed
     assert "without a result" in nj.failure_message(no_result)
@@ -405,7 +404,10 @@ def test_4_18_node_joiner_gone_without_a_result_fails_at_once(scripted):
     with pytest.raises(nj.RunError) as caught:
         run.wait_report()
     assert "without writing a result into /assets/report.json" in str(caught.value) and "panic:" in str(caught.value)
-    assert caught.value.stages[0]["id"] == "add-nodes-cluster-inspection" and caught.value.log_tail == log
+    assert (
+        caught.value.result["stages"][0]["id"] == "add-nodes-cluster-inspection"
+        and caught.value.result["log_tail"] == log
+    )
     assert pod.calls == ["/assets/report.json"] * 3  # one sleep, then the re-read after the fatal line
 
 
@@ -434,7 +436,7 @@ def test_4_17_fails_fast_when_node_joiner_stopped_without_exit_code(scripted):
     run, pod = scripted([{"log": "level=info msg=starting"}, {"log": log}], timeout=3600)
     with pytest.raises(nj.RunError) as caught:
         run.wait_report(exit_code_only=True)
-    assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.log_tail == log
+    assert "Error: unknown flag: --pxe" in str(caught.value) and caught.value.result["log_tail"] == log
     assert pod.calls == ["/assets/exit_code"] * 3  # one poll, then the re-check after the fatal line
 
 
@@ -641,7 +643,9 @@ def test_a_pull_error_oc_retries_is_waited_out_then_named_with_its_event(monkeyp
     with pytest.raises(nj.RunError) as caught:
         run.wait_started("node-joiner", ("Running",))
     assert caught.value.message.endswith("(pod_start_timeout 12s passed)") and PULL_ERROR in caught.value.message
-    assert api.asked.count(POD_PATH) > 2 and api.asked.count(EVENTS_PATH) == 1 and caught.value.log_tail is None
+    assert (
+        api.asked.count(POD_PATH) > 2 and api.asked.count(EVENTS_PATH) == 1 and caught.value.result["log_tail"] is None
+    )
 
 
 def test_an_invalid_image_name_fails_at_once_and_events_may_be_forbidden():
@@ -664,7 +668,7 @@ def test_an_oom_killed_pod_is_named_instead_of_the_exec_error():
     with pytest.raises(nj.RunError) as caught:
         run._in_pod(refused)
     assert "was killed by the OOM killer (OOMKilled, exit code 137)" in caught.value.message
-    assert "completed pod" not in caught.value.message and caught.value.stages == run.stages
-    assert caught.value.log_tail == "last log line"
+    assert "completed pod" not in caught.value.message and caught.value.result["stages"] == run.stages
+    assert caught.value.result["log_tail"] == "last log line"
     with pytest.raises(_pod_exec.ExecError):  # a running pod: the exec error as it is
         waited_run(PodApi([{"phase": "Running"}]))._in_pod(refused)

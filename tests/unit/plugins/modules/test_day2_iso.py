@@ -11,7 +11,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.openshift_agent.day2.plugins.doc_fragments.hosts import ModuleDocFragment
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import IMAGE_HOST_OPTIONS
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_OPTIONS
 from ansible_collections.openshift_agent.day2.plugins.modules import day2_iso
 
 HOST = {"name": "extra-worker-0", "mac_address": "52:54:00:6f:00:14", "ip": "192.168.111.20", "prefix_length": 24}
@@ -59,7 +59,7 @@ def test_documentation_is_the_argument_spec():
     assert set(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["hosts"]["suboptions"]) == set(
         spec["hosts"]["options"]
     )
-    assert spec["hosts"]["options"] == IMAGE_HOST_OPTIONS
+    assert spec["hosts"]["options"] == HOST_OPTIONS  # day2_iso's hosts are records
     for name, option in doc["options"].items():
         assert option["type"] == spec[name]["type"] and option.get("default") == spec[name].get("default"), name
     yaml.safe_load(day2_iso.EXAMPLES)
