@@ -164,3 +164,76 @@ def clean(lab):
     lab.control("DELETE", "/faults")
     yield lab
     lab.control("DELETE", "/faults")
+
+
+# --- the collection as a user installs it: the release tarball in an empty collections path ----------------
+
+
+def site_packages():
+    """The directory of .venv's ``ansible_collections`` (the PyPI ansible package's collections)."""
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return subprocess.run(
+        [str(VENV_BIN / "python"), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+class Installed:
+    def __init__(self, root, collections):
+        self.root = root
+        self.collections = collections
+        self.path = collections / "ansible_collections" / "openshift_agent" / "day2"
+        self.config = root / "ansible.cfg"
+        self.config.write_text("")
+
+    def env(self, lab=None):
+        """A user's environment: the installed collection and the dependencies, nothing of the repository."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_", "OPENSHIFT_AGENT_"))}
+        env.update(
+            PATH="%s:%s" % (VENV_BIN, env.get("PATH", "")),
+            ANSIBLE_CONFIG=str(self.config),
+            ANSIBLE_COLLECTIONS_PATH="%s:%s" % (self.collections, site_packages()),
+            ANSIBLE_PYTHON_INTERPRETER=str(VENV_BIN / "python"),
+            ANSIBLE_NOCOLOR="1",
+            ANSIBLE_LOCALHOST_WARNING="false",
+            ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        )
+        if lab is not None:
+            env.update(OPENSHIFT_AGENT_DAY2_ALLOW_LOOPBACK="1", **lab_env(lab))
+        return env
+
+    def run(self, command, lab=None, cwd=None, timeout=900):
+        proc = subprocess.run(
+            [str(VENV_BIN / command[0]), *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env(lab),
+            cwd=str(cwd or self.root),
+            check=False,
+        )
+        return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The release tarball, built and checked by .ci/tarball.py, installed into an empty collections path."""
+    root = tmp_path_factory.mktemp("user")
+    build = root / "build"
+    proc = subprocess.run(
+        [str(VENV_BIN / "python"), str(REPO / ".ci" / "tarball.py"), "--keep", str(build)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (tarball,) = build.glob("openshift_agent-day2-*.tar.gz")
+    collections = root / "collections"
+    collections.mkdir()
+    user = Installed(root, collections)
+    rc, output = user.run(
+        ["ansible-galaxy", "collection", "install", "--offline", "-p", str(collections), str(tarball)]
+    )
+    assert rc == 0 and "openshift_agent.day2:" in output, output
+    assert sorted(p.name for p in (collections / "ansible_collections").iterdir()) == ["openshift_agent"], output
+    return user

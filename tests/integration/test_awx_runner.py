@@ -1,5 +1,5 @@
 """add_workers.yml the way AWX and Automation Controller run a job, with the collection installed from the release
-tarball (tests/integration/test_examples.py ``installed``) as an execution environment holds it.
+tarball (tests/integration/conftest.py ``installed``) as an execution environment holds it.
 
 AWX (ansible/awx awx/main/tasks/jobs.py@01096141cdd36680b980661e6ae083f7c23bf2fa ``BaseTask.run``) writes a private
 data directory (the inventory, ``env/extravars``, ``env/settings``), injects the credentials into the job's
@@ -32,7 +32,6 @@ import ansible_runner
 import yaml
 from conftest import VENV_BIN, lab_env
 from test_add_workers import console_boots_when_media_are_ready
-from test_examples import installed  # noqa: F401  (the fixture: the release tarball, installed)
 from test_secrets import markers, run_secrets, scan_text
 
 JOIN_TASK = "Follow every install and join every host (progress is printed as it happens)"
@@ -123,7 +122,7 @@ def run_as_awx(params, root, timeout=1200):
     return result, worker_dir, events, statuses
 
 
-def test_add_workers_as_awx_runs_it_from_the_tarball_with_no_secret_left(installed, lab_factory, tmp_path):  # noqa: F811
+def test_add_workers_as_awx_runs_it_from_the_tarball_with_no_secret_left(installed, lab_factory, tmp_path):
     lab = lab_factory("--hosts", "2", "--install-seconds", "15", "--agent-port", "0", "--kubelet-port", "0")
     private, workdir = tmp_path / "awx", tmp_path / "work"
     params, token = awx_job(installed, lab, private, workdir)

@@ -51,7 +51,10 @@ def spec_of(name, monkeypatch):
         monkeypatch.setattr(cls, "validate_argument_spec", catch_action)
         task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action=PREFIX + name, diff=False)
         connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir="/nonexistent"))
-        run = lambda: cls(task, connection, None, None, None, None).run(task_vars={})  # noqa: E731
+
+        def run():
+            return cls(task, connection, None, None, None, None).run(task_vars={})
+
     else:
         module = importlib.import_module("%s.modules.%s" % (PACKAGE, name))
 
@@ -110,7 +113,7 @@ def problems_of(spec, args):
         if (
             type(error).__name__ == "RequiredError"
             and later
-            and all(k in later for k in message.split(": ")[-1].split(", "))
+            and all(k in later for k in message.rsplit(": ", maxsplit=1)[-1].split(", "))
         ):
             continue  # required, given as an expression
         problems.append(message)
