@@ -53,6 +53,8 @@ PENDING_USER_ACTION = "installing-pending-user-action"
 # Every host-stage and how far it gets a host: the stages up to "Copying registry data to disk" run the
 # installation ("Waiting for control plane" comes after the disk is written for a day-2 worker, before the reboot);
 # from "Rebooting" on the disk is written and the host boots from it. "Failed" adds nothing.
+# The disk is written: the virtual CD may go.
+DISK_WRITTEN_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done")
 STAGE_LEVEL = dict.fromkeys(
     (
         "Starting installation",
@@ -65,7 +67,7 @@ STAGE_LEVEL = dict.fromkeys(
     ),
     INSTALLING,
 )
-STAGE_LEVEL.update(dict.fromkeys(("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done"), REBOOTED))
+STAGE_LEVEL.update(dict.fromkeys(DISK_WRITTEN_STAGES, REBOOTED))
 STAGE_LEVEL[FAILED_STAGE] = 0
 # The statuses that say more than "the agent knows its host"; preparing-failed goes back to known.
 STATUS_LEVEL = {
@@ -81,9 +83,9 @@ STATUS_LEVEL = {
 }
 FAILED_STATUSES = ("error", "cancelled")
 FAILED_CLUSTER_STATUSES = ("error", "cancelled", PENDING_USER_ACTION)
-# The disk is written: the virtual CD may go.
-DISK_WRITTEN_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done")
 
+# One entry of a host's timeline: when, and the status, stage, percentage and note it then had.
+TIMELINE_FIELDS = ("time", "status", "stage", "percentage", "event")
 KUBELET_TEXT = {
     "handshake": "the kubelet answers TLS",
     "internal_error": "the kubelet aborts TLS with alert internal_error (its serving certificate is not approved yet)",
@@ -223,8 +225,6 @@ def _connection_error(error: BaseException, timeout: float) -> str:
         return "connection reset"
     if isinstance(error, socket.timeout):
         return f"no answer within {timeout} s"
-    if isinstance(error, http.client.RemoteDisconnected):
-        return "connection closed without a response"
     return f"{type(error).__name__}: {error}"
 
 
@@ -278,17 +278,14 @@ class AgentClient:
         self._recovered: dict[str, Any] | None = None
         self._may_switch = True
 
-    def _send(self, url: str, header: str) -> tuple[int, bytes]:
-        if self.auth is None:
-            raise AssertionError("no agent token")
+    def _send(self, url: str, headers: dict[str, str]) -> tuple[int, bytes]:
         absolute = "http://%s:%d%s" % (bracketed(self.address), self.port, url)
         proxy = proxy_for(absolute)  # a proxy takes the whole URL in the request line
         host, port = _proxy_address(proxy) if proxy else (self.address, self.port)
         connection = http.client.HTTPConnection(host, port, timeout=self.timeout)
         self.requests += 1
         try:
-            headers = {header: self.auth.token.value, "Accept": "application/json"}
-            connection.request("GET", absolute if proxy else url, headers=headers)
+            connection.request("GET", absolute if proxy else url, headers=dict(headers, Accept="application/json"))
             response = connection.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException) as error:
@@ -302,26 +299,27 @@ class AgentClient:
             raise AssertionError("no agent token")
         url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
         header = self.header or self.auth.preferred()
-        status, body = self._send(url, header)
         refused = []
-        if is_refusal(status, _error_text(body)):
-            refused.append((header, status, _error_text(body)))
-            if self._may_switch:  # one switch per poll bounds the requests
-                self._may_switch = False
-                header = other_header(header)
-                status, body = self._send(url, header)
-                if is_refusal(status, _error_text(body)):
-                    refused.append((header, status, _error_text(body)))
-                else:
-                    self._recovered = dict(zip(("header", "status", "message"), refused.pop()))
-        if refused:
-            tried = "; ".join("in %s: HTTP %d on GET %s: %s" % (h, s, path, t or "(no message)") for h, s, t in refused)
-            advice = refusal_advice(self.auth.token, [t for _h, _s, t in refused])
-            raise AgentRequestError("rejected", f"{tried}. Token: {self.auth.token.describe()}. {advice}", status)
+        while True:
+            status, body = self._send(url, {header: self.auth.token.value})
+            text = _error_text(body)
+            if not is_refusal(status, text):
+                break
+            refused.append((header, status, text))
+            if not self._may_switch:  # one switch per poll bounds the requests
+                tried = "; ".join(
+                    "in %s: HTTP %d on GET %s: %s" % (h, s, path, t or "(no message)") for h, s, t in refused
+                )
+                advice = refusal_advice(self.auth.token, [t for _h, _s, t in refused])
+                raise AgentRequestError("rejected", f"{tried}. Token: {self.auth.token.describe()}. {advice}", status)
+            self._may_switch = False
+            header = other_header(header)
+        if refused:  # the other header worked: remember the refusal of the first
+            self._recovered = dict(zip(("header", "status", "message"), refused[0]))
         self.header = header  # any other answer got past the agent's authentication
         self.auth.accept(header)
         if status != 200:
-            raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, _error_text(body)), status)
+            raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, text), status)
         try:
             return json.loads(body)
         except ValueError:
@@ -338,20 +336,15 @@ class AgentClient:
         except AgentRequestError as error:
             if error.status == 404:
                 self.cluster_id = None  # the agent restarted with a new cluster: list again
-            kubelet = None
-            if error.kind == "unreachable":  # also for a host never seen installing: it may have rebooted
-                kubelet = kubelet_state(self.address, self.kubelet_port, self.timeout)
+            asked = error.kind == "unreachable"  # also for a host never seen installing: it may have rebooted
+            kubelet = kubelet_state(self.address, self.kubelet_port, self.timeout) if asked else None
             return Observation(error.kind, error.detail, kubelet=kubelet)
         event = None
         if cluster and host and not spent:
             try:
-                events = self.get(
-                    "/events",
-                    {"infra_env_id": host["infra_env_id"]}
-                    if host.get("infra_env_id")
-                    else {"cluster_id": cluster.get("id")},
-                )
-                event = newest_event(events, host.get("id"))
+                infra_env = host.get("infra_env_id")
+                scope = {"infra_env_id": infra_env} if infra_env else {"cluster_id": cluster.get("id")}
+                event = newest_event(self.get("/events", scope), host.get("id"))
             except AgentRequestError as error:
                 if error.kind == "rejected":
                     return Observation(error.kind, error.detail)
@@ -359,17 +352,16 @@ class AgentClient:
         return Observation("answered", cluster=cluster, host=host, event=event, header=self.header, recovered=recovered)
 
     def _cluster_and_host(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:
-        if self.cluster_id:
-            cluster = self.get(f"/clusters/{quote(self.cluster_id, safe='')}")
-            return cluster, find_host([cluster], self.name, self.mac)[1], False
-        cluster, host = find_host(self.get("/clusters", {"with_hosts": "true"}), self.name, self.mac)
-        if cluster is None:
-            return None, None, False  # the agent is up but has not registered its cluster yet
-        self.cluster_id = cluster.get("id")
-        if host is None and "hosts" not in cluster and self.cluster_id:
-            cluster = self.get(f"/clusters/{quote(str(self.cluster_id), safe='')}")
-            return cluster, find_host([cluster], self.name, self.mac)[1], True
-        return cluster, host, False
+        listed = not self.cluster_id  # the list is one request: the cluster read after it spends the poll's second
+        if listed:
+            cluster, host = find_host(self.get("/clusters", {"with_hosts": "true"}), self.name, self.mac)
+            if cluster is None:
+                return None, None, False  # the agent is up but has not registered its cluster yet
+            self.cluster_id = cluster.get("id")
+            if host is not None or "hosts" in cluster or not self.cluster_id:
+                return cluster, host, False
+        cluster = self.get(f"/clusters/{quote(str(self.cluster_id), safe='')}")
+        return cluster, find_host([cluster], self.name, self.mac)[1], listed
 
 
 class HostProgress:
@@ -454,15 +446,7 @@ class HostProgress:
         key = (self.status, self.stage, self.percentage, note)
         if key != self._last:
             self._last = key
-            self.timeline.append(
-                {
-                    "time": format_rfc3339(now),
-                    "status": self.status,
-                    "stage": self.stage,
-                    "percentage": self.percentage,
-                    "event": note,
-                }
-            )
+            self.timeline.append(dict(zip(TIMELINE_FIELDS, (format_rfc3339(now), *key))))
 
     @property
     def disk_written(self) -> bool:
@@ -499,27 +483,15 @@ class HostProgress:
             )
         if self.level >= INSTALLING or self.reached(target):
             return None
-        expired = [
-            (f["since"], v, f["message"])
-            for v, f in self.failing.items()
-            if (now - f["since"]).total_seconds() >= grace
-        ]
+        cutoff = now - datetime.timedelta(seconds=grace)
+        expired = [(f["since"], v, f["message"]) for v, f in self.failing.items() if f["since"] <= cutoff]
         if not expired:
             return None
         since, vid, message = min(expired)
-        others = len(self.failing) - 1
+        more = f"; {len(self.failing) - 1} more failing validation(s) in the result" if len(self.failing) > 1 else ""
         return (
-            "%s: validation %s has been failing since %s (longer than validation_grace %d s): %s%s (host status %s: %s)"
-            % (
-                where,
-                vid,
-                format_rfc3339(since),
-                grace,
-                message,
-                "; %d more failing validation(s) in the result" % others if others else "",
-                self.status,
-                self.status_info or "",
-            )
+            f"{where}: validation {vid} has been failing since {format_rfc3339(since)} (longer than validation_grace "
+            f"{grace} s): {message}{more} (host status {self.status}: {self.status_info or ''})"
         )
 
     def describe(self) -> str:
