@@ -121,11 +121,9 @@ def options(params: Json, target: str, environ: dict[str, str]) -> Options:
         raise InputError(f"validation_grace: {error}")
     given = {f.name: params[f.name] for f in dataclasses.fields(Options) if params.get(f.name) is not None}
     given.update(target=target, validation_grace=grace)
-    try:
-        given["agent_port"] = params.get("agent_port") or int(environ.get("OPENSHIFT_AGENT_DAY2_AGENT_PORT") or 8090)
-        given["kubelet_port"] = params.get("kubelet_port") or int(
-            environ.get("OPENSHIFT_AGENT_DAY2_KUBELET_PORT") or 10250
-        )
+    try:  # OPENSHIFT_AGENT_DAY2_AGENT_PORT, OPENSHIFT_AGENT_DAY2_KUBELET_PORT
+        for port, default in (("agent_port", Options.agent_port), ("kubelet_port", Options.kubelet_port)):
+            given[port] = params.get(port) or int(environ.get(f"OPENSHIFT_AGENT_DAY2_{port.upper()}") or default)
     except ValueError as error:
         raise InputError(
             "agent_port/kubelet_port: OPENSHIFT_AGENT_DAY2_AGENT_PORT and OPENSHIFT_AGENT_DAY2_KUBELET_PORT must be "
@@ -479,11 +477,8 @@ class JoinRun:
             return
         if host.rebooted_at is None:
             pending = ", ".join(str(csr.name) for csr in keys.pending)
-            host.waiting_for = (
-                f"its certificate request {pending} waits until its kubelet answers on the installed system"
-                if pending
-                else None
-            )
+            waits = f"its certificate request {pending} waits until its kubelet answers on the installed system"
+            host.waiting_for = waits if pending else None
             return
         settled_at = host.rebooted_at + datetime.timedelta(seconds=self.options.settle_seconds)
         chosen = decide(keys, node, True, now >= settled_at)
@@ -500,12 +495,8 @@ class JoinRun:
                 host.waiting_for = "client certificate approved; waiting for its Node to register"
         else:
             host.set_phase(HALF_JOINED, now)
-            waiting = (
-                "waiting for its Node to register"
-                if node is None
-                else "its Node registered, not Ready yet; waiting for its serving certificate request"
-            )
-            host.waiting_for = waiting + keys.refusals()
+            registered = "its Node registered, not Ready yet; waiting for its serving certificate request"
+            host.waiting_for = ("waiting for its Node to register" if node is None else registered) + keys.refusals()
         for csr in chosen:
             self._approve(host, objects[str(csr.name)], csr.kind, now)
 
@@ -583,11 +574,7 @@ class JoinRun:
             "hosts": {host.name: host.summary(now) for host in self.hosts},
             "approved": list(self.approved),
             "joined": sorted(h.name for h in self.hosts if h.phase == JOINED),
-            "reached": sorted(
-                h.name
-                for h in self.hosts
-                if not self.joining and h.phase != FAILED and h.progress.reached(self.options.target)
-            ),
+            "reached": [] if self.joining else sorted(h.name for h in self.done()),
             "failed_hosts": sorted(h.name for h in self.hosts if h.phase == FAILED),
             "duration": round((now - self.started).total_seconds(), 1),
             "rounds": self.rounds,
@@ -598,16 +585,17 @@ class JoinRun:
             "summary": [self.outcome(), *(host.summary_line(now) for host in self.hosts)],
         }
 
+    def done(self) -> list[Host]:
+        """The hosts that joined (csr_approve) or reached the target (agent_wait)."""
+        if self.joining:
+            return [h for h in self.hosts if h.phase == JOINED]
+        return [h for h in self.hosts if h.phase != FAILED and h.progress.reached(self.options.target)]
+
     def outcome(self) -> str:
         """The run's outcome in one sentence, first in the summary."""
         failed = [h.name for h in self.hosts if h.phase == FAILED]
-        done = (
-            [h for h in self.hosts if h.phase == JOINED]
-            if self.joining
-            else [h for h in self.hosts if h.phase != FAILED and h.progress.reached(self.options.target)]
-        )
         what = "joined the cluster" if self.joining else f"reached {self.options.target}"
-        text = f"{len(done)} of {len(self.hosts)} host(s) {what}"
+        text = f"{len(self.done())} of {len(self.hosts)} host(s) {what}"
         return text + (f"; failed: {', '.join(failed)}" if failed else "")
 
     def _finish(self, now: Moment) -> Json:
@@ -617,11 +605,7 @@ class JoinRun:
             self.say(f"summary {host.summary_line(now)}")
         failed = [host for host in self.hosts if host.phase == FAILED]
         if len(failed) > self.options.max_failed_hosts:
-            done = (
-                f"{len(result['joined'])} joined"
-                if self.joining
-                else f"{len(result['reached'])} reached {self.options.target}"
-            )
+            done = f"{len(self.done())} " + ("joined" if self.joining else f"reached {self.options.target}")
             reasons = " | ".join(f"{host.name}: {host.failure}" for host in failed)
             raise JoinError(
                 f"{len(failed)} of {len(self.hosts)} host(s) failed (day2_max_failed_hosts is "
@@ -661,25 +645,22 @@ class JoinRun:
             expected = {h.name: h.expected(self.server_offset) for h in self.hosts}
             if policy.flood(csrs, frozenset(expected), now) is None:
                 sorted_csrs = policy.each_host(csrs, expected, nodes, now, skew, self.network)
-                for host in self.hosts:
-                    keys = sorted_csrs[host.name]
-                    if host.phase != JOINED and keys.problem(host.name) is None:
-                        chosen = decide(keys, nodes.get(host.name), True, True)
-                        would += [
-                            {"name": c.name, "node": host.name, "signer": c.signer, "created": c.created_text}
-                            for c in chosen
-                        ]
+                would = [
+                    {"name": c.name, "node": h.name, "signer": c.signer, "created": c.created_text}
+                    for h in self.hosts
+                    if h.phase != JOINED and sorted_csrs[h.name].problem(h.name) is None
+                    for c in decide(sorted_csrs[h.name], nodes.get(h.name), True, True)
+                ]
+        until = "its Node is Ready" if self.joining else f"it is {o.target}"
+        others = " and its Node's other addresses in the machine networks" if self.network.machine_networks else ""
         lines = []
         for entry in follow:
             mine = ", ".join(w["name"] for w in would if w["node"] == entry["name"])
-            now_or_not = (
-                f"now, once its kubelet answers: {mine}" if mine else "none yet (no CSR of this host is pending)"
-            )
-            then = f"would approve {now_or_not}; its serving certificate may carry {', '.join(entry['addresses'])}"
-            then += " and its Node's other addresses in the machine networks" if self.network.machine_networks else ""
+            when = f"now, once its kubelet answers: {mine}" if mine else "none yet (no CSR of this host is pending)"
+            carry = ", ".join(entry["addresses"]) + others
+            then = f"would approve {when}; its serving certificate may carry {carry}"
             if not self.joining:
                 then = "nothing is asked of its agent in check mode"
-            until = "its Node is Ready" if self.joining else f"it is {o.target}"
             where = FOLLOWED_FROM[o.follow_from].format(**entry)
             lines.append(f"Check mode: {entry['name']} would be followed {where} until {until}; {then}")
         return {"changed": bool(would), "would_follow": follow, "would_approve": would, "msg": lines}
@@ -691,16 +672,19 @@ FOLLOWED_FROM = {
     "cluster": "from inside the cluster (node-joiner monitor-add-nodes asks {address})",
     "auto": "at {agent_url} (then its kubelet at {kubelet}), else from inside the cluster",
 }
+
+
+def _ints(*names: str) -> dict[str, Json]:
+    """Integer options, their defaults those of ``Options``."""
+    return {name: {"type": "int", "default": getattr(Options, name)} for name in names}
+
+
 # The options of the two faces of the loop (their documentation: plugins/modules/agent_wait.py, csr_approve.py).
 FOLLOW_OPTIONS: dict[str, Json] = {
     "hosts": {"type": "list", "elements": "dict", "required": True},
     "cluster": {"type": "dict", "default": {}},
-    "wait_sleep": {"type": "int", "default": 5},
-    "boot_timeout": {"type": "int", "default": 1800},
-    "install_timeout": {"type": "int", "default": 5400},
-    "validation_grace": {"type": "raw", "default": 600},
-    "max_failed_hosts": {"type": "int", "default": 0},
-    "request_timeout": {"type": "int", "default": 5},
+    **_ints("wait_sleep", "boot_timeout", "install_timeout", "max_failed_hosts", "request_timeout"),
+    "validation_grace": {"type": "raw", "default": Options.validation_grace},
     "agent_port": {"type": "int"},
     "kubelet_port": {"type": "int"},
     "token": {"type": "str", "no_log": True},
@@ -715,9 +699,7 @@ AGENT_WAIT_OPTIONS = dict(
 )
 CSR_APPROVE_OPTIONS = dict(
     FOLLOW_OPTIONS,
-    settle_seconds={"type": "int", "default": 10},
-    join_timeout={"type": "int", "default": 1800},
-    clock_skew={"type": "int", "default": 2},
+    **_ints("settle_seconds", "join_timeout", "clock_skew"),
     installed_after={"type": "dict", "default": {}},
 )
 
@@ -733,16 +715,15 @@ def follow(
     ``connect`` gives (kubernetes.core client, ApiClient); ``hooks`` are JoinRun's on_disk_written, still_wanted."""
     target = params.get("until") or "ready"
     records = host_records(params["hosts"], params.get("installed_after"))
-    run_options = options(params, target, dict(os.environ))
+    o = options(params, target, dict(os.environ))
     hooks["network"] = policy.Network.of(params.get("cluster") or {})  # machine networks and VIPs, checked
     joining = target == "ready"
-    if check_mode and not joining:  # every request to an agent carries the token; the Secret may not exist yet
-        return JoinRun(records, run_options, say).predict()
-    # agent_wait given the token needs no cluster: the API only serves to read the token (and csr_approve's CSRs)
-    connected = connect() if joining or not params.get("token") else None
+    # agent_wait needs the API only to read the token (csr_approve also its CSRs): not when given the token, nor in
+    # check mode, which asks no agent (every request to an agent carries the token; the Secret may not exist yet)
+    connected = connect() if joining or not (check_mode or params.get("token")) else None
     cluster = Cluster(connected[1], connected[0].client) if connected else None
     if check_mode:
-        return JoinRun(records, run_options, say, cluster=cluster, network=hooks["network"]).predict()
+        return JoinRun(records, o, say, cluster=cluster, network=hooks["network"]).predict()
     warnings = []
     try:
         if params.get("token") or cluster is None:
@@ -754,13 +735,11 @@ def follow(
             raise
         token = None
         warnings.append(f"the agents are not asked ({error}); a host counts as rebooted when its kubelet answers")
-    version = (params.get("cluster") or {}).get("version")
-    if token is not None and run_options.first_header is None:
-        run_options.first_header = token.header(version)
+    if token is not None and o.first_header is None:
+        o.first_header = token.header((params.get("cluster") or {}).get("version"))
     offset = cluster.server_offset() if joining and cluster else 0.0
     if offset is None:
         warnings.append("the API server sent no Date header: its clock is taken to be this one's")
-    o = run_options
     how = f"settle {o.settle_seconds}s, boot timeout {o.boot_timeout}s, at most {o.max_failed_hosts} failed"
     face = APPROVED_BY if joining else "openshift_agent.day2.agent_wait"
     say(
@@ -768,11 +747,9 @@ def follow(
         f"({how if joining else 'until ' + target})"
     )
     monitor = start_monitor(params, o.follow_from, records, connected[1], say, warnings) if connected else None
-    run = JoinRun(
-        records, run_options, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks
-    )
+    run = JoinRun(records, o, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks)
     run.warnings.extend(warnings)
     with signals_raise():
         result = run.run()
-    result["token_info"] = dict(token.info(), first_header=run_options.first_header) if token else None
+    result["token_info"] = dict(token.info(), first_header=o.first_header) if token else None
     return result
