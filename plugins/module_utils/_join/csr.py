@@ -143,18 +143,17 @@ def parse_csr(obj: Any) -> ParsedCSR:
     if not isinstance(obj, dict):
         parsed.error = Finding("bad-object", "not a CertificateSigningRequest object")
         return parsed
-    metadata, spec, status = (_mapping(obj.get(key)) for key in ("metadata", "spec", "status"))
+    metadata, spec, status = (_typed(obj.get(key), dict) for key in ("metadata", "spec", "status"))
     parsed.name = metadata.get("name") if isinstance(metadata.get("name"), str) and metadata.get("name") else None
     parsed.signer = spec.get("signerName") if isinstance(spec.get("signerName"), str) else None
     parsed.username = spec.get("username") if isinstance(spec.get("username"), str) else None
     parsed.groups, parsed.usages = _strings(spec.get("groups")), _strings(spec.get("usages"))
-    for condition in _list(status.get("conditions")):
-        if isinstance(condition, dict) and condition.get("status", "True") == "True":
-            if condition.get("type") in ("Denied", "Failed"):
-                parsed.state = DENIED_OR_FAILED
-                break
-            if condition.get("type") == "Approved":
-                parsed.state = APPROVED
+    conditions = _typed(status.get("conditions"), list)
+    held = {c.get("type") for c in conditions if isinstance(c, dict) and c.get("status", "True") == "True"}
+    if held & {"Denied", "Failed"}:
+        parsed.state = DENIED_OR_FAILED
+    elif "Approved" in held:
+        parsed.state = APPROVED
     try:
         parsed.created = as_utc(metadata["creationTimestamp"])
     except (KeyError, TypeError, ValueError):
@@ -165,16 +164,13 @@ def parse_csr(obj: Any) -> ParsedCSR:
     return parsed
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _typed(value: Any, kind: type) -> Any:
+    """``value`` when it is a ``kind``, else an empty one: anyone may file a CSR, its fields may hold anything."""
+    return value if isinstance(value, kind) else kind()
 
 
 def _strings(value: Any) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+    return [item for item in _typed(value, list) if isinstance(item, str)]
 
 
 def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
@@ -190,13 +186,11 @@ def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
         return Finding("bad-request", "spec.request does not hold a PEM CERTIFICATE REQUEST block")
     try:
         request = x509.load_pem_x509_csr(pem)
-        for attribute in request.subject:
-            if attribute.oid == NameOID.COMMON_NAME:
-                parsed.common_names.append(str(attribute.value))
-            elif attribute.oid == NameOID.ORGANIZATION_NAME:
-                parsed.organizations.append(str(attribute.value))
-            else:
-                parsed.other_subject_attributes.append(attribute.oid.dotted_string)
+        subject, named = request.subject, (NameOID.COMMON_NAME, NameOID.ORGANIZATION_NAME)
+        parsed.common_names, parsed.organizations = (
+            [str(a.value) for a in subject.get_attributes_for_oid(oid)] for oid in named
+        )
+        parsed.other_subject_attributes = [a.oid.dotted_string for a in subject if a.oid not in named]
         try:
             sans: Any = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         except x509.ExtensionNotFound:
@@ -336,11 +330,9 @@ def check_age(csr: ParsedCSR, ctx: Context) -> Finding | None:
 
 def check_signature(csr: ParsedCSR, ctx: Context) -> Finding | None:
     """The request is signed by the key it carries (proof of possession)."""
-    return (
-        None
-        if csr.signature_valid
-        else Finding("bad-signature", "the request signature does not verify with its own public key")
-    )
+    if csr.signature_valid:
+        return None
+    return Finding("bad-signature", "the request signature does not verify with its own public key")
 
 
 def check_key_type(csr: ParsedCSR, ctx: Context) -> Finding | None:
@@ -410,8 +402,7 @@ def check_node_absent(csr: ParsedCSR, ctx: Context) -> Finding | None:
     return Finding(
         "node-exists",
         f"a Node named {csr.host} already exists; a new client certificate for it would hand its identity to whoever "
-        "filed "
-        "this CSR. To re-add this host, remove the old Node with playbooks/replace_worker.yml",
+        "filed this CSR. To re-add this host, remove the old Node with playbooks/replace_worker.yml",
     )
 
 
@@ -438,11 +429,9 @@ def check_client_organization(csr: ParsedCSR, ctx: Context) -> Finding | None:
 
 def check_client_no_sans(csr: ParsedCSR, ctx: Context) -> Finding | None:
     """A kubelet client certificate carries no subject alternative names."""
-    return (
-        Finding("client-has-sans", f"expected no subject alternative names, found {csr.all_sans}")
-        if csr.all_sans
-        else None
-    )
+    if not csr.all_sans:
+        return None
+    return Finding("client-has-sans", f"expected no subject alternative names, found {csr.all_sans}")
 
 
 def check_client_usages(csr: ParsedCSR, ctx: Context) -> Finding | None:

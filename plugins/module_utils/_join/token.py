@@ -35,7 +35,6 @@ SECRET_NAMESPACE = "openshift-config"
 SECRET_NAME = "agent-auth-token"
 WATCHER_HEADER = "Watcher-Authorization"
 USER_HEADER = "Authorization"
-HEADERS = (WATCHER_HEADER, USER_HEADER)
 WATCHER_PERSONA = "watcherAuth"
 USER_PERSONA = "userAuth"
 # What the agent answers when it does not take the token in the header it came in (openshift/assisted-service
@@ -137,29 +136,22 @@ def is_refusal(status: int, message: str | None) -> bool:
 def refusal_advice(token: AgentToken, messages: list[str]) -> str:
     """What to do when the agent refused ``token`` in every header; ``messages`` are the agent's texts."""
     text = " ".join(messages).lower()
-    causes = [
-        cause
-        for found, cause in (
-            ("expired" in text, "the token has expired (tokens live 48 h from the ISO build)"),
-            (
-                "authclaim" in text and "unauthorized" in text and token.persona != WATCHER_PERSONA,
-                "a token of persona %s cannot follow the install: the agent wants the watcher token"
-                % (token.persona or "(none)"),
-            ),
-            (MALFORMED_CLAIM in text, "a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later"),
-            (
-                "claims are incorrectly formatted" in text,
-                "a 4.18+ token (no infra_env_id claim) reached an agent of 4.17",
-            ),
-            (
-                any(word in text for word in ("verification error", "segments", "signing method")),
-                "the host runs an ISO signed with another key than the cluster's current token: an ISO built before "
-                f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} was deleted or replaced (the image step then builds a new "
-                "one), or an ISO of another cluster. Boot the host again from the ISO this run built or reused",
-            ),
+    causes = []
+    if "expired" in text:
+        causes.append("the token has expired (tokens live 48 h from the ISO build)")
+    if "authclaim" in text and "unauthorized" in text and token.persona != WATCHER_PERSONA:
+        persona = token.persona or "(none)"
+        causes.append(f"a token of persona {persona} cannot follow the install: the agent wants the watcher token")
+    if MALFORMED_CLAIM in text:
+        causes.append("a 4.17 token (no auth_scheme claim) reached an agent of 4.18 or later")
+    if "claims are incorrectly formatted" in text:
+        causes.append("a 4.18+ token (no infra_env_id claim) reached an agent of 4.17")
+    if any(word in text for word in ("verification error", "segments", "signing method")):
+        causes.append(
+            "the host runs an ISO signed with another key than the cluster's current token: an ISO built before "
+            f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} was deleted or replaced (the image step then builds a new "
+            "one), or an ISO of another cluster. Boot the host again from the ISO this run built or reused"
         )
-        if found
-    ]
     likely = f"Likely cause: {'; '.join(causes)}. " if causes else ""
     return (
         f"{likely}Rebuild the ISO with day2_iso (force: true) and boot it again when the token expired or the ISO "
@@ -199,8 +191,7 @@ def watch_token(secret: dict[str, Any] | None) -> AgentToken:
     if secret is None:
         raise AgentTokenError(
             f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} does not exist. node-joiner creates it when it builds the ISO: "
-            "build the ISO first "
-            "(day2_iso), or pass the token"
+            "build the ISO first (day2_iso), or pass the token"
         )
     tokens = secret_tokens(secret)
     if tokens:
