@@ -48,9 +48,8 @@ def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json |
         patch["metadata"] = {"labels": missing}
     current = (node.get("spec") or {}).get("taints") or []
     keys = {str(t.get("key")) for t in taints}
-    if taints and sorted(_taint(t) for t in current if str(t.get("key")) in keys) != sorted(
-        {_taint(t) for t in taints}
-    ):
+    wanted = sorted({_taint(t) for t in taints})
+    if taints and sorted(_taint(t) for t in current if str(t.get("key")) in keys) != wanted:
         written = [dict({"key": k, "effect": e}, **({"value": v} if v else {})) for k, v, e in map(_taint, taints)]
         patch["spec"] = {"taints": [t for t in current if str(t.get("key")) not in keys] + written}
         if metadata.get("resourceVersion"):
@@ -81,13 +80,7 @@ class Cluster:
     def approve(self, listed: Json, message: str, moment: datetime.datetime) -> bool:
         """Approve a CSR after a fresh read: never one that is no longer pending, or another object of that name."""
         name = str(listed["metadata"]["name"])
-        approval = Target(
-            f"{CSRS.path}/{name}/approval",
-            "update",
-            "certificatesigningrequests/approval",
-            "certificates.k8s.io",
-            name,
-        )
+        approval = Target(f"{CSRS.path}/{name}/approval", "update", f"{CSRS.resource}/approval", CSRS.group, name)
         condition = {
             "type": "Approved",
             "status": "True",
@@ -106,9 +99,8 @@ class Cluster:
             status["conditions"] = [*list(status.get("conditions") or []), condition]
             return "PUT", approval, dict(fresh, status=status)
 
-        return self.client.update_fresh(
-            group_target("certificates.k8s.io", "v1", CSRS.resource, name), change
-        ) is not None and bool(sent)
+        fresh = group_target(CSRS.group, "v1", CSRS.resource, name)
+        return self.client.update_fresh(fresh, change) is not None and bool(sent)
 
     def mark(self, name: str, labels: dict[str, str], taints: list[Json]) -> bool:
         """Give Node ``name`` its labels and taints (one merge patch, read again after a conflict); True when sent."""

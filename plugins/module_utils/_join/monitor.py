@@ -216,9 +216,8 @@ def start_monitor(
     facts = params.get("cluster") or {}
     try:
         facts = facts if facts.get("release_image") and facts.get("version") else image_facts(api)
-        run = nj.NodeJoinerRun(
-            api, uuid.uuid4().hex[:12], releases.release(facts["version"]), facts.get("proxy_status")
-        )
+        release = releases.release(facts["version"])
+        run = nj.NodeJoinerRun(api, uuid.uuid4().hex[:12], release, facts.get("proxy_status"))
         run.owner = nj.owner_tag()
         monitor = ClusterMonitor(run, addresses)
         monitor.start(lambda: run.node_joiner_image(params.get("node_joiner_image"), facts["release_image"]))
@@ -229,10 +228,7 @@ def start_monitor(
             f"the hosts are followed from this controller only: the monitor pod cannot run ({error.message})"
         )
         return None
-    where = (
-        "from inside the cluster"
-        if follow_from == "cluster"
-        else "from here where this controller reaches them, else from inside the cluster"
-    )
-    say(f"following {len(addresses)} host(s) {where} (node-joiner monitor-add-nodes in {run.ns_name})")
+    where = "" if follow_from == "cluster" else "from here where this controller reaches them, else "
+    where += f"from inside the cluster (node-joiner monitor-add-nodes in {run.ns_name})"
+    say(f"following {len(addresses)} host(s) {where}")
     return monitor
