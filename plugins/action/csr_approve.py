@@ -31,9 +31,7 @@ class ActionModule(FollowAction):
         parent = os.getppid()  # the process that started this task's worker; a new parent means it is gone
         hooks: dict[str, Any] = {"still_wanted": lambda: os.getppid() == parent}
         booted = {str(name).lower() for name in params["eject"]}
-        records = {
-            str(host.get("name")).lower(): host for host in params["hosts"] if str(host.get("name")).lower() in booted
-        }
+        records = {name: host for host in params["hosts"] if (name := str(host.get("name")).lower()) in booted}
         if records:
             hooks["on_disk_written"] = lambda name: self._eject(records.get(name), params, task_vars)
         return hooks

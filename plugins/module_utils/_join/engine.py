@@ -24,6 +24,7 @@ stands. ``say`` prints one progress line.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import os
@@ -159,10 +160,8 @@ def host_records(hosts: list[Json], installed_after: Json | None = None) -> list
             records.append(
                 dict(host, name=name, address=str(host["address"]), addresses=addresses, installed_after=moment)
             )
-    names = [record["name"] for record in records]
-    problems += [
-        f"host {n} is listed twice; list every host once" for n in sorted({n for n in names if names.count(n) > 1})
-    ]
+    names = collections.Counter(record["name"] for record in records)
+    problems += [f"host {n} is listed twice; list every host once" for n in sorted(names) if names[n] > 1]
     problems += [f"installed_after names hosts that are not followed: {', '.join(sorted(after))}"] if after else []
     problems += ["hosts is empty: give at least one {name, address}"] if not hosts else []
     if problems:
@@ -182,13 +181,15 @@ class Host:
     """Everything the loop knows about one host: its agent's progress, the phase and when each began, the
     approvals made for it, and why it failed."""
 
-    def __init__(self, record: Json, options: Options, started: Moment) -> None:
+    def __init__(self, record: Json, options: Options, started: Moment, auth: AuthChoice | None = None) -> None:
         self.name, self.address, self.addresses = record["name"], record["address"], record["addresses"]
         self.labels = dict(record.get("labels") or record.get("node_labels") or {})
         self.taints = list(record.get("taints") or record.get("node_taints") or [])
         self.installed_after: Moment | None = record.get("installed_after")
         self.progress = HostProgress(self.name, self.address, options.agent_port)
-        self.agent: AgentClient | None = None
+        ports = (options.agent_port, options.kubelet_port)
+        mac = record.get("mac_address") or (record.get("interfaces") or [{}])[0].get("mac_address")
+        self.agent = AgentClient(self.name, self.address, mac, ports, auth, options.request_timeout)
         self.phase = JOINED if record.get("state") == "joined" else WAITING
         self.phase_started = {WAITING: started}
         self.rebooted_at: Moment | None = None  # when this run first saw it run its installed system
@@ -302,12 +303,8 @@ class JoinRun:
         self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
         self._sleep, self._now = sleep, now
         self.started = now()
-        self.hosts = [Host(record, options, self.started) for record in hosts]
         auth = AuthChoice(token, options.first_header) if token is not None else None
-        for host, record in zip(self.hosts, hosts):
-            ports = (options.agent_port, options.kubelet_port)
-            mac = record.get("mac_address") or (record.get("interfaces") or [{}])[0].get("mac_address")
-            host.agent = AgentClient(host.name, host.address, mac, ports, auth, options.request_timeout)
+        self.hosts = [Host(record, options, self.started, auth) for record in hosts]
         self.approved: list[Json] = []
         self.marked: list[str] = []  # the Nodes whose labels or taints this run set
         self.api_errors = self.rounds = 0
@@ -319,9 +316,8 @@ class JoinRun:
 
     def finished(self, host: Host) -> bool:
         """Joined with its labels and taints, failed, or (agent_wait) at the target."""
-        if not self.joining:
-            return host.phase == FAILED or host.progress.reached(self.options.target)
-        return host.phase == FAILED or (host.phase == JOINED and host.marked)
+        done = host.phase == JOINED and host.marked if self.joining else host.progress.reached(self.options.target)
+        return host.phase == FAILED or done
 
     def run(self) -> Json:
         try:
@@ -368,16 +364,21 @@ class JoinRun:
         try:
             cast(ClusterMonitor, self.monitor).poll()
         except ApiAccessError as error:
-            if not is_transient(error.status):
-                raise JoinError(f"cannot read the monitor pod in the cluster: {error}", self.result(self._now()))
-            self.api_errors += 1
+            self._api_error(error, f"cannot read the monitor pod in the cluster: {error}", self._now())
+
+    def _api_error(self, error: ApiAccessError, message: str, now: Moment, passing: tuple[int, ...] = ()) -> None:
+        """A transient failure (or one of the ``passing`` statuses) is counted, the next round tries again; any other
+        stops the loop with ``message``."""
+        if not is_transient(error.status) and error.status not in passing:
+            raise JoinError(message, self.result(now))
+        self.api_errors += 1
 
     def _poll(self, host: Host) -> Any:
         """One look at ``host``: from this controller, else (a host it never reached) from the cluster's monitor."""
         if self.monitor is not None and (host.via == "cluster" or self.options.follow_from == "cluster"):
             host.via = "cluster"
             return self._from_cluster(host)
-        seen = cast(AgentClient, host.agent).poll()
+        seen = host.agent.poll()
         if seen.kind != "unreachable" or seen.kubelet:
             host.via = "controller"
         elif self.monitor is not None and host.via is None:
@@ -413,10 +414,7 @@ class JoinRun:
             parsed = [(policy.parse_csr(obj), obj) for obj in cluster.csrs()]
             nodes = cluster.nodes()
         except ApiAccessError as error:
-            if not is_transient(error.status):
-                raise JoinError(f"cannot read CSRs and Nodes: {error}", self.result(now))
-            self.api_errors += 1
-            return
+            return self._api_error(error, f"cannot read CSRs and Nodes: {error}", now)
         server_now = now + datetime.timedelta(seconds=self.server_offset)
         csrs = [csr for csr, _obj in parsed]
         expected = {host.name: host.expected(self.server_offset) for host in self.hosts}
@@ -506,14 +504,10 @@ class JoinRun:
         message = f"Approved by {APPROVED_BY}: {kind} CSR of new host {host.name} (kubelet answered, one public key)"
         try:
             done = cluster.approve(listed, message, now + datetime.timedelta(seconds=self.server_offset))
-        except ApiAccessError as error:
-            if is_transient(error.status) or error.status in (404, 409):
-                self.api_errors += 1
-                return  # changed meanwhile, or still pending: the next round decides again
-            raise JoinError(
-                f"cannot approve CSR {name} of {host.name}: {error}. The identity needs update on "
-                "certificatesigningrequests/approval and approve on the kubelet signers (docs/rbac.md)",
-                self.result(now),
+        except ApiAccessError as error:  # changed meanwhile (404, 409), or still pending: the next round decides again
+            why = "The identity needs update on certificatesigningrequests/approval and approve on the kubelet signers"
+            return self._api_error(
+                error, f"cannot approve CSR {name} of {host.name}: {error}. {why} (docs/rbac.md)", now, (404, 409)
             )
         if done:
             entry = {"name": name, "node": host.name, "kind": kind, "approved_at": format_rfc3339(now)}
