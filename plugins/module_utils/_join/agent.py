@@ -406,10 +406,8 @@ class HostProgress:
             self.unreachable_since = self.unreachable_reason = None
             self.rejected = seen.detail if seen.kind == "rejected" else None
             self.agent_error = seen.detail if seen.kind == "http_error" else None
-            note = {
-                "rejected": "the agent refused the token",
-                "http_error": f"the agent answered: {seen.detail}",
-            }.get(seen.kind)
+            notes = {"rejected": "the agent refused the token", "http_error": f"the agent answered: {seen.detail}"}
+            note = notes.get(seen.kind)
             if seen.kind == "answered":
                 self._answered(seen, now)
                 note = self.last_event
@@ -436,11 +434,8 @@ class HostProgress:
             self.last_event = seen.event.get("message")
         if seen.recovered:
             self.auth_refused = seen.recovered
-            self._record(
-                "the agent refused the token in {header} (HTTP {status}: {message})".format(**seen.recovered)
-                + f"; it accepted it in {self.auth_header}",
-                now,
-            )
+            refused = "the agent refused the token in {header} (HTTP {status}: {message})".format(**seen.recovered)
+            self._record(f"{refused}; it accepted it in {self.auth_header}", now)
 
     def _record(self, note: str | None, now: datetime.datetime) -> None:
         key = (self.status, self.stage, self.percentage, note)

@@ -336,7 +336,10 @@ class JoinRun:
                     if not self.finished(h) and h.rebooted_at is None and not (self.joining and h.phase == JOINED)
                 ]
                 if self.monitor is not None and polled:
-                    self._read_monitor()
+                    try:
+                        self.monitor.poll()
+                    except ApiAccessError as error:
+                        self._api_error(error, f"cannot read the monitor pod in the cluster: {error}", self._now())
                 for host, seen in zip(polled, pool.map(self._poll, polled)):
                     self._observed(host, seen, self._now())
                 if self.joining:
@@ -359,12 +362,6 @@ class JoinRun:
         """One look (wait false) with a monitor lasts until it asked every host once, or it ended."""
         unheard = [h for h in self.hosts if h.via is None and not self.finished(h)]
         return self.monitor is not None and bool(unheard) and not self.monitor.asked_once()
-
-    def _read_monitor(self) -> None:
-        try:
-            cast(ClusterMonitor, self.monitor).poll()
-        except ApiAccessError as error:
-            self._api_error(error, f"cannot read the monitor pod in the cluster: {error}", self._now())
 
     def _api_error(self, error: ApiAccessError, message: str, now: Moment, passing: tuple[int, ...] = ()) -> None:
         """A transient failure (or one of the ``passing`` statuses) is counted, the next round tries again; any other
@@ -607,10 +604,8 @@ class JoinRun:
                 result,
             )
         if failed:
-            names = ", ".join(h.name for h in failed)
-            result["warnings"].append(
-                f"{len(failed)} host(s) failed, within day2_max_failed_hosts ({self.options.max_failed_hosts}): {names}"
-            )
+            within = f"within day2_max_failed_hosts ({self.options.max_failed_hosts})"
+            result["warnings"].append(f"{len(failed)} host(s) failed, {within}: {', '.join(h.name for h in failed)}")
         return result
 
     def predict(self) -> Json:
@@ -735,11 +730,8 @@ def follow(
     if offset is None:
         warnings.append("the API server sent no Date header: its clock is taken to be this one's")
     how = f"settle {o.settle_seconds}s, boot timeout {o.boot_timeout}s, at most {o.max_failed_hosts} failed"
-    face = APPROVED_BY if joining else "openshift_agent.day2.agent_wait"
-    say(
-        f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} "
-        f"({how if joining else 'until ' + target})"
-    )
+    face, how = (APPROVED_BY, how) if joining else ("openshift_agent.day2.agent_wait", f"until {target}")
+    say(f"{face}: following {len(records)} host(s): {', '.join(r['name'] for r in records)} ({how})")
     monitor = start_monitor(params, o.follow_from, records, connected[1], say, warnings) if connected else None
     run = JoinRun(records, o, say, token, cluster if joining else None, offset or 0.0, monitor=monitor, **hooks)
     run.warnings.extend(warnings)
