@@ -29,7 +29,6 @@ import http.client
 import json
 import socket
 import ssl
-import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -229,21 +228,17 @@ def _connection_error(error: BaseException, timeout: float) -> str:
 
 
 class AuthChoice:
-    """The token and the header to send it in first, shared by the hosts of one run (thread-safe)."""
+    """The token and the header to send it in first, shared by the hosts of one run: ``accepted``, the header an
+    agent last took, is tried first by the others (the polling threads only read and set it whole, which needs no
+    lock)."""
 
     def __init__(self, token: AgentToken, first_header: str | None = None) -> None:
         self.token = token
         self.first = first_header or token.header()
         self.accepted: str | None = None
-        self._lock = threading.Lock()
 
     def preferred(self) -> str:
-        with self._lock:
-            return self.accepted or self.first
-
-    def accept(self, header: str) -> None:
-        with self._lock:
-            self.accepted = header
+        return self.accepted or self.first
 
 
 @dataclass(frozen=True)
@@ -317,7 +312,7 @@ class AgentClient:
         if refused:  # the other header worked: remember the refusal of the first
             self._recovered = dict(zip(("header", "status", "message"), refused[0]))
         self.header = header  # any other answer got past the agent's authentication
-        self.auth.accept(header)
+        self.auth.accepted = header
         if status != 200:
             raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, text), status)
         try:
