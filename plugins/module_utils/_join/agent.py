@@ -30,7 +30,7 @@ import json
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, urlencode, urlsplit
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
@@ -290,13 +290,12 @@ class AgentClient:
             connection.close()
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
-        if self.auth is None:
-            raise AssertionError("no agent token")
+        auth = cast(AuthChoice, self.auth)  # poll asks the agent only with a token
         url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
-        header = self.header or self.auth.preferred()
+        header = self.header or auth.preferred()
         refused = []
         while True:
-            status, body = self._send(url, {header: self.auth.token.value})
+            status, body = self._send(url, {header: auth.token.value})
             text = _error_text(body)
             if not is_refusal(status, text):
                 break
@@ -305,14 +304,14 @@ class AgentClient:
                 tried = "; ".join(
                     "in %s: HTTP %d on GET %s: %s" % (h, s, path, t or "(no message)") for h, s, t in refused
                 )
-                advice = refusal_advice(self.auth.token, [t for _h, _s, t in refused])
-                raise AgentRequestError("rejected", f"{tried}. Token: {self.auth.token.describe()}. {advice}", status)
+                advice = refusal_advice(auth.token, [t for _h, _s, t in refused])
+                raise AgentRequestError("rejected", f"{tried}. Token: {auth.token.describe()}. {advice}", status)
             self._may_switch = False
             header = other_header(header)
         if refused:  # the other header worked: remember the refusal of the first
             self._recovered = dict(zip(("header", "status", "message"), refused[0]))
         self.header = header  # any other answer got past the agent's authentication
-        self.auth.accepted = header
+        auth.accepted = header
         if status != 200:
             raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, text), status)
         try:

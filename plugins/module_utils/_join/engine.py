@@ -416,18 +416,16 @@ class JoinRun:
         csrs = [csr for csr, _obj in parsed]
         expected = {host.name: host.expected(self.server_offset) for host in self.hosts}
         flood = policy.flood(csrs, frozenset(expected), server_now)
-        if flood:
-            for host in active:
-                if host.phase == JOINED:  # the marks of a host that joined earlier approve nothing
-                    self._mark(host, nodes.get(host.name), now)
-                host.fail(f"flood guard: {flood}", now)
-            return
         objects = {str(csr.name): obj for csr, obj in parsed}
         skew = datetime.timedelta(seconds=self.options.clock_skew)
-        sorted_csrs = policy.each_host(csrs, expected, nodes, server_now, skew, self.network)
+        sorted_csrs = {} if flood else policy.each_host(csrs, expected, nodes, server_now, skew, self.network)
         for host in active:
-            self._mark(host, nodes.get(host.name), now)
-            if not host.done:
+            # In a flood only the hosts that joined earlier get their labels and taints: that approves nothing.
+            if not flood or host.phase == JOINED:
+                self._mark(host, nodes.get(host.name), now)
+            if flood:
+                host.fail(f"flood guard: {flood}", now)
+            elif not host.done:
                 self._move_on(host, nodes.get(host.name), sorted_csrs[host.name], objects, now)
 
     def _mark(self, host: Host, node: Json | None, now: Moment) -> None:
