@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -154,10 +155,8 @@ def parse_csr(obj: Any) -> ParsedCSR:
         parsed.state = DENIED_OR_FAILED
     elif "Approved" in held:
         parsed.state = APPROVED
-    try:
+    with contextlib.suppress(KeyError, TypeError, ValueError):  # else no creation time
         parsed.created = as_utc(metadata["creationTimestamp"])
-    except (KeyError, TypeError, ValueError):
-        parsed.created = None
     parsed.error = _read_request(parsed, spec.get("request"))
     if parsed.error is None and (parsed.name is None or parsed.created is None):
         parsed.error = Finding("bad-object", "metadata.name or metadata.creationTimestamp is missing")
@@ -191,10 +190,7 @@ def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
             [str(a.value) for a in subject.get_attributes_for_oid(oid)] for oid in named
         )
         parsed.other_subject_attributes = [a.oid.dotted_string for a in subject if a.oid not in named]
-        try:
-            sans: Any = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        except x509.ExtensionNotFound:
-            sans = []
+        sans: Any = next((e.value for e in request.extensions if isinstance(e.value, x509.SubjectAlternativeName)), [])
         for name in sans:
             address = parse_ip(str(name.value)) if isinstance(name, x509.IPAddress) else None
             if isinstance(name, x509.DNSName):
@@ -205,10 +201,8 @@ def _read_request(parsed: ParsedCSR, request_b64: Any) -> Finding | None:
                 parsed.other_sans.append(f"{type(name).__name__} {getattr(name, 'value', '')}")
     except Exception as exc:  # cryptography raises several types for malformed DER
         return Finding("bad-request", f"spec.request is not a readable PKCS#10 request: {exc}")
-    try:
+    with contextlib.suppress(Exception):  # an unsupported signature algorithm cannot be verified: not valid
         parsed.signature_valid = bool(request.is_signature_valid)
-    except Exception:  # an unsupported signature algorithm cannot be verified
-        parsed.signature_valid = False
     try:
         key = request.public_key()
         parsed.public_key_der = key.public_bytes(

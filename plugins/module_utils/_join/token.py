@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import datetime
 import hashlib
 import json
@@ -80,10 +81,9 @@ class AgentToken:
         exp = self.claims.get("exp")
         if isinstance(exp, bool) or not isinstance(exp, (int, float)):
             return None
-        try:
+        with contextlib.suppress(OverflowError, OSError, ValueError):  # out of range: unknown
             return datetime.datetime.fromtimestamp(exp, tz=datetime.timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            return None
+        return None
 
     def header(self, version: Any = None) -> str:
         """The header to send this token in first: by persona, else by the cluster's release (unknown: the header
