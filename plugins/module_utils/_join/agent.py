@@ -24,6 +24,7 @@ stage adds nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import http.client
 import json
@@ -119,11 +120,10 @@ def json_object(text: Any) -> dict[str, Any]:
     """The agent sends several fields as JSON strings; an unreadable one counts as empty."""
     if isinstance(text, dict):
         return text
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         value = json.loads(text) if text else {}
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return value if isinstance(value, dict) else {}
+    return {}
 
 
 def find_host(clusters: Any, name: str, mac: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -54,12 +54,11 @@ class AgentTokenError(Day2Error):
 
 def decode_claims(token: str) -> dict[str, Any]:
     """The payload of a JWT as a dict, unverified; {} when it is not a readable JWT."""
-    try:
+    with contextlib.suppress(AttributeError, IndexError, TypeError, ValueError, UnicodeDecodeError, binascii.Error):
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode("utf-8"))
-    except (AttributeError, IndexError, TypeError, ValueError, UnicodeDecodeError, binascii.Error):
-        return {}
-    return claims if isinstance(claims, dict) else {}
+        return claims if isinstance(claims, dict) else {}
+    return {}
 
 
 class AgentToken:
@@ -168,12 +167,10 @@ def secret_tokens(secret: dict[str, Any] | None) -> list[AgentToken]:
     for key in sorted(data):
         if not key.endswith("AuthToken") or not isinstance(data[key], str):
             continue
-        try:
+        with contextlib.suppress(binascii.Error, ValueError, UnicodeDecodeError):  # undecodable: skipped
             value = base64.b64decode(data[key], validate=True).decode("utf-8").strip()
-        except (binascii.Error, ValueError, UnicodeDecodeError):
-            continue
-        if value:
-            tokens.append(AgentToken(value, key))
+            if value:
+                tokens.append(AgentToken(value, key))
     return tokens
 
 
