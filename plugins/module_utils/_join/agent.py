@@ -160,13 +160,10 @@ def failing_validations(validations_info: Any) -> dict[str, str]:
 
 def newest_event(events: Any, host_id: str | None = None) -> dict[str, Any] | None:
     """The newest event (by event_time, the later one on a tie), skipping other hosts' events."""
-    newest = None
-    for event in events if isinstance(events, list) else []:
-        if not isinstance(event, dict) or (host_id and event.get("host_id") not in (None, "", host_id)):
-            continue
-        if newest is None or str(event.get("event_time") or "") >= str(newest.get("event_time") or ""):
-            newest = event
-    return newest
+    events = events if isinstance(events, list) else []
+    mine = [e for e in events if isinstance(e, dict) and (not host_id or e.get("host_id") in (None, "", host_id))]
+    # max keeps the first of equal ones: reversed, the later one in the list wins a tie
+    return max(reversed(mine), key=lambda event: str(event.get("event_time") or ""), default=None)
 
 
 def kubelet_state(address: str, port: int, timeout: float) -> str | None:

@@ -675,12 +675,11 @@ def each_host(
     for name, addresses in holders:
         for address in map(str, addresses):
             owners[address] = owners.get(address, frozenset()) | {name}
+    every = Context({}, frozenset(nodes), now, clock_skew, owners, network or Network())
     found = {}
     for name, host in expected.items():
         seen = {name: dataclasses.replace(host, reported=reported.get(name, frozenset()))}
-        found[name] = host_csrs(
-            csrs, Context(seen, frozenset(nodes), now, clock_skew, owners, network or Network()), name
-        )
+        found[name] = host_csrs(csrs, dataclasses.replace(every, expected=seen), name)
     return found
 
 

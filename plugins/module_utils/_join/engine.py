@@ -450,10 +450,8 @@ class JoinRun:
                 raise JoinError(f"cannot set the labels and taints of Node {host.name}: {error}", self.result(now))
 
     def _move_on(self, host: Host, node: Json | None, keys: policy.HostCsrs, objects: Json, now: Moment) -> None:
-        if node is not None:
-            host.rebooted("its Node exists", now)
-        elif keys.approved:
-            host.rebooted("a client CSR of it is approved", now)
+        if node is not None or keys.approved:
+            host.rebooted("its Node exists" if node is not None else "a client CSR of it is approved", now)
         problem = keys.problem(host.name)
         if problem:
             host.fail(problem, now)
