@@ -66,6 +66,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import (
     FOLLOW_FROM,
     ClusterMonitor,
+    Say,
     start_monitor,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
@@ -286,7 +287,7 @@ class JoinRun:
         self,
         hosts: list[Json],
         options: Options,
-        say: Callable[[str], None],
+        say: Say,
         token: AgentToken | None = None,
         cluster: Cluster | None = None,
         server_offset: float = 0.0,
@@ -690,11 +691,7 @@ CSR_APPROVE_OPTIONS = dict(
 
 
 def follow(
-    params: Json,
-    check_mode: bool,
-    connect: Callable[[], tuple[Any, ApiClient]],
-    say: Callable[[str], None],
-    **hooks: Any,
+    params: Json, check_mode: bool, connect: Callable[[], tuple[Any, ApiClient]], say: Say, **hooks: Any
 ) -> Json:
     """One run of agent_wait (``until`` in params) or csr_approve: check the options, read the agent token, follow.
     ``connect`` gives (kubernetes.core client, ApiClient); ``hooks`` are JoinRun's on_disk_written, still_wanted."""

@@ -38,6 +38,8 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluste
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import Observation
 
+Json = dict[str, Any]
+Say = Callable[[str], None]  # prints one progress line
 POD = "node-joiner-monitor"
 ROUND = 6.0  # the monitor asks every host every 5 s (monitoraddnodes.go), plus a second for the log to reach us
 LOOK_LIMIT = 120.0  # one look waits no longer for the monitor pod to start
@@ -201,12 +203,7 @@ class ClusterMonitor:
 
 
 def start_monitor(
-    params: dict[str, Any],
-    follow_from: str,
-    records: list[dict[str, Any]],
-    api: k8s.ApiClient,
-    say: Callable[[str], None],
-    warnings: list[str],
+    params: Json, follow_from: str, records: list[Json], api: k8s.ApiClient, say: Say, warnings: list[str]
 ) -> ClusterMonitor | None:
     """The monitor pod that follows from inside the cluster the hosts this controller does not reach (follow_from
     auto or cluster); None with auto when this identity may not run it (a warning says so)."""
