@@ -136,9 +136,8 @@ def find_host(clusters: Any, name: str, mac: str | None = None) -> tuple[dict[st
     for cluster in clusters:
         for host in cluster.get("hosts") or []:
             inventory = json_object(host.get("inventory"))
-            macs = {
-                normalize_mac(i.get("mac_address")) for i in inventory.get("interfaces") or [] if isinstance(i, dict)
-            }
+            interfaces = [i for i in inventory.get("interfaces") or [] if isinstance(i, dict)]
+            macs = {normalize_mac(i.get("mac_address")) for i in interfaces}
             if (wanted and wanted in macs) or name in (host.get("requested_hostname"), inventory.get("hostname")):
                 return cluster, host
     for cluster in clusters:
@@ -298,9 +297,7 @@ class AgentClient:
                 break
             refused.append((header, status, text))
             if not self._may_switch:  # one switch per poll bounds the requests
-                tried = "; ".join(
-                    "in %s: HTTP %d on GET %s: %s" % (h, s, path, t or "(no message)") for h, s, t in refused
-                )
+                tried = "; ".join(f"in {h}: HTTP {s} on GET {path}: {t or '(no message)'}" for h, s, t in refused)
                 advice = refusal_advice(auth.token, [t for _h, _s, t in refused])
                 raise AgentRequestError("rejected", f"{tried}. Token: {auth.token.describe()}. {advice}", status)
             self._may_switch = False

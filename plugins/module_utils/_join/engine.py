@@ -331,10 +331,9 @@ class JoinRun:
         with ThreadPoolExecutor(max_workers=max(1, min(32, len(self.hosts)))) as pool:
             while True:
                 self.rounds += 1
+                # The hosts not rebooted yet and not finished (for csr_approve, nor joined in an earlier run).
                 polled = [
-                    h
-                    for h in self.hosts
-                    if not self.finished(h) and h.rebooted_at is None and not (self.joining and h.phase == JOINED)
+                    h for h in self.hosts if not (h.done if self.joining else self.finished(h)) and not h.rebooted_at
                 ]
                 if self.monitor is not None and polled:
                     try:
