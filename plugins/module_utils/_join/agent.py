@@ -214,13 +214,10 @@ def _error_text(body: bytes) -> str:
 
 
 def _connection_error(error: BaseException, timeout: float) -> str:
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(error, ConnectionResetError):
-        return "connection reset"
-    if isinstance(error, socket.timeout):
-        return f"no answer within {timeout} s"
-    return f"{type(error).__name__}: {error}"
+    """How a failed request to an agent reads, by the exception's type (the first that matches)."""
+    texts: dict[type, str] = {ConnectionRefusedError: "connection refused", ConnectionResetError: "connection reset"}
+    texts[socket.timeout] = f"no answer within {timeout} s"
+    return next((text for kind, text in texts.items() if isinstance(error, kind)), f"{type(error).__name__}: {error}")
 
 
 class AuthChoice:
