@@ -461,11 +461,9 @@ class HostProgress:
                 f"{where}: the agent's cluster is in status {self.cluster_status}: "
                 f"{self.cluster_status_info or '(no status_info)'}.{advice}"
             )
-        if self.level >= INSTALLING or self.reached(target):
-            return None
         cutoff = now - datetime.timedelta(seconds=grace)
         expired = [(f["since"], v, f["message"]) for v, f in self.failing.items() if f["since"] <= cutoff]
-        if not expired:
+        if self.level >= INSTALLING or self.reached(target) or not expired:
             return None
         since, vid, message = min(expired)
         more = f"; {len(self.failing) - 1} more failing validation(s) in the result" if len(self.failing) > 1 else ""
