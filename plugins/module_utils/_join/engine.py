@@ -64,7 +64,6 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster
     describe_marks,
 )
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import (
-    FOLLOW_FROM,
     ClusterMonitor,
     Say,
     start_monitor,
@@ -651,11 +650,11 @@ class JoinRun:
         return {"changed": bool(would), "would_follow": follow, "would_approve": would, "msg": lines}
 
 
-# Where check mode says each host would be followed from, by follow_from.
+# Where check mode says each host would be followed from, by follow_from (its choices).
 FOLLOWED_FROM = {
+    "auto": "at {agent_url} (then its kubelet at {kubelet}), else from inside the cluster",
     "controller": "at {agent_url} (then its kubelet at {kubelet})",
     "cluster": "from inside the cluster (node-joiner monitor-add-nodes asks {address})",
-    "auto": "at {agent_url} (then its kubelet at {kubelet}), else from inside the cluster",
 }
 
 
@@ -674,7 +673,7 @@ FOLLOW_OPTIONS: dict[str, Json] = {
     "kubelet_port": {"type": "int"},
     "token": {"type": "str", "no_log": True},
     "first_header": {"type": "str", "default": "auto", "choices": ["auto", "Watcher-Authorization", "Authorization"]},
-    "follow_from": {"type": "str", "default": "auto", "choices": list(FOLLOW_FROM)},
+    "follow_from": {"type": "str", "default": "auto", "choices": list(FOLLOWED_FROM)},
     "node_joiner_image": {"type": "str"},
 }
 AGENT_WAIT_OPTIONS = dict(

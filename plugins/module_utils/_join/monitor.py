@@ -43,7 +43,6 @@ Say = Callable[[str], None]  # prints one progress line
 POD = "node-joiner-monitor"
 ROUND = 6.0  # the monitor asks every host every 5 s (monitoraddnodes.go), plus a second for the log to reach us
 LOOK_LIMIT = 120.0  # one look waits no longer for the monitor pod to start
-FOLLOW_FROM = ("auto", "controller", "cluster")
 _LINE = re.compile(r"^(\S+) .*?\blevel=(\w+) msg=(.*)$")  # <API server timestamp> time=... level=... msg=...
 _NODE = re.compile(r"^Node (\S+): ")
 _STATUS = re.compile(r"^Host (\S+): updated status from (\S+) to (\S+) ?(?:\((.*)\))?$")
