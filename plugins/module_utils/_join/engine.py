@@ -32,32 +32,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, cast
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import (
-    format_rfc3339,
-    parse_duration,
-    parse_rfc3339,
-    utcnow,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock, k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    ApiAccessError,
-    ApiClient,
-    condition_true,
-    core_target,
-    is_transient,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import signals_raise
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import agent
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.agent import (
-    NEVER_ANSWERED,
-    TARGETS,
-    AgentClient,
-    AuthChoice,
-    HostProgress,
-    agent_url,
-    bracketed,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import (
     APPROVED_BY,
     Cluster,
@@ -81,7 +61,7 @@ HALF_JOINED, JOINED, FAILED = "half-joined", "joined", "failed"
 PHASES = (WAITING, INSTALLING, REBOOTED, SETTLING, HALF_JOINED, JOINED, FAILED)
 Json = dict[str, Any]
 Moment = datetime.datetime
-SECRET_TARGET = core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
+SECRET_TARGET = k8s.core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
 
 
 class JoinError(Day2Error):
@@ -117,7 +97,7 @@ def options(params: Json, target: str, environ: dict[str, str]) -> Options:
     if params.get("max_failed_hosts", 0) < 0 or params.get("clock_skew", 0) < 0:
         raise InputError("max_failed_hosts and clock_skew cannot be negative")
     try:
-        grace = parse_duration(params.get("validation_grace", 600))
+        grace = clock.parse_duration(params.get("validation_grace", 600))
     except ValueError as error:
         raise InputError(f"validation_grace: {error}")
     given = {f.name: params[f.name] for f in dataclasses.fields(Options) if params.get(f.name) is not None}
@@ -153,7 +133,7 @@ def host_records(hosts: list[Json], installed_after: Json | None = None) -> list
             )
         else:
             try:
-                moment = parse_rfc3339(str(after.pop(name))) if name in after else None
+                moment = clock.parse_rfc3339(str(after.pop(name))) if name in after else None
             except ValueError as error:
                 problems.append(f"installed_after[{name}]: {error}")
                 continue
@@ -181,15 +161,15 @@ class Host:
     """Everything the loop knows about one host: its agent's progress, the phase and when each began, the
     approvals made for it, and why it failed."""
 
-    def __init__(self, record: Json, options: Options, started: Moment, auth: AuthChoice | None = None) -> None:
+    def __init__(self, record: Json, options: Options, started: Moment, auth: agent.AuthChoice | None = None) -> None:
         self.name, self.address, self.addresses = record["name"], record["address"], record["addresses"]
         self.labels = dict(record.get("labels") or record.get("node_labels") or {})
         self.taints = list(record.get("taints") or record.get("node_taints") or [])
         self.installed_after: Moment | None = record.get("installed_after")
-        self.progress = HostProgress(self.name, self.address, options.agent_port)
+        self.progress = agent.HostProgress(self.name, self.address, options.agent_port)
         ports = (options.agent_port, options.kubelet_port)
         mac = record.get("mac_address") or (record.get("interfaces") or [{}])[0].get("mac_address")
-        self.agent = AgentClient(self.name, self.address, mac, ports, auth, options.request_timeout)
+        self.agent = agent.AgentClient(self.name, self.address, mac, ports, auth, options.request_timeout)
         self.phase = JOINED if record.get("state") == "joined" else WAITING
         self.phase_started = {WAITING: started}
         self.rebooted_at: Moment | None = None  # when this run first saw it run its installed system
@@ -269,7 +249,7 @@ class Host:
             "failed_in": self.failed_in,
             "problem": self.failure,
             "phases": self.durations(end),
-            "phase_started": {phase: format_rfc3339(when) for phase, when in self.phase_started.items()},
+            "phase_started": {phase: clock.format_rfc3339(when) for phase, when in self.phase_started.items()},
             "rebooted_by": self.rebooted_by,
             "followed_from": self.via,
             "approved": list(self.approved),
@@ -293,7 +273,7 @@ class JoinRun:
         on_disk_written: Callable[[str], str] | None = None,
         still_wanted: Callable[[], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        now: Callable[[], Moment] = utcnow,
+        now: Callable[[], Moment] = clock.utcnow,
         network: policy.Network | None = None,
         monitor: ClusterMonitor | None = None,
     ) -> None:
@@ -303,7 +283,7 @@ class JoinRun:
         self.on_disk_written, self.still_wanted = on_disk_written, still_wanted
         self._sleep, self._now = sleep, now
         self.started = now()
-        auth = AuthChoice(token, options.first_header) if token is not None else None
+        auth = agent.AuthChoice(token, options.first_header) if token is not None else None
         self.hosts = [Host(record, options, self.started, auth) for record in hosts]
         self.approved: list[Json] = []
         self.marked: list[str] = []  # the Nodes whose labels or taints this run set
@@ -337,7 +317,7 @@ class JoinRun:
                 if self.monitor is not None and polled:
                     try:
                         self.monitor.poll()
-                    except ApiAccessError as error:
+                    except k8s.ApiAccessError as error:
                         self._api_error(error, f"cannot read the monitor pod in the cluster: {error}", self._now())
                 for host, seen in zip(polled, pool.map(self._poll, polled)):
                     self._observed(host, seen, self._now())
@@ -362,10 +342,10 @@ class JoinRun:
         unheard = [h for h in self.hosts if h.via is None and not self.finished(h)]
         return self.monitor is not None and bool(unheard) and not self.monitor.asked_once()
 
-    def _api_error(self, error: ApiAccessError, message: str, now: Moment, passing: tuple[int, ...] = ()) -> None:
+    def _api_error(self, error: k8s.ApiAccessError, message: str, now: Moment, passing: tuple[int, ...] = ()) -> None:
         """A transient failure (or one of the ``passing`` statuses) is counted, the next round tries again; any other
         stops the loop with ``message``."""
-        if not is_transient(error.status) and error.status not in passing:
+        if not k8s.is_transient(error.status) and error.status not in passing:
             raise JoinError(message, self.result(now))
         self.api_errors += 1
 
@@ -409,7 +389,7 @@ class JoinRun:
         try:
             parsed = [(policy.parse_csr(obj), obj) for obj in cluster.csrs()]
             nodes = cluster.nodes()
-        except ApiAccessError as error:
+        except k8s.ApiAccessError as error:
             return self._api_error(error, f"cannot read CSRs and Nodes: {error}", now)
         server_now = now + datetime.timedelta(seconds=self.server_offset)
         csrs = [csr for csr, _obj in parsed]
@@ -440,12 +420,12 @@ class JoinRun:
             if self.cluster and self.cluster.mark(host.name, host.labels, host.taints):
                 self.marked.append(host.name)
                 self.say(
-                    f"{format_rfc3339(now)} {host.name}: labels and taints set on its Node "
+                    f"{clock.format_rfc3339(now)} {host.name}: labels and taints set on its Node "
                     f"({describe_marks(host.labels, host.taints)})"
                 )
             host.marked = True
-        except ApiAccessError as error:
-            if error.status != 409 and not is_transient(error.status):
+        except k8s.ApiAccessError as error:
+            if error.status != 409 and not k8s.is_transient(error.status):
                 raise JoinError(f"cannot set the labels and taints of Node {host.name}: {error}", self.result(now))
 
     def _move_on(self, host: Host, node: Json | None, keys: policy.HostCsrs, objects: Json, now: Moment) -> None:
@@ -456,7 +436,7 @@ class JoinRun:
             host.fail(problem, now)
             return
         host.refused = dict(keys.refused)
-        if node is not None and condition_true(node, "Ready"):
+        if node is not None and k8s.condition_true(node, "Ready"):
             if host.marked:
                 host.waiting_for = None
                 host.set_phase(JOINED, now)
@@ -476,8 +456,8 @@ class JoinRun:
             host.set_phase(SETTLING, now)
             if now < settled_at:
                 host.waiting_for = (
-                    f"its kubelet answers; its client certificate is approved at {format_rfc3339(settled_at)}, unless "
-                    "a certificate request from another key names this host first (that would stop it)"
+                    f"its kubelet answers; its client certificate is approved at {clock.format_rfc3339(settled_at)}, "
+                    "unless a certificate request from another key names this host first (that would stop it)"
                 )
             elif not chosen:
                 host.waiting_for = "waiting for its kubelet's first certificate request" + keys.refusals()
@@ -496,16 +476,16 @@ class JoinRun:
         message = f"Approved by {APPROVED_BY}: {kind} CSR of new host {host.name} (kubelet answered, one public key)"
         try:
             done = cluster.approve(listed, message, now + datetime.timedelta(seconds=self.server_offset))
-        except ApiAccessError as error:  # changed meanwhile (404, 409), or still pending: the next round decides again
+        except k8s.ApiAccessError as error:  # changed meanwhile (404, 409) or still pending: the next round decides
             why = "The identity needs update on certificatesigningrequests/approval and approve on the kubelet signers"
             return self._api_error(
                 error, f"cannot approve CSR {name} of {host.name}: {error}. {why} (docs/rbac.md)", now, (404, 409)
             )
         if done:
-            entry = {"name": name, "node": host.name, "kind": kind, "approved_at": format_rfc3339(now)}
+            entry = {"name": name, "node": host.name, "kind": kind, "approved_at": clock.format_rfc3339(now)}
             host.approved.append(entry)
             self.approved.append(entry)
-            self.say(f"{format_rfc3339(now)} {host.name}: approved its {kind} certificate request {name}")
+            self.say(f"{clock.format_rfc3339(now)} {host.name}: approved its {kind} certificate request {name}")
 
     def _eject(self, now: Moment) -> None:
         """The virtual CD goes once the disk is written (the agent reports Rebooting, or the installed system
@@ -520,7 +500,7 @@ class JoinRun:
                 except Day2Error as error:
                     said = f"could not eject the virtual CD: {error.message}"
                     self.warnings.append(f"{host.name}: {said}")
-                self.say(f"{format_rfc3339(now)} {host.name}: the disk is written; {said}")
+                self.say(f"{clock.format_rfc3339(now)} {host.name}: the disk is written; {said}")
 
     def _check_timeouts(self, now: Moment) -> None:
         elapsed = (now - self.started).total_seconds()
@@ -530,7 +510,7 @@ class JoinRun:
                 continue
             heard = host.progress.answered or host.rebooted_at is not None
             if not heard and elapsed >= o.boot_timeout:
-                never = NEVER_ANSWERED % (host.address, o.agent_port)
+                never = agent.NEVER_ANSWERED % (host.address, o.agent_port)
                 if self.monitor is not None:
                     never += f"; nor did it answer the cluster's monitor{self.monitor.describe()}"
                 host.fail(
@@ -552,7 +532,7 @@ class JoinRun:
         for host in self.hosts:
             line = host.status_line()
             if line:
-                self.say(f"{format_rfc3339(now)} {host.name}: {line}")
+                self.say(f"{clock.format_rfc3339(now)} {host.name}: {line}")
 
     def result(self, now: Moment) -> Json:
         return {
@@ -612,10 +592,10 @@ class JoinRun:
             {
                 "name": h.name,
                 "address": h.address,
-                "agent_url": agent_url(h.address, o.agent_port),
+                "agent_url": agent.agent_url(h.address, o.agent_port),
                 "addresses": h.addresses,
-                "kubelet": "%s:%d" % (bracketed(h.address), o.kubelet_port),
-                "until": o.target if o.target in TARGETS else "ready",
+                "kubelet": "%s:%d" % (agent.bracketed(h.address), o.kubelet_port),
+                "until": o.target if o.target in agent.TARGETS else "ready",
                 "from": o.follow_from,
             }
             for h in self.hosts
@@ -678,7 +658,7 @@ FOLLOW_OPTIONS: dict[str, Json] = {
 }
 AGENT_WAIT_OPTIONS = dict(
     FOLLOW_OPTIONS,
-    until={"type": "str", "default": "rebooted", "choices": list(TARGETS)},
+    until={"type": "str", "default": "rebooted", "choices": list(agent.TARGETS)},
     wait={"type": "bool", "default": True},
 )
 CSR_APPROVE_OPTIONS = dict(
@@ -689,7 +669,7 @@ CSR_APPROVE_OPTIONS = dict(
 
 
 def follow(
-    params: Json, check_mode: bool, connect: Callable[[], tuple[Any, ApiClient]], say: Say, **hooks: Any
+    params: Json, check_mode: bool, connect: Callable[[], tuple[Any, k8s.ApiClient]], say: Say, **hooks: Any
 ) -> Json:
     """One run of agent_wait (``until`` in params) or csr_approve: check the options, read the agent token, follow.
     ``connect`` gives (kubernetes.core client, ApiClient); ``hooks`` are JoinRun's on_disk_written, still_wanted."""
