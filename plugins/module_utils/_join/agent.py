@@ -402,8 +402,7 @@ class HostProgress:
         self.last_answer = seen.at or now
         self.auth_header = seen.header or self.auth_header
         if seen.cluster:
-            self.cluster_status = seen.cluster.get("status")
-            self.cluster_status_info = seen.cluster.get("status_info")
+            self.cluster_status, self.cluster_status_info = seen.cluster.get("status"), seen.cluster.get("status_info")
         if seen.host:
             progress = seen.host.get("progress") or {}
             self.status, self.status_info = seen.host.get("status"), seen.host.get("status_info")

@@ -365,13 +365,12 @@ def check_expected_node(csr: ParsedCSR, ctx: Context) -> Finding | None:
 def check_not_before(csr: ParsedCSR, ctx: Context) -> Finding | None:
     """A CSR older than the host's current installation is not its kubelet's (a replay, or the old system's)."""
     node = ctx.expected.get(csr.host or "")
-    if node is None or node.not_before is None:
-        return None
-    if csr.created is not None and csr.created >= node.not_before - ctx.clock_skew:
+    not_before = node.not_before if node is not None else None
+    if not_before is None or (csr.created is not None and csr.created >= not_before - ctx.clock_skew):
         return None
     return Finding(
         "before-not-before",
-        f"expected a CSR created after {format_rfc3339(node.not_before)} (not_before of {csr.host}, minus "
+        f"expected a CSR created after {format_rfc3339(not_before)} (not_before of {csr.host}, minus "
         f"{int(ctx.clock_skew.total_seconds())}s clock skew), found {csr.created_text}",
     )
 
@@ -687,9 +686,7 @@ def flood(csrs: list[ParsedCSR], hosts: frozenset[str], now: datetime.datetime) 
     """The message that stops every approval when more pending CSRs name the new hosts than kubelets file, or None."""
     limit = max(FLOOD_MINIMUM, FLOOD_PER_NODE * len(hosts))
     start = now - FLOOD_WINDOW
-    count = sum(
-        1 for c in csrs if c.state == PENDING and c.host in hosts and c.created is not None and c.created >= start
-    )
+    count = sum(1 for c in csrs if c.state == PENDING and c.host in hosts and c.created and c.created >= start)
     if count <= limit:
         return None
     return (
