@@ -559,10 +559,9 @@ class JoinRun:
 
     def outcome(self) -> str:
         """The run's outcome in one sentence, first in the summary."""
-        failed = [h.name for h in self.hosts if h.phase == FAILED]
+        failed = ", ".join(h.name for h in self.hosts if h.phase == FAILED)
         what = "joined the cluster" if self.joining else f"reached {self.options.target}"
-        text = f"{len(self.done())} of {len(self.hosts)} host(s) {what}"
-        return text + (f"; failed: {', '.join(failed)}" if failed else "")
+        return f"{len(self.done())} of {len(self.hosts)} host(s) {what}" + (f"; failed: {failed}" if failed else "")
 
     def _finish(self, now: Moment) -> Json:
         result = self.result(now)
@@ -605,9 +604,9 @@ class JoinRun:
             now = self._now() + datetime.timedelta(seconds=self.server_offset)
             csrs = [policy.parse_csr(obj) for obj in self.cluster.csrs()]
             nodes = self.cluster.nodes()
-            skew = datetime.timedelta(seconds=o.clock_skew)
             expected = {h.name: h.expected(self.server_offset) for h in self.hosts}
             if policy.flood(csrs, frozenset(expected), now) is None:
+                skew = datetime.timedelta(seconds=o.clock_skew)
                 sorted_csrs = policy.each_host(csrs, expected, nodes, now, skew, self.network)
                 would = [
                     {"name": c.name, "node": h.name, "signer": c.signer, "created": c.created_text}

@@ -75,9 +75,8 @@ def parse_line(line: str) -> tuple[str | None, str, str] | None:
     if not match:
         return None
     message, address = match.group(3), None
-    while _NODE.match(message):
-        address = _NODE.match(message).group(1)  # type: ignore[union-attr]
-        message = message[len(address) + 7 :]
+    while node := _NODE.match(message):
+        address, message = node.group(1), message[node.end() :]
     return address, match.group(2), message
 
 

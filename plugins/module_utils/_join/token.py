@@ -105,8 +105,7 @@ class AgentToken:
             kind = "no persona" if self.claims else "no readable claims"
         # The sha256 an ISO's sidecar records of the tokens it carries (token_digests, its first 16 digits here): a user
         # can tell whether the ISO a host booted carries this token.
-        expiry = self.expiry
-        until = f", expires {expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}" if expiry else ""
+        until = f", expires {self.info()['expires']}" if self.expiry else ""
         return f"{source} ({kind}, sha256 {hashlib.sha256(self.value.encode()).hexdigest()[:16]}{until})"
 
     def info(self) -> dict[str, Any]:
