@@ -490,7 +490,6 @@ class HostProgress:
         return "; ".join(parts)
 
     def result(self) -> dict[str, Any]:
-        when = format_rfc3339
         return {
             "address": self.address,
             "answered": self.answered,
@@ -501,13 +500,13 @@ class HostProgress:
             "percentage": self.percentage,
             "cluster_status": self.cluster_status,
             "failing_validations": [
-                {"id": v, "message": f["message"], "since": when(f["since"])} for v, f in self.failing.items()
+                {"id": v, "message": f["message"], "since": format_rfc3339(f["since"])} for v, f in self.failing.items()
             ],
             "last_event": self.last_event,
-            "last_answer": when(self.last_answer) if self.last_answer else None,
+            "last_answer": format_rfc3339(self.last_answer) if self.last_answer else None,
             "auth_header": self.auth_header,
             "auth_refused": self.auth_refused,
             "kubelet": self.kubelet,
-            "unreachable_since": when(self.unreachable_since) if self.unreachable_since else None,
+            "unreachable_since": format_rfc3339(self.unreachable_since) if self.unreachable_since else None,
             "timeline": list(self.timeline),
         }

@@ -134,12 +134,11 @@ def host_records(hosts: list[Json], installed_after: Json | None = None) -> list
         else:
             try:
                 moment = clock.parse_rfc3339(str(after.pop(name))) if name in after else None
-            except ValueError as error:
+                records.append(
+                    dict(host, name=name, address=str(host["address"]), addresses=addresses, installed_after=moment)
+                )
+            except ValueError as error:  # installed_after's timestamp
                 problems.append(f"installed_after[{name}]: {error}")
-                continue
-            records.append(
-                dict(host, name=name, address=str(host["address"]), addresses=addresses, installed_after=moment)
-            )
     names = collections.Counter(record["name"] for record in records)
     problems += [f"host {n} is listed twice; list every host once" for n in sorted(names) if names[n] > 1]
     problems += [f"installed_after names hosts that are not followed: {', '.join(sorted(after))}"] if after else []

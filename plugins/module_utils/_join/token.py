@@ -163,9 +163,7 @@ def secret_tokens(secret: dict[str, Any] | None) -> list[AgentToken]:
     """Every ``*AuthToken`` entry of the Secret, in key order; undecodable entries skipped."""
     tokens = []
     data = (secret or {}).get("data") or {}
-    for key in sorted(data):
-        if not key.endswith("AuthToken") or not isinstance(data[key], str):
-            continue
+    for key in sorted(k for k in data if k.endswith("AuthToken") and isinstance(data[k], str)):
         with contextlib.suppress(binascii.Error, ValueError, UnicodeDecodeError):  # undecodable: skipped
             value = base64.b64decode(data[key], validate=True).decode("utf-8").strip()
             if value:
