@@ -345,8 +345,7 @@ def check_subject(csr: ParsedCSR, ctx: Context) -> Finding | None:
         )
     if csr.other_subject_attributes:
         return Finding(
-            "bad-subject",
-            f"expected a subject of only CN and O, found also {', '.join(csr.other_subject_attributes)}",
+            "bad-subject", f"expected a subject of only CN and O, found also {', '.join(csr.other_subject_attributes)}"
         )
     return None
 

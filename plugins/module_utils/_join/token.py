@@ -110,12 +110,11 @@ class AgentToken:
 
     def info(self) -> dict[str, Any]:
         """Source, persona and expiry for a result; never the value."""
-        expiry = self.expiry
         return {
             "source": "secret" if self.key else "option",
             "key": self.key,
             "persona": self.persona,
-            "expires": expiry.strftime("%Y-%m-%dT%H:%M:%SZ") if expiry else None,
+            "expires": self.expiry.strftime("%Y-%m-%dT%H:%M:%SZ") if self.expiry else None,
         }
 
 
