@@ -38,6 +38,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.modul
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import parse_ip
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import agent
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token as tokens
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import (
     APPROVED_BY,
     Cluster,
@@ -48,20 +49,13 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor
     Say,
     start_monitor,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
-    SECRET_NAME,
-    SECRET_NAMESPACE,
-    AgentToken,
-    AgentTokenError,
-    watch_token,
-)
 
 WAITING, INSTALLING, REBOOTED, SETTLING = "waiting", "installing", "rebooted", "settling"
 HALF_JOINED, JOINED, FAILED = "half-joined", "joined", "failed"
 PHASES = (WAITING, INSTALLING, REBOOTED, SETTLING, HALF_JOINED, JOINED, FAILED)
 Json = dict[str, Any]
 Moment = datetime.datetime
-SECRET_TARGET = k8s.core_target("secrets", SECRET_NAME, SECRET_NAMESPACE)
+SECRET_TARGET = k8s.core_target("secrets", tokens.SECRET_NAME, tokens.SECRET_NAMESPACE)
 
 
 class JoinError(Day2Error):
@@ -266,7 +260,7 @@ class JoinRun:
         hosts: list[Json],
         options: Options,
         say: Say,
-        token: AgentToken | None = None,
+        token: tokens.AgentToken | None = None,
         cluster: Cluster | None = None,
         server_offset: float = 0.0,
         on_disk_written: Callable[[str], str] | None = None,
@@ -685,10 +679,10 @@ def follow(
     warnings = []
     try:
         if params.get("token") or cluster is None:
-            token = AgentToken(params["token"].strip())
+            token = tokens.AgentToken(params["token"].strip())
         else:
-            token = watch_token(cluster.client.get(SECRET_TARGET))
-    except AgentTokenError as error:
+            token = tokens.watch_token(cluster.client.get(SECRET_TARGET))
+    except tokens.AgentTokenError as error:
         if not joining:
             raise
         token = None
