@@ -42,10 +42,8 @@ def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json |
     Node is read again."""
     metadata = node.get("metadata") or {}
     have = metadata.get("labels") or {}
-    patch: Json = {}
     missing = {key: value for key, value in labels.items() if have.get(key) != value}
-    if missing:
-        patch["metadata"] = {"labels": missing}
+    patch: Json = {"metadata": {"labels": missing}} if missing else {}
     current = (node.get("spec") or {}).get("taints") or []
     keys = {str(t.get("key")) for t in taints}
     wanted = sorted({_taint(t) for t in taints})
