@@ -198,5 +198,4 @@ def watch_token(secret: dict[str, Any] | None) -> AgentToken:
 
 def secret_expiry(secret: dict[str, Any] | None) -> datetime.datetime | None:
     """When the tokens of the Secret expire (the earliest ``exp``), or None when unknown."""
-    expiries = [token.expiry for token in secret_tokens(secret) if token.expiry is not None]
-    return min(expiries) if expiries else None
+    return min((token.expiry for token in secret_tokens(secret) if token.expiry is not None), default=None)
