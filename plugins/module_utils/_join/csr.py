@@ -150,8 +150,8 @@ def parse_csr(obj: Any) -> ParsedCSR:
     parsed.username = spec.get("username") if isinstance(spec.get("username"), str) else None
     parsed.groups, parsed.usages = _strings(spec.get("groups")), _strings(spec.get("usages"))
     conditions = _typed(status.get("conditions"), list)
-    held = {c.get("type") for c in conditions if isinstance(c, dict) and c.get("status", "True") == "True"}
-    if held & {"Denied", "Failed"}:
+    held = [c.get("type") for c in conditions if isinstance(c, dict) and c.get("status", "True") == "True"]
+    if "Denied" in held or "Failed" in held:  # a list: a type that is no string compares, never raises
         parsed.state = DENIED_OR_FAILED
     elif "Approved" in held:
         parsed.state = APPROVED

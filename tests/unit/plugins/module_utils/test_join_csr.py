@@ -67,6 +67,7 @@ APPROVED = ["Approved"]
         {"metadata": {"name": "a", "creationTimestamp": "yesterday"}, "spec": {"request": "AAAA"}},
         {"spec": {"request": base64.b64encode(b"-----BEGIN CERTIFICATE REQUEST-----\n\xff\xfe").decode()}},
         {"spec": {"groups": "system:nodes", "usages": None}, "status": {"conditions": "Approved"}},
+        {"status": {"conditions": [{"type": ["Approved"]}, {"type": {"Denied": 1}}, "Failed", None]}},
     ],
 )
 def test_parse_csr_never_raises(garbage):
