@@ -312,7 +312,8 @@ def test_no_client_csr_is_approved_for_a_host_whose_node_already_exists_and_the_
     assert result["failed_hosts"] == [names[0]] and result["joined"] == [names[1]]
     assert result["msg"].startswith("csr_approve: 1 of 2 host(s) failed (day2_max_failed_hosts is 0), 1 joined: ")
     problem = result["hosts"][names[0]]["problem"]
-    assert problem.startswith("not Ready within 15 s after it rebooted (") and "its Node registered, not Ready yet" in problem, problem
+    assert problem.startswith("not Ready within 15 s after it rebooted (") and "its Node registered" in problem, problem
+    assert "not Ready yet; waiting for its serving certificate request" in problem, problem
 
     dump = lab.dump()
     blocked = own_csrs(dump, names[0])
