@@ -35,7 +35,8 @@ FAULTS = [
     Row(
         "agent_unreachable mid-install",
         "completes",
-        install_seconds=10,
+        # long enough that the join step sees the install after the boot step's look (one round of the monitor)
+        install_seconds=20,
         during=((INSTALLING, fault(agent_unreachable=8)),),
         shows=("extra-worker-0: installing; agent: installing-in-progress",),
     ),
@@ -61,6 +62,7 @@ FAULTS = [
         "token_rejected",
         "fails naming the host and the refused token",
         names=(WORKER0 + ": the agent at 127.0.111.20", "refused the token"),
+        install_seconds=30,  # the agent still runs when the run asks it, after the boot step's look
         before=(fault(token_rejected=1),),
     ),
     Row(
