@@ -359,7 +359,7 @@ class JoinRun:
 
     def _from_cluster(self, host: Host) -> Any:
         """The monitor's observation, its time in this controller's clock (the log's times are the cluster's)."""
-        seen = cast(ClusterMonitor, self.monitor).observation(host.address)
+        seen = cast(ClusterMonitor, self.monitor).seen[host.address].observation()
         shifted = seen.at - datetime.timedelta(seconds=self.server_offset) if seen.at else None
         return dataclasses.replace(seen, at=shifted)
 
@@ -374,23 +374,28 @@ class JoinRun:
         if failure:
             host.fail(failure, now)
 
-    def _look_at_cluster(self, now: Moment) -> None:
+    def _read_cluster(self, now: Moment) -> tuple[Json, dict[str, Json], str | None, dict[str, policy.HostCsrs]]:
+        """The cluster's CSR objects by name and its Nodes, read now; the flood guard's message (None: no flood)
+        and every host's CSRs as the policy sorts them at ``now`` (none in a flood)."""
         cluster = cast(Cluster, self.cluster)  # only called with a cluster
-        active = [host for host in self.hosts if not host.done or not host.marked]
-        if not active:
-            return
-        try:
-            parsed = [(policy.parse_csr(obj), obj) for obj in cluster.csrs()]
-            nodes = cluster.nodes()
-        except k8s.ApiAccessError as error:
-            return self._api_error(error, f"cannot read CSRs and Nodes: {error}", now)
+        parsed = [(policy.parse_csr(obj), obj) for obj in cluster.csrs()]
+        nodes = cluster.nodes()
         server_now = now + datetime.timedelta(seconds=self.server_offset)
         csrs = [csr for csr, _obj in parsed]
         expected = {host.name: host.expected(self.server_offset) for host in self.hosts}
         flood = policy.flood(csrs, frozenset(expected), server_now)
-        objects = {str(csr.name): obj for csr, obj in parsed}
         skew = datetime.timedelta(seconds=self.options.clock_skew)
         sorted_csrs = {} if flood else policy.each_host(csrs, expected, nodes, server_now, skew, self.network)
+        return {str(csr.name): obj for csr, obj in parsed}, nodes, flood, sorted_csrs
+
+    def _look_at_cluster(self, now: Moment) -> None:
+        active = [host for host in self.hosts if not host.done or not host.marked]
+        if not active:
+            return
+        try:
+            objects, nodes, flood, sorted_csrs = self._read_cluster(now)
+        except k8s.ApiAccessError as error:
+            return self._api_error(error, f"cannot read CSRs and Nodes: {error}", now)
         for host in active:
             # In a flood only the hosts that joined earlier get their labels and taints: that approves nothing.
             if not flood or host.phase == JOINED:
@@ -594,19 +599,13 @@ class JoinRun:
         ]
         would: list[Json] = []
         if self.joining and self.cluster is not None:
-            now = self._now() + datetime.timedelta(seconds=self.server_offset)
-            csrs = [policy.parse_csr(obj) for obj in self.cluster.csrs()]
-            nodes = self.cluster.nodes()
-            expected = {h.name: h.expected(self.server_offset) for h in self.hosts}
-            if policy.flood(csrs, frozenset(expected), now) is None:
-                skew = datetime.timedelta(seconds=o.clock_skew)
-                sorted_csrs = policy.each_host(csrs, expected, nodes, now, skew, self.network)
-                would = [
-                    {"name": c.name, "node": h.name, "signer": c.signer, "created": c.created_text}
-                    for h in self.hosts
-                    if h.phase != JOINED and sorted_csrs[h.name].problem(h.name) is None
-                    for c in decide(sorted_csrs[h.name], nodes.get(h.name), True, True)
-                ]
+            _objects, nodes, flood, sorted_csrs = self._read_cluster(self._now())
+            would = [
+                {"name": c.name, "node": h.name, "signer": c.signer, "created": c.created_text}
+                for h in self.hosts
+                if not flood and h.phase != JOINED and sorted_csrs[h.name].problem(h.name) is None
+                for c in decide(sorted_csrs[h.name], nodes.get(h.name), True, True)
+            ]
         until = "its Node is Ready" if self.joining else f"it is {o.target}"
         others = " and its Node's other addresses in the machine networks" if self.network.machine_networks else ""
         lines = []

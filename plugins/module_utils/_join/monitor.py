@@ -185,9 +185,6 @@ class ClusterMonitor:
         if phase in ("Succeeded", "Failed") and not self.ended:
             self.ended = f"the monitor pod {self.run.ns_name}/{POD} ended ({phase})"
 
-    def observation(self, address: str) -> Observation:
-        return self.seen[address].observation()
-
     def asked_once(self) -> bool:
         """Whether every host had one round of the monitor (it loops every 5 s), or it ended, or it could not start
         within LOOK_LIMIT seconds."""
