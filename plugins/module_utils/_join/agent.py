@@ -37,12 +37,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import normalize_mac, proxy_for
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.token import (
-    AgentToken,
-    is_refusal,
-    other_header,
-    refusal_advice,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token as tokens
 
 API_PREFIX = "/api/assisted-install/v2"
 # How far a host got, in the order it passes the targets of agent_wait's ``until``; a level is an index + 1.
@@ -225,13 +220,10 @@ class AuthChoice:
     agent last took, is tried first by the others (the polling threads only read and set it whole, which needs no
     lock)."""
 
-    def __init__(self, token: AgentToken, first_header: str | None = None) -> None:
+    def __init__(self, token: tokens.AgentToken, first_header: str | None = None) -> None:
         self.token = token
         self.first = first_header or token.header()
         self.accepted: str | None = None
-
-    def preferred(self) -> str:
-        return self.accepted or self.first
 
 
 @dataclass(frozen=True)
@@ -285,20 +277,20 @@ class AgentClient:
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
         auth = cast(AuthChoice, self.auth)  # poll asks the agent only with a token
         url = API_PREFIX + path + ("?" + urlencode(query) if query else "")
-        header = self.header or auth.preferred()
+        header = self.header or auth.accepted or auth.first
         refused = []
         while True:
             status, body = self._send(url, {header: auth.token.value})
             text = _error_text(body)
-            if not is_refusal(status, text):
+            if not tokens.is_refusal(status, text):
                 break
             refused.append((header, status, text))
             if not self._may_switch:  # one switch per poll bounds the requests
                 tried = "; ".join(f"in {h}: HTTP {s} on GET {path}: {t or '(no message)'}" for h, s, t in refused)
-                advice = refusal_advice(auth.token, [t for _h, _s, t in refused])
+                advice = tokens.refusal_advice(auth.token, [t for _h, _s, t in refused])
                 raise AgentRequestError("rejected", f"{tried}. Token: {auth.token.describe()}. {advice}", status)
             self._may_switch = False
-            header = other_header(header)
+            header = tokens.other_header(header)
         if refused:  # the other header worked: remember the refusal of the first
             self._recovered = dict(zip(("header", "status", "message"), refused[0]))
         self.header = header  # any other answer got past the agent's authentication

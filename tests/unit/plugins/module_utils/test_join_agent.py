@@ -1067,7 +1067,7 @@ def test_an_error_after_authentication_keeps_the_header(lab):
     one.header, one.wrong_header = USER, UNAUTHENTICATED
     client = client_for(lab, 0)
     client.cluster_id = GONE_CLUSTER  # gone: 404 after the authentication
-    assert client.poll().kind == "http_error" and client.header == USER and client.auth.preferred() == USER
+    assert client.poll().kind == "http_error" and client.header == USER and client.auth.accepted == USER
     assert client.poll().kind == "answered"
     # poll 1: Watcher refused, Authorization answered 404; poll 2 lists the clusters in Authorization at once
     assert one.headers == [WATCHER, USER, USER, USER]
