@@ -11,23 +11,17 @@ import email.utils
 import time
 from typing import Any
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import format_rfc3339
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import (
-    API_ERRORS,
-    ApiClient,
-    Target,
-    core_target,
-    group_target,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 
 APPROVED_BY = "openshift_agent.day2.csr_approve"
 APPROVAL_REASON = "OpenshiftAgentDay2Approved"
 Json = dict[str, Any]
-CSRS = group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
+CSRS = k8s.group_target("certificates.k8s.io", "v1", "certificatesigningrequests")
 MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, as kubectl patch --type merge sends it
 # What reading the API server's Date header raises: a failed request, no or a garbled header.
-SERVER_DATE_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, AttributeError, TypeError, ValueError, IndexError)
+DATE_ERRORS: tuple[type[BaseException], ...] = (*k8s.API_ERRORS, AttributeError, TypeError, ValueError, IndexError)
 
 
 def _taint(taint: Json) -> tuple[str, str, str]:
@@ -65,20 +59,20 @@ def describe_marks(labels: Json, taints: list[Json]) -> str:
 class Cluster:
     """The CSRs and Nodes of the cluster, through the collection's ApiClient (its retry policy)."""
 
-    def __init__(self, client: ApiClient, dynamic_client: Any = None) -> None:
+    def __init__(self, client: k8s.ApiClient, dynamic_client: Any = None) -> None:
         self.client, self._dynamic = client, dynamic_client
 
     def csrs(self) -> list[Json]:
         return (self.client.request("GET", CSRS) or {}).get("items") or []
 
     def nodes(self) -> dict[str, Json]:
-        items = (self.client.request("GET", core_target("nodes")) or {}).get("items") or []
+        items = (self.client.request("GET", k8s.core_target("nodes")) or {}).get("items") or []
         return {str((node.get("metadata") or {}).get("name")): node for node in items}
 
     def approve(self, listed: Json, message: str, moment: datetime.datetime) -> bool:
         """Approve a CSR after a fresh read: never one that is no longer pending, or another object of that name."""
         name = str(listed["metadata"]["name"])
-        approval = Target(f"{CSRS.path}/{name}/approval", "update", f"{CSRS.resource}/approval", CSRS.group, name)
+        approval = k8s.Target(f"{CSRS.path}/{name}/approval", "update", f"{CSRS.resource}/approval", CSRS.group, name)
         condition = {
             "type": "Approved",
             "status": "True",
@@ -88,7 +82,7 @@ class Cluster:
         }
         sent: list[str] = []
 
-        def change(fresh: Json) -> tuple[str, Target, Any] | None:
+        def change(fresh: Json) -> tuple[str, k8s.Target, Any] | None:
             sent.clear()  # only the write of the last try counts: one refused with 409 approved nothing
             if fresh.get("spec") != listed.get("spec") or policy.parse_csr(fresh).state != policy.PENDING:
                 return None
@@ -97,19 +91,19 @@ class Cluster:
             status["conditions"] = [*list(status.get("conditions") or []), condition]
             return "PUT", approval, dict(fresh, status=status)
 
-        fresh = group_target(CSRS.group, "v1", CSRS.resource, name)
+        fresh = k8s.group_target(CSRS.group, "v1", CSRS.resource, name)
         return self.client.update_fresh(fresh, change) is not None and bool(sent)
 
     def mark(self, name: str, labels: dict[str, str], taints: list[Json]) -> bool:
         """Give Node ``name`` its labels and taints (one merge patch, read again after a conflict); True when sent."""
         sent: list[str] = []
 
-        def change(node: Json) -> tuple[str, Target, Any] | None:
+        def change(node: Json) -> tuple[str, k8s.Target, Any] | None:
             patch = node_patch(node, labels, taints)
             sent[:] = [name] if patch else []  # only the write of the last try counts
-            return None if patch is None else ("PATCH", core_target("nodes", name, verb="patch"), patch)
+            return None if patch is None else ("PATCH", k8s.core_target("nodes", name, verb="patch"), patch)
 
-        self.client.update_fresh(core_target("nodes", name), change, content_type=MERGE_PATCH)
+        self.client.update_fresh(k8s.core_target("nodes", name), change, content_type=MERGE_PATCH)
         return bool(sent)
 
     def server_offset(self) -> float | None:
@@ -121,6 +115,6 @@ class Cluster:
             after = time.time()
             headers = getattr(response, "headers", None) or {}
             date = email.utils.parsedate_to_datetime(headers.get("Date") or headers.get("date") or "")
-        except SERVER_DATE_ERRORS:
+        except DATE_ERRORS:
             return None
         return date.timestamp() + 0.5 - (before + after) / 2  # the header has whole seconds
