@@ -140,10 +140,9 @@ class ParsedCSR:
 
 def parse_csr(obj: Any) -> ParsedCSR:
     """Read one CSR object (API JSON). Garbage gives an ``error`` ('bad-object' or 'bad-request')."""
-    parsed = ParsedCSR()
     if not isinstance(obj, dict):
-        parsed.error = Finding("bad-object", "not a CertificateSigningRequest object")
-        return parsed
+        return ParsedCSR(error=Finding("bad-object", "not a CertificateSigningRequest object"))
+    parsed = ParsedCSR()
     metadata, spec, status = (_typed(obj.get(key), dict) for key in ("metadata", "spec", "status"))
     parsed.name = metadata.get("name") if isinstance(metadata.get("name"), str) and metadata.get("name") else None
     parsed.signer = spec.get("signerName") if isinstance(spec.get("signerName"), str) else None
@@ -249,8 +248,7 @@ class Network:
     def of(cls, facts: dict[str, Any]) -> Network:
         """From the facts' machine_networks (CIDR texts or {cidr}), api_vips and ingress_vips."""
         cidrs = [n.get("cidr") if isinstance(n, dict) else n for n in facts.get("machine_networks") or []]
-        bad = [cidr for cidr in cidrs if parse_network(cidr) is None]
-        if bad:
+        if bad := [cidr for cidr in cidrs if parse_network(cidr) is None]:
             what = "is not a CIDR such as 192.168.111.0/24: give the facts of day1_facts"
             raise InputError(f"cluster: field machine_networks value {bad[0]!r} {what}")
         vips = {str(parse_ip(v)): kind for key, kind in VIP_KINDS for v in facts.get(key) or [] if parse_ip(v)}
@@ -674,11 +672,10 @@ def each_host(
         for address in map(str, addresses):
             owners[address] = owners.get(address, frozenset()) | {name}
     every = Context({}, frozenset(nodes), now, clock_skew, owners, network or Network())
-    found = {}
-    for name, host in expected.items():
-        seen = {name: dataclasses.replace(host, reported=reported.get(name, frozenset()))}
-        found[name] = host_csrs(csrs, dataclasses.replace(every, expected=seen), name)
-    return found
+    own = {name: dataclasses.replace(host, reported=reported.get(name, frozenset())) for name, host in expected.items()}
+    return {
+        name: host_csrs(csrs, dataclasses.replace(every, expected={name: host}), name) for name, host in own.items()
+    }
 
 
 def flood(csrs: list[ParsedCSR], hosts: frozenset[str], now: datetime.datetime) -> str | None:
