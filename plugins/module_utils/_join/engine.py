@@ -429,8 +429,7 @@ class JoinRun:
     def _move_on(self, host: Host, node: Json | None, keys: policy.HostCsrs, objects: Json, now: Moment) -> None:
         if node is not None or keys.approved:
             host.rebooted("its Node exists" if node is not None else "a client CSR of it is approved", now)
-        problem = keys.problem(host.name)
-        if problem:
+        if problem := keys.problem(host.name):
             host.fail(problem, now)
             return
         host.refused = dict(keys.refused)
@@ -528,8 +527,7 @@ class JoinRun:
 
     def _show(self, now: Moment) -> None:
         for host in self.hosts:
-            line = host.status_line()
-            if line:
+            if line := host.status_line():
                 self.say(f"{clock.format_rfc3339(now)} {host.name}: {line}")
 
     def result(self, now: Moment) -> Json:
@@ -612,8 +610,7 @@ class JoinRun:
         for entry in follow:
             mine = ", ".join(w["name"] for w in would if w["node"] == entry["name"])
             when = f"now, once its kubelet answers: {mine}" if mine else "none yet (no CSR of this host is pending)"
-            carry = ", ".join(entry["addresses"]) + others
-            then = f"would approve {when}; its serving certificate may carry {carry}"
+            then = f"would approve {when}; its serving certificate may carry {', '.join(entry['addresses'])}{others}"
             if not self.joining:
                 then = "nothing is asked of its agent in check mode"
             where = FOLLOWED_FROM[o.follow_from].format(**entry)
