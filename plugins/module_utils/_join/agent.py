@@ -293,8 +293,7 @@ class AgentClient:
             header = tokens.other_header(header)
         if refused:  # the other header worked: remember the refusal of the first
             self._recovered = dict(zip(("header", "status", "message"), refused[0]))
-        self.header = header  # any other answer got past the agent's authentication
-        auth.accepted = header
+        self.header = auth.accepted = header  # any other answer got past the agent's authentication
         if status != 200:
             raise AgentRequestError("http_error", "HTTP %d on GET %s: %s" % (status, path, text), status)
         try:

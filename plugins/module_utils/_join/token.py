@@ -65,8 +65,7 @@ class AgentToken:
     """One token: its value, the Secret key it came from (None when given directly) and its claims."""
 
     def __init__(self, value: str, key: str | None = None) -> None:
-        self.value = value
-        self.key = key
+        self.value, self.key = value, key
         self.claims = decode_claims(value)
 
     @property
@@ -186,8 +185,7 @@ def watch_token(secret: dict[str, Any] | None) -> AgentToken:
             f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} does not exist. node-joiner creates it when it builds the ISO: "
             "build the ISO first (day2_iso), or pass the token"
         )
-    tokens = secret_tokens(secret)
-    if tokens:
+    if tokens := secret_tokens(secret):
         return min(tokens, key=_watch_rank)  # the first in key order among equals
     raise AgentTokenError(
         f"Secret {SECRET_NAMESPACE}/{SECRET_NAME} holds no readable *AuthToken key (keys: "
