@@ -45,24 +45,21 @@ TARGETS = ("discovered", "validated", "installing", "rebooted")
 DISCOVERED, VALIDATED, INSTALLING, REBOOTED = 1, 2, 3, 4
 FAILED_STAGE = "Failed"
 PENDING_USER_ACTION = "installing-pending-user-action"
+# The disk is written: the virtual CD may go.
+DISK_WRITTEN_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done")
 # Every host-stage and how far it gets a host: the stages up to "Copying registry data to disk" run the
 # installation ("Waiting for control plane" comes after the disk is written for a day-2 worker, before the reboot);
 # from "Rebooting" on the disk is written and the host boots from it. "Failed" adds nothing.
-# The disk is written: the virtual CD may go.
-DISK_WRITTEN_STAGES = ("Rebooting", "Waiting for ignition", "Configuring", "Joined", "Done")
-STAGE_LEVEL = dict.fromkeys(
-    (
-        "Starting installation",
-        "Waiting for control plane",
-        "Waiting for bootkube",
-        "Waiting for controller",
-        "Installing",
-        "Writing image to disk",
-        "Copying registry data to disk",
-    ),
-    INSTALLING,
+INSTALL_STAGES = (
+    "Starting installation",
+    "Waiting for control plane",
+    "Waiting for bootkube",
+    "Waiting for controller",
+    "Installing",
+    "Writing image to disk",
+    "Copying registry data to disk",
 )
-STAGE_LEVEL.update(dict.fromkeys(DISK_WRITTEN_STAGES, REBOOTED))
+STAGE_LEVEL = {**dict.fromkeys(INSTALL_STAGES, INSTALLING), **dict.fromkeys(DISK_WRITTEN_STAGES, REBOOTED)}
 STAGE_LEVEL[FAILED_STAGE] = 0
 # The statuses that say more than "the agent knows its host"; preparing-failed goes back to known.
 STATUS_LEVEL = {
