@@ -49,13 +49,6 @@ def node_patch(node: Json, labels: dict[str, str], taints: list[Json]) -> Json |
     return patch or None
 
 
-def describe_marks(labels: Json, taints: list[Json]) -> str:
-    """``labels a=b; taints k=v:NoSchedule`` for a progress line."""
-    shown = ["labels " + ", ".join(f"{key}={value}" for key, value in sorted(labels.items()))] if labels else []
-    written = (f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints)
-    return "; ".join(shown + (["taints " + ", ".join(written)] if taints else []))
-
-
 class Cluster:
     """The CSRs and Nodes of the cluster, through the collection's ApiClient (its retry policy)."""
 

@@ -39,11 +39,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net i
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import agent
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import csr as policy
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token as tokens
-from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import (
-    APPROVED_BY,
-    Cluster,
-    describe_marks,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._join.cluster import APPROVED_BY, Cluster
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join.monitor import (
     ClusterMonitor,
     Say,
@@ -148,6 +144,13 @@ def decide(keys: policy.HostCsrs, node: Json | None, rebooted: bool, settled: bo
     if node is None and not keys.approved:
         return list(keys.client) if rebooted and settled else []
     return list(keys.serving)
+
+
+def describe_marks(labels: Json, taints: list[Json]) -> str:
+    """``labels a=b; taints k=v:NoSchedule`` for a progress line."""
+    shown = ["labels " + ", ".join(f"{key}={value}" for key, value in sorted(labels.items()))] if labels else []
+    written = (f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}" for t in taints)
+    return "; ".join(shown + (["taints " + ", ".join(written)] if taints else []))
 
 
 class Host:

@@ -147,10 +147,10 @@ def test_both_and_neither():
 
 
 def test_describe_marks():
-    assert join_cluster.describe_marks({"zone": "a", "b": ""}, [*DEDICATED, {"key": "gpu", "effect": "NoExecute"}]) == (
+    assert engine.describe_marks({"zone": "a", "b": ""}, [*DEDICATED, {"key": "gpu", "effect": "NoExecute"}]) == (
         "labels b=, zone=a; taints dedicated=infra:NoSchedule, gpu:NoExecute"
     )
-    assert join_cluster.describe_marks({}, []) == ""
+    assert engine.describe_marks({}, []) == ""
 
 
 # ================================================================ decide: the one decision
