@@ -149,7 +149,6 @@ class IsoImage:
     def listdir(self, directory: Record) -> Iterator[Record]:
         """The records of ``directory``, "." and ".." left out."""
         data, pos = self.read_bytes(directory.offset, min(directory.length, 64 << 20), "directory"), 0
-        joliet = directory.joliet
         while pos < len(data):
             size = data[pos]
             if size == 0:  # records never cross a sector: the rest of this one is padding
@@ -160,9 +159,9 @@ class IsoImage:
             raw, pos = data[pos : pos + size], pos + size
             ident = raw[33 : 33 + raw[32]]
             if ident not in (b"\0", b"\1"):
-                text = ident.decode("utf-16-be" if joliet else "ascii", "replace").split(";")[0]
-                name, primary = (text, None) if joliet else (self._rock_ridge_name(raw), text.rstrip("."))
-                yield Record(name, primary, bool(raw[25] & 2), joliet, _le32(raw, 2) * SECTOR, _le32(raw, 10))
+                text = ident.decode("utf-16-be" if directory.joliet else "ascii", "replace").split(";")[0]
+                name, primary = (text, None) if directory.joliet else (self._rock_ridge_name(raw), text.rstrip("."))
+                yield Record(name, primary, bool(raw[25] & 2), directory.joliet, _le32(raw, 2) * SECTOR, _le32(raw, 10))
 
     def _rock_ridge_name(self, record: bytes) -> str | None:
         """The "NM" name in a record's System Use area, continuation ("CE") areas followed; None without one."""

@@ -22,12 +22,7 @@ import traceback
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import NETADDR_IMPORT_ERROR
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import (
-    InventoryError,
-    Problems,
-    given,
-    secret_name,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, given, secret_name
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     ARCHITECTURE_ALIASES,
     CheckedHost,
@@ -93,16 +88,14 @@ def check_hosts(
         identities = [("name", "name", host.hostname)] if host.hostname else []
         identities += [(field, "MAC", mac) for field, mac in host.macs]
         identities += [(owned.field, "address", str(owned.address)) for owned in host.addresses]
-        seen = set()
+        seen, report = set(), problems.for_host(host.label)
         for field, kind, value in identities:
             owner_index, owner_label = owners.setdefault((kind, value), (index, host.label))
             if owner_index != index:
                 what = f"is already used by host {owner_label} (hosts[{owner_index}])"
-                problems.add(host.label, field, value, what, f"give every host its own {kind}")
+                report(field, value, what, f"give every host its own {kind}")
             if (kind, value) in seen:
-                problems.add(
-                    host.label, field, value, "appears twice in this host", f"give each interface its own {kind}"
-                )
+                report(field, value, "appears twice in this host", f"give each interface its own {kind}")
             seen.add((kind, value))
     return checked
 
@@ -126,8 +119,7 @@ def build_nodes_configs(
     if given(url) and not (isinstance(url, str) and re.match(r"^https?://[^\s/]+", url)):
         fix = "give the URL the PXE artifacts will be served from"
         problems.add("(parameters)", "boot_artifacts_base_url", url, "is not an http(s) URL", fix)
-    if problems.items:
-        raise InventoryError(problems.items)  # (the callers import it from here)
+    problems.raise_any()
     shared: dict[str, Any] = {"sshKey": str(ssh_key).strip()} if given(ssh_key) else {}
     shared.update({"bootArtifactsBaseURL": url} if given(url) else {})
     configs: dict[str, dict[str, Any]] = {}
