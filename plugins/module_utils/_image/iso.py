@@ -237,26 +237,22 @@ def _json(image: IsoImage, path: str) -> tuple[dict[str, Any] | None, str]:
     return value, stored
 
 
-def is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def _kargs(image: IsoImage) -> tuple[tuple[KargsRegion, ...], str | None, str | None]:
     info, stored = _json(image, "coreos/kargs.json")
     if info is None:
         return (), None, None
     where = "%s: %s" % (image.path, stored)
-    default = _field(info, "default", is_text, "a string", where)
+    default = _field(info, "default", lambda value: isinstance(value, str), "a string", where)
     size = _field(info, "size", _count(1, KARGS_MAX_SIZE), "an integer from 1 to %d" % KARGS_MAX_SIZE, where)
     if len(default.encode()) > size:
         raise IsoLayoutError("%s: default kargs larger than the area (%d bytes)" % (where, size))
     regions = []
     for entry in _field(info, "files", lambda value: isinstance(value, list) and value, "a non-empty list", where):
         entry = dict({"pad": "#", "end": "\n"}, **entry) if isinstance(entry, dict) else {"path": entry}
-        path = _field(entry, "path", is_text, "a file", where)
+        path = _field(entry, "path", lambda value: isinstance(value, str), "a file", where)
         offset = _field(entry, "offset", _count(0), "a byte offset", where)
         for key in ("pad", "end"):
-            _field(entry, key, lambda value: is_text(value) and len(value) == 1, "one character", where)
+            _field(entry, key, lambda value: isinstance(value, str) and len(value) == 1, "one character", where)
         extent = image.extent(path)
         if extent is None or offset + size > extent[1]:
             problem = "not found" if extent is None else "too short: its kargs area at %d runs past its end" % offset
@@ -325,11 +321,9 @@ def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> La
         if found[-1][1] != found[0][1] and strict:
             disagree = "%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1])
             raise ignition.KargsMismatchError(disagree)
-    agree = len({kargs for _path, kargs in found}) == 1
-    area, current, arch = (extent[0] + offset, length), found[0][1] if agree else None, boot_architecture(image)
-    return Layout(
-        embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch, rootfs_url(image)
-    )
+    current = found[0][1] if len({kargs for _path, kargs in found}) == 1 else None  # (none, or they disagree)
+    area, arch, url = (extent[0] + offset, length), boot_architecture(image), rootfs_url(image)
+    return Layout(embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch, url)
 
 
 def parse_kargs_region(raw: bytes, pad: str = "#", end: str = "\n") -> str:
