@@ -50,12 +50,9 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._common.modul
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, iso, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    loopback_allowed,
-    normalize_architecture,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
 PXE_DIR = "boot-artifacts"
@@ -235,7 +232,8 @@ def cluster_facts(given: dict[str, Any] | None, api: ApiClient) -> tuple[dict[st
             "status.nodeInfo.architecture"
         )
     # Of the control plane; the hosts' own are checked against it (hosts.HostChecker: only amd64 and arm64 mix).
-    return dict(facts, architecture=normalize_architecture(facts["architecture"]) or facts["architecture"]), row
+    architecture = definition.normalize_architecture(facts["architecture"]) or facts["architecture"]
+    return dict(facts, architecture=architecture), row
 
 
 def check_release(params: dict[str, Any], cluster: dict[str, Any], row: releases.Release) -> None:
@@ -272,7 +270,7 @@ def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, 
             cluster["architecture"],
             ssh_key=params["ssh_key"],
             boot_artifacts_base_url=params["boot_artifacts_base_url"],
-            allow_loopback=loopback_allowed(),
+            allow_loopback=definition.loopback_allowed(),
             platform=cluster["platform"],
         )
     except InventoryError as error:

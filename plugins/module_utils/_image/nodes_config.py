@@ -23,12 +23,7 @@ from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import NETADDR_IMPORT_ERROR
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, given, secret_name
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    ARCHITECTURE_ALIASES,
-    CheckedHost,
-    HostChecker,
-    normalize_architecture,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 
 try:
     import yaml
@@ -65,21 +60,21 @@ def check_hosts(
     allow_loopback: bool,
     platform: str | None = None,
     problems: Problems | None = None,
-) -> list[CheckedHost]:
+) -> list[definition.CheckedHost]:
     """Run every check, each problem into ``problems``; return the checked hosts. ``hosts``: host records, their
     types as the argument spec (``_image.hosts.HOST_OPTIONS``) validated them. ``platform``: Infrastructure
     spec.platformSpec.type."""
     problems = Problems() if problems is None else problems
-    cluster_architecture = normalize_architecture(default_architecture)
-    if cluster_architecture is None:
-        fix = f"pass the control plane's architecture, one of: {', '.join(sorted(ARCHITECTURE_ALIASES))}"
+    cluster_arch = definition.normalize_architecture(default_architecture)
+    if cluster_arch is None:
+        fix = f"pass the control plane's architecture, one of: {', '.join(sorted(definition.ARCHITECTURE_ALIASES))}"
         problems.add("(cluster)", "default_architecture", default_architecture, "is not a known architecture", fix)
     if not hosts:
         fix = "put at least one host into the new-workers group"
         problems.add("(inventory)", "hosts", hosts, "is not a non-empty list of hosts", fix)
     labels = [host.get("name") or f"#{index}" for index, host in enumerate(hosts)]  # (the position of a nameless)
     checked = [
-        HostChecker(host, label, cluster_architecture, allow_loopback, problems.for_host(label), platform).check()
+        definition.HostChecker(host, label, cluster_arch, allow_loopback, problems.for_host(label), platform).check()
         for host, label in zip(hosts, labels)
     ]
     # Hostnames, MACs and addresses each belong to one host definition, and to one place in it.
