@@ -110,11 +110,9 @@ def _run(module: Any) -> dict[str, Any]:
     changed = not all(plan.reuse for plan in plans)
     if module._diff and changed:
         result["diff"] = [artifacts.diff(plan) for plan in plans if not plan.reuse]
-    for plan in plans:
-        if plan.reuse or module.check_mode:
-            result["artifacts"].append(artifacts.reused(plan) if plan.reuse else artifacts.planned(plan))
-        else:
-            result["artifacts"].append(_build(row, artifacts, plan, result))
+    for plan in plans:  # one after the other: a failed build's result holds the artifacts before it
+        entry = artifacts.reused(plan) if plan.reuse else artifacts.planned(plan) if module.check_mode else None
+        result["artifacts"].append(entry or _build(row, artifacts, plan, result))
     if module.check_mode:
         keys = ("architecture", "path", "reason")
         result["would_build"] = [{key: a[key] for key in keys} for a in result["artifacts"] if not a["reused"]]

@@ -223,11 +223,11 @@ class CheckedHost:
     routed: set[int] = dataclasses.field(default_factory=set)  # the IP versions with a default gateway
 
     def render(self) -> dict[str, Any]:
-        host: dict[str, Any] = {"hostname": self.hostname, "role": "worker"}
-        if self.root_device_hints:
-            host["rootDeviceHints"] = self.root_device_hints
-        host["interfaces"] = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
-        return dict(host, networkConfig=self.network_config) if self.network_config is not None else host
+        interfaces = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
+        host: dict[str, Any] = {"hostname": self.hostname, "role": "worker", "rootDeviceHints": self.root_device_hints}
+        host.update(interfaces=interfaces, networkConfig=self.network_config)
+        # Without root device hints (None, never {}), or a networkConfig (a DHCP host), the key is left out.
+        return {key: value for key, value in host.items() if value is not None}
 
 
 @dataclasses.dataclass

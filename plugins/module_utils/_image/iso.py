@@ -339,8 +339,7 @@ def format_kargs_region(kargs: str, size: int, pad: str = "#", end: str = "\n") 
     text, end_bytes, pad_bytes = kargs.strip().encode("utf-8"), end.encode("utf-8"), pad.encode("utf-8")
     fill, room = size - len(text) - len(end_bytes), size - len(end_bytes)
     if fill < 0:
-        too_long = "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room)
-        raise ignition.CapacityError(too_long)
+        raise ignition.CapacityError(f"kernel arguments are {len(text)} bytes, the kargs area holds at most {room}")
     if fill % len(pad_bytes):
         raise IsoLayoutError("kargs pad character %r does not evenly fill the area" % pad)
     return text + end_bytes + pad_bytes * (fill // len(pad_bytes))
@@ -566,9 +565,7 @@ def iso_info(path: str, min_validity: Any = "0", now: datetime.datetime | None =
     try:
         result = _describe(path)
     except OSError as exc:  # a directory too: "Is a directory"
-        raise IsoLayoutError(
-            "%s: cannot read it (%s); expected %s" % (path, exc.strerror or exc, EXPECTED), {"file": path}
-        )
+        raise IsoLayoutError(f"{path}: cannot read it ({exc.strerror or exc}); expected {EXPECTED}", {"file": path})
     except ignition.IsoError as exc:
         raise type(exc)(exc.message, dict(exc.result, file=path))
     now = now or clock.utcnow()

@@ -119,9 +119,8 @@ def build_nodes_configs(
     shared.update({"bootArtifactsBaseURL": url} if given(url) else {})
     configs: dict[str, dict[str, Any]] = {}
     for host in sorted(checked, key=lambda item: item.hostname):
-        architecture = str(host.architecture)  # known: an unknown one was a problem
-        config = configs.setdefault(architecture, dict({"cpuArchitecture": architecture}, **shared, hosts=[]))
-        config["hosts"].append(host.render())
+        arch = str(host.architecture)  # known: an unknown one was a problem
+        configs.setdefault(arch, dict({"cpuArchitecture": arch}, **shared, hosts=[]))["hosts"].append(host.render())
     return configs
 
 
