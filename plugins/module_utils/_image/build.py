@@ -44,18 +44,15 @@ from typing import Any, Callable
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import clock, k8s, releases
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import parse_duration, utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError, ApiClient, connect
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.module import Terminated, hide, signals_raise
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.cluster import image_facts
 from ansible_collections.openshift_agent.day2.plugins.module_utils._facts.health import MASTER_LABEL
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import ignition, iso, nodes_config, workdir
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import node_joiner as nj
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    loopback_allowed,
-    normalize_architecture,
-)
 from ansible_collections.openshift_agent.day2.plugins.module_utils._join import token
 
 PXE_DIR = "boot-artifacts"
@@ -105,21 +102,17 @@ def _run(module: Any) -> dict[str, Any]:
     check_platform(params, cluster, row, sorted(configs))
     # A raw nmstate may hold a secret (an 802.1X password...): shown and recorded redacted, hidden everywhere.
     hide(module, *nodes_config.secret_values(configs))
-    artifacts = Artifacts(params, api, cluster, utcnow(), min_validity)
-    result: dict[str, Any] = {"artifacts": [], "nodes_configs": {}}
-    result.update(earlier_runs(module, api))
-    plans = []
-    for arch, config in sorted(configs.items()):
-        result["nodes_configs"][arch] = nodes_config.render_nodes_config(nodes_config.redacted(config))
-        plans.append(artifacts.plan(arch, nodes_config.render_nodes_config(config), result["nodes_configs"][arch]))
+    artifacts = Artifacts(params, api, cluster, clock.utcnow(), min_validity)
+    render = nodes_config.render_nodes_config
+    shown = {arch: render(nodes_config.redacted(config)) for arch, config in sorted(configs.items())}
+    result: dict[str, Any] = {"artifacts": [], "nodes_configs": shown, **earlier_runs(module, api)}
+    plans = [artifacts.plan(arch, render(config), shown[arch]) for arch, config in sorted(configs.items())]
     changed = not all(plan.reuse for plan in plans)
     if module._diff and changed:
         result["diff"] = [artifacts.diff(plan) for plan in plans if not plan.reuse]
-    for plan in plans:
-        if plan.reuse or module.check_mode:
-            result["artifacts"].append(artifacts.reused(plan) if plan.reuse else artifacts.planned(plan))
-        else:
-            result["artifacts"].append(_build(row, artifacts, plan, result))
+    for plan in plans:  # one after the other: a failed build's result holds the artifacts before it
+        entry = artifacts.reused(plan) if plan.reuse else artifacts.planned(plan) if module.check_mode else None
+        result["artifacts"].append(entry or _build(row, artifacts, plan, result))
     if module.check_mode:
         keys = ("architecture", "path", "reason")
         result["would_build"] = [{key: a[key] for key in keys} for a in result["artifacts"] if not a["reused"]]
@@ -173,7 +166,7 @@ def earlier_runs(module: Any, api: ApiClient) -> dict[str, Any]:
     # run are over.
     max_age = 2 * params["pod_start_timeout"] + 4 * params["build_timeout"]
     try:
-        found = nj.find_leftovers(api, utcnow(), max_age)
+        found = nj.find_leftovers(api, clock.utcnow(), max_age)
     except ApiAccessError as error:
         if error.status != 403:
             raise
@@ -207,7 +200,7 @@ def check_parameters(params: dict[str, Any], check_mode: bool = False) -> int:
             "own): set pxe: true or drop it"
         )
     try:
-        min_validity = parse_duration(params["min_token_validity"])
+        min_validity = clock.parse_duration(params["min_token_validity"])
     except ValueError as error:
         raise InputError(f"min_token_validity: {error}")
     if not os.path.isdir(params["dest"]) and not (check_mode and not os.path.lexists(params["dest"])):
@@ -237,7 +230,8 @@ def cluster_facts(given: dict[str, Any] | None, api: ApiClient) -> tuple[dict[st
             "status.nodeInfo.architecture"
         )
     # Of the control plane; the hosts' own are checked against it (hosts.HostChecker: only amd64 and arm64 mix).
-    return dict(facts, architecture=normalize_architecture(facts["architecture"]) or facts["architecture"]), row
+    architecture = definition.normalize_architecture(facts["architecture"]) or facts["architecture"]
+    return dict(facts, architecture=architecture), row
 
 
 def check_release(params: dict[str, Any], cluster: dict[str, Any], row: releases.Release) -> None:
@@ -274,10 +268,10 @@ def nodes_configs(params: dict[str, Any], cluster: dict[str, Any]) -> dict[str, 
             cluster["architecture"],
             ssh_key=params["ssh_key"],
             boot_artifacts_base_url=params["boot_artifacts_base_url"],
-            allow_loopback=loopback_allowed(),
+            allow_loopback=definition.loopback_allowed(),
             platform=cluster["platform"],
         )
-    except nodes_config.InventoryError as error:
+    except InventoryError as error:
         raise InputError(f"invalid hosts, nothing was written:\n{error.message}", error.result)
     if params.get("output") == CONFIG_ISO_OUTPUT and len(configs) > 1:
         raise InputError(
@@ -540,9 +534,8 @@ def reuse_decision(
     """
     record, sidecar = read_sidecar(artifact_path), sidecar_path(artifact_path)
     if record is None:
-        if not os.path.exists(artifact_path):
-            return False, f"{artifact_path} does not exist"
-        return False, f"{artifact_path} has no readable sidecar {sidecar}"
+        problem = f"has no readable sidecar {sidecar}" if os.path.exists(artifact_path) else "does not exist"
+        return False, f"{artifact_path} {problem}"
     if record.get("inputs_digest") != digest:
         return False, f"the inputs changed since {artifact_path} was built"
     files = [entry for entry in record.get("files") or [] if isinstance(entry, dict)]

@@ -223,11 +223,11 @@ class CheckedHost:
     routed: set[int] = dataclasses.field(default_factory=set)  # the IP versions with a default gateway
 
     def render(self) -> dict[str, Any]:
-        host: dict[str, Any] = {"hostname": self.hostname, "role": "worker"}
-        if self.root_device_hints:
-            host["rootDeviceHints"] = self.root_device_hints
-        host["interfaces"] = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
-        return dict(host, networkConfig=self.network_config) if self.network_config is not None else host
+        interfaces = [{"name": name, "macAddress": mac} for name, mac in self.interfaces]
+        host: dict[str, Any] = {"hostname": self.hostname, "role": "worker", "rootDeviceHints": self.root_device_hints}
+        host.update(interfaces=interfaces, networkConfig=self.network_config)
+        # Without root device hints (None, never {}), or a networkConfig (a DHCP host), the key is left out.
+        return {key: value for key, value in host.items() if value is not None}
 
 
 @dataclasses.dataclass
@@ -485,14 +485,10 @@ def lab_hint(problem: dict[str, Any]) -> dict[str, Any]:
     return dict(problem, message=f"{head} {LOOPBACK}; {LAB_FIX}") if found else problem
 
 
-def subnet_of(address: Any, prefix: int) -> Any:
-    return netaddr.IPNetwork(f"{address}/{prefix}")
-
-
 def check_address_in_subnet(report: Report, field: str, value: Any, address: Any, prefix: int) -> None:
     """Report an address that is the network (or IPv4 broadcast) address of its own subnet; /31 and /32 (IPv4),
     /127 and /128 (IPv6) have none."""
-    subnet = subnet_of(address, prefix)
+    subnet = netaddr.IPNetwork(f"{address}/{prefix}")
     broadcast = address.version == 4 and address == subnet.broadcast
     if prefix < MAX_PREFIX[address.version] - 1 and (address == subnet.network or broadcast):
         what = f"is the {'broadcast' if broadcast else 'network'} address of {subnet.cidr}"
@@ -501,7 +497,7 @@ def check_address_in_subnet(report: Report, field: str, value: Any, address: Any
 
 def check_gateway(report: Report, field: str, value: Any, address: Any, prefix: int, subnet_fields: str) -> Any:
     """Check a default gateway against the host's own address and prefix."""
-    gateway, subnet = check_address(report, field, value, address.version), subnet_of(address, prefix)
+    gateway, subnet = check_address(report, field, value, address.version), netaddr.IPNetwork(f"{address}/{prefix}")
     if gateway is None or (gateway.version == 6 and gateway.is_link_local()):
         return gateway  # IPv6 routers are commonly reached through their link-local address
     if gateway.value == 0 or gateway.is_multicast() or gateway == address:
@@ -690,7 +686,7 @@ def _check_raw_routes(report: Report, config: dict[str, Any], names: set[str], o
         if hop is None or destination != DEFAULT_ROUTE[hop.version]:
             continue
         subnets = [
-            subnet_of(a, prefix) for _field, a, prefix in owned if a.version == hop.version and prefix is not None
+            netaddr.IPNetwork(f"{a}/{prefix}") for _field, a, prefix in owned if a.version == hop.version and prefix
         ]
         if any(hop in subnet for subnet in subnets) or (hop.version == 6 and hop.is_link_local()):
             routed.add(hop.version)

@@ -149,7 +149,6 @@ class IsoImage:
     def listdir(self, directory: Record) -> Iterator[Record]:
         """The records of ``directory``, "." and ".." left out."""
         data, pos = self.read_bytes(directory.offset, min(directory.length, 64 << 20), "directory"), 0
-        joliet = directory.joliet
         while pos < len(data):
             size = data[pos]
             if size == 0:  # records never cross a sector: the rest of this one is padding
@@ -160,9 +159,9 @@ class IsoImage:
             raw, pos = data[pos : pos + size], pos + size
             ident = raw[33 : 33 + raw[32]]
             if ident not in (b"\0", b"\1"):
-                text = ident.decode("utf-16-be" if joliet else "ascii", "replace").split(";")[0]
-                name, primary = (text, None) if joliet else (self._rock_ridge_name(raw), text.rstrip("."))
-                yield Record(name, primary, bool(raw[25] & 2), joliet, _le32(raw, 2) * SECTOR, _le32(raw, 10))
+                text = ident.decode("utf-16-be" if directory.joliet else "ascii", "replace").split(";")[0]
+                name, primary = (text, None) if directory.joliet else (self._rock_ridge_name(raw), text.rstrip("."))
+                yield Record(name, primary, bool(raw[25] & 2), directory.joliet, _le32(raw, 2) * SECTOR, _le32(raw, 10))
 
     def _rock_ridge_name(self, record: bytes) -> str | None:
         """The "NM" name in a record's System Use area, continuation ("CE") areas followed; None without one."""
@@ -238,26 +237,22 @@ def _json(image: IsoImage, path: str) -> tuple[dict[str, Any] | None, str]:
     return value, stored
 
 
-def is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def _kargs(image: IsoImage) -> tuple[tuple[KargsRegion, ...], str | None, str | None]:
     info, stored = _json(image, "coreos/kargs.json")
     if info is None:
         return (), None, None
     where = "%s: %s" % (image.path, stored)
-    default = _field(info, "default", is_text, "a string", where)
+    default = _field(info, "default", lambda value: isinstance(value, str), "a string", where)
     size = _field(info, "size", _count(1, KARGS_MAX_SIZE), "an integer from 1 to %d" % KARGS_MAX_SIZE, where)
     if len(default.encode()) > size:
         raise IsoLayoutError("%s: default kargs larger than the area (%d bytes)" % (where, size))
     regions = []
     for entry in _field(info, "files", lambda value: isinstance(value, list) and value, "a non-empty list", where):
         entry = dict({"pad": "#", "end": "\n"}, **entry) if isinstance(entry, dict) else {"path": entry}
-        path = _field(entry, "path", is_text, "a file", where)
+        path = _field(entry, "path", lambda value: isinstance(value, str), "a file", where)
         offset = _field(entry, "offset", _count(0), "a byte offset", where)
         for key in ("pad", "end"):
-            _field(entry, key, lambda value: is_text(value) and len(value) == 1, "one character", where)
+            _field(entry, key, lambda value: isinstance(value, str) and len(value) == 1, "one character", where)
         extent = image.extent(path)
         if extent is None or offset + size > extent[1]:
             problem = "not found" if extent is None else "too short: its kargs area at %d runs past its end" % offset
@@ -326,11 +321,9 @@ def read_layout(handle: IO[bytes], path: str = "ISO", strict: bool = True) -> La
         if found[-1][1] != found[0][1] and strict:
             disagree = "%s: kargs disagree: %s has %r, %s has %r" % (path, *found[0], *found[-1])
             raise ignition.KargsMismatchError(disagree)
-    agree = len({kargs for _path, kargs in found}) == 1
-    area, current, arch = (extent[0] + offset, length), found[0][1] if agree else None, boot_architecture(image)
-    return Layout(
-        embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch, rootfs_url(image)
-    )
+    current = found[0][1] if len({kargs for _path, kargs in found}) == 1 else None  # (none, or they disagree)
+    area, arch, url = (extent[0] + offset, length), boot_architecture(image), rootfs_url(image)
+    return Layout(embed_file, area, stored, kargs, default, kargs_path, current, image.volume_id, arch, url)
 
 
 def parse_kargs_region(raw: bytes, pad: str = "#", end: str = "\n") -> str:
@@ -346,8 +339,7 @@ def format_kargs_region(kargs: str, size: int, pad: str = "#", end: str = "\n") 
     text, end_bytes, pad_bytes = kargs.strip().encode("utf-8"), end.encode("utf-8"), pad.encode("utf-8")
     fill, room = size - len(text) - len(end_bytes), size - len(end_bytes)
     if fill < 0:
-        too_long = "kernel arguments are %d bytes, the kargs area holds at most %d" % (len(text), room)
-        raise ignition.CapacityError(too_long)
+        raise ignition.CapacityError(f"kernel arguments are {len(text)} bytes, the kargs area holds at most {room}")
     if fill % len(pad_bytes):
         raise IsoLayoutError("kargs pad character %r does not evenly fill the area" % pad)
     return text + end_bytes + pad_bytes * (fill // len(pad_bytes))
@@ -573,9 +565,7 @@ def iso_info(path: str, min_validity: Any = "0", now: datetime.datetime | None =
     try:
         result = _describe(path)
     except OSError as exc:  # a directory too: "Is a directory"
-        raise IsoLayoutError(
-            "%s: cannot read it (%s); expected %s" % (path, exc.strerror or exc, EXPECTED), {"file": path}
-        )
+        raise IsoLayoutError(f"{path}: cannot read it ({exc.strerror or exc}); expected {EXPECTED}", {"file": path})
     except ignition.IsoError as exc:
         raise type(exc)(exc.message, dict(exc.result, file=path))
     now = now or clock.utcnow()

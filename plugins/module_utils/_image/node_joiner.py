@@ -639,9 +639,8 @@ def is_left_over(namespace: dict[str, Any], now: datetime.datetime, max_age: flo
 def _list_runs(api: k8s.ApiClient, group: str, resource: str) -> list[dict[str, Any]]:
     """The objects of ``resource`` labelled as a run's (managed by this collection, with a run label)."""
     selector = quote(f"{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}", safe="")
-    items = dig(
-        api.get(k8s.with_query(group_target(group, "v1", resource), labelSelector=selector)), "items", default=[]
-    )
+    target = k8s.with_query(group_target(group, "v1", resource), labelSelector=selector)
+    items = dig(api.get(target), "items", default=[])
     return [item for item in items if dig(item, "metadata", "name", default="").startswith(NAMESPACE_PREFIX)]
 
 

@@ -22,18 +22,8 @@ import traceback
 from typing import Any
 
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.net import NETADDR_IMPORT_ERROR
-from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import (
-    InventoryError,
-    Problems,
-    given,
-    secret_name,
-)
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
-    ARCHITECTURE_ALIASES,
-    CheckedHost,
-    HostChecker,
-    normalize_architecture,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import Problems, given, secret_name
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image import hosts as definition
 
 try:
     import yaml
@@ -70,21 +60,21 @@ def check_hosts(
     allow_loopback: bool,
     platform: str | None = None,
     problems: Problems | None = None,
-) -> list[CheckedHost]:
+) -> list[definition.CheckedHost]:
     """Run every check, each problem into ``problems``; return the checked hosts. ``hosts``: host records, their
     types as the argument spec (``_image.hosts.HOST_OPTIONS``) validated them. ``platform``: Infrastructure
     spec.platformSpec.type."""
     problems = Problems() if problems is None else problems
-    cluster_architecture = normalize_architecture(default_architecture)
-    if cluster_architecture is None:
-        fix = f"pass the control plane's architecture, one of: {', '.join(sorted(ARCHITECTURE_ALIASES))}"
+    cluster_arch = definition.normalize_architecture(default_architecture)
+    if cluster_arch is None:
+        fix = f"pass the control plane's architecture, one of: {', '.join(sorted(definition.ARCHITECTURE_ALIASES))}"
         problems.add("(cluster)", "default_architecture", default_architecture, "is not a known architecture", fix)
     if not hosts:
         fix = "put at least one host into the new-workers group"
         problems.add("(inventory)", "hosts", hosts, "is not a non-empty list of hosts", fix)
     labels = [host.get("name") or f"#{index}" for index, host in enumerate(hosts)]  # (the position of a nameless)
     checked = [
-        HostChecker(host, label, cluster_architecture, allow_loopback, problems.for_host(label), platform).check()
+        definition.HostChecker(host, label, cluster_arch, allow_loopback, problems.for_host(label), platform).check()
         for host, label in zip(hosts, labels)
     ]
     # Hostnames, MACs and addresses each belong to one host definition, and to one place in it.
@@ -93,16 +83,14 @@ def check_hosts(
         identities = [("name", "name", host.hostname)] if host.hostname else []
         identities += [(field, "MAC", mac) for field, mac in host.macs]
         identities += [(owned.field, "address", str(owned.address)) for owned in host.addresses]
-        seen = set()
+        seen, report = set(), problems.for_host(host.label)
         for field, kind, value in identities:
             owner_index, owner_label = owners.setdefault((kind, value), (index, host.label))
             if owner_index != index:
                 what = f"is already used by host {owner_label} (hosts[{owner_index}])"
-                problems.add(host.label, field, value, what, f"give every host its own {kind}")
+                report(field, value, what, f"give every host its own {kind}")
             if (kind, value) in seen:
-                problems.add(
-                    host.label, field, value, "appears twice in this host", f"give each interface its own {kind}"
-                )
+                report(field, value, "appears twice in this host", f"give each interface its own {kind}")
             seen.add((kind, value))
     return checked
 
@@ -126,15 +114,13 @@ def build_nodes_configs(
     if given(url) and not (isinstance(url, str) and re.match(r"^https?://[^\s/]+", url)):
         fix = "give the URL the PXE artifacts will be served from"
         problems.add("(parameters)", "boot_artifacts_base_url", url, "is not an http(s) URL", fix)
-    if problems.items:
-        raise InventoryError(problems.items)  # (the callers import it from here)
+    problems.raise_any()
     shared: dict[str, Any] = {"sshKey": str(ssh_key).strip()} if given(ssh_key) else {}
     shared.update({"bootArtifactsBaseURL": url} if given(url) else {})
     configs: dict[str, dict[str, Any]] = {}
     for host in sorted(checked, key=lambda item: item.hostname):
-        architecture = str(host.architecture)  # known: an unknown one was a problem
-        config = configs.setdefault(architecture, dict({"cpuArchitecture": architecture}, **shared, hosts=[]))
-        config["hosts"].append(host.render())
+        arch = str(host.architecture)  # known: an unknown one was a problem
+        configs.setdefault(arch, dict({"cpuArchitecture": arch}, **shared, hosts=[]))["hosts"].append(host.render())
     return configs
 
 

@@ -101,17 +101,15 @@ def _handshake_attempt(error: BaseException) -> k8s.Attempt | None:
         return k8s.Attempt(status, k8s.retry_after_seconds(getattr(error, "resp_headers", None)))
     if isinstance(error, ssl.SSLCertVerificationError):
         return None
-    broken = isinstance(error, OSError) or type(error).__module__.startswith("websocket")
-    return k8s.Attempt(None) if broken else None
+    return k8s.Attempt(None) if isinstance(error, OSError) or type(error).__module__.startswith("websocket") else None
 
 
 def _readable(ws: Any, timeout: float) -> bool:
     """True when a frame can be read: bytes on the socket, or already decrypted in the TLS buffer."""
-    raw = ws.sock
-    if isinstance(raw, ssl.SSLSocket) and raw.pending():
+    if isinstance(ws.sock, ssl.SSLSocket) and ws.sock.pending():
         return True
     poll = select.poll()  # every POSIX Python has it; select() would refuse descriptors above 1023
-    poll.register(raw, select.POLLIN)
+    poll.register(ws.sock, select.POLLIN)
     return bool(poll.poll(timeout * 1000))
 
 

@@ -7,11 +7,9 @@ import copy
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import HOST_OPTIONS
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
-    InventoryError,
-    build_nodes_configs,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import build_nodes_configs
 
 GOOD_HOST = {
     "name": "extra-worker-0",

@@ -7,6 +7,7 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.openshift_agent.day2.plugins.doc_fragments.hosts import ModuleDocFragment
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.problems import InventoryError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts import (
     ALLOW_LOOPBACK_VARIABLE,
     DERIVED_KEYS,
@@ -16,10 +17,7 @@ from ansible_collections.openshift_agent.day2.plugins.module_utils._image.hosts 
     SECRET_HOST_KEYS,
     loopback_allowed,
 )
-from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import (
-    InventoryError,
-    build_nodes_configs,
-)
+from ansible_collections.openshift_agent.day2.plugins.module_utils._image.nodes_config import build_nodes_configs
 
 HOST = {
     "name": "extra-worker-0",

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
 from ansible_collections.openshift_agent.day2.plugins.module_utils._image import build
@@ -79,7 +80,7 @@ def test_a_config_iso_is_built_recorded_and_reused(config_iso, tmp_path):
     dest = tmp_path / "dest"
     dest.mkdir()
     api = Api({SECRET_PATH: _secret(agentAuthToken={"auth_scheme": "agentAuth", "exp": 1900000000})})
-    artifacts = build.Artifacts(params(dest, output="config-iso"), api, cluster(), build.utcnow(), 3600)
+    artifacts = build.Artifacts(params(dest, output="config-iso"), api, cluster(), utcnow(), 3600)
     plan = artifacts.plan("x86_64", "nodes-config")
     path = str(dest / "agentconfig.noarch.iso")
     assert artifacts.path("x86_64") == path and plan.reuse is False
@@ -92,13 +93,13 @@ def test_a_config_iso_is_built_recorded_and_reused(config_iso, tmp_path):
     assert read_sidecar(path)["inputs_digest"] == plan.digest
     assert artifacts.plan("x86_64", "nodes-config").reuse is True
     # the same inputs for a node ISO are another artifact, with another digest
-    node = build.Artifacts(params(dest, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
+    node = build.Artifacts(params(dest, output="node-iso"), Api(), cluster(), utcnow(), 3600)
     assert node.plan("x86_64", "nodes-config").digest != plan.digest
 
 
 def test_a_node_iso_digest_is_unchanged_by_the_output_option(tmp_path):
-    with_option = build.Artifacts(params(tmp_path, output="node-iso"), Api(), cluster(), build.utcnow(), 3600)
-    without = build.Artifacts(params(tmp_path), Api(), cluster(), build.utcnow(), 3600)
+    with_option = build.Artifacts(params(tmp_path, output="node-iso"), Api(), cluster(), utcnow(), 3600)
+    without = build.Artifacts(params(tmp_path), Api(), cluster(), utcnow(), 3600)
     assert with_option.plan("x86_64", "n").digest == without.plan("x86_64", "n").digest
 
 

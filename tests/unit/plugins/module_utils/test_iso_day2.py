@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import utcnow
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error, InputError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.k8s import ApiAccessError
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.releases import release
@@ -141,9 +142,7 @@ def node_iso(tmp_path_factory):
 
 
 def _artifacts(tmp_path, api=None, the_cluster=None, **changes):
-    return build.Artifacts(
-        params(tmp_path, **changes), api or Api(), the_cluster or cluster(), build.utcnow(), 24 * 3600
-    )
+    return build.Artifacts(params(tmp_path, **changes), api or Api(), the_cluster or cluster(), utcnow(), 24 * 3600)
 
 
 SECRET_PATH = "/api/v1/namespaces/openshift-config/secrets/agent-auth-token"
