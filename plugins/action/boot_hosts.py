@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import BOOT_METHODS, Bmc
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.redfish import BOOT_METHODS
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
 from ansible_collections.openshift_agent.day2.plugins.plugin_utils.action import Day2Action
 
@@ -59,9 +59,10 @@ class ActionModule(Day2Action):
                 "The next step follows every host's install as soon as it boots.",
             ]
         booted: list[str] = []
+        shown = args["image_url_shown"]
         try:
             for host in hosts if redfish else []:
-                bmc, shown = self._bmc(host, args, task_vars), args["image_url_shown"]
+                bmc = self.bmc(host, task_vars, args["verify_certs"], args["ca_path"], args["timeout"])
                 if self._task.check_mode:
                     lines.append(f"Check mode: {host['name']} would be booted {bmc.plan(bmc.inspect(), shown)}")
                     continue
@@ -75,9 +76,6 @@ class ActionModule(Day2Action):
             raise Day2Error(error.message, {"booted": booted}) from error
         return {"changed": bool(booted), "booted": booted, "msg": lines}
 
-    def _bmc(self, host: dict[str, Any], args: dict[str, Any], task_vars: dict[str, Any]) -> Bmc:
-        return self.bmc(host, task_vars, args["verify_certs"], args["ca_path"], args["timeout"])
-
     def _inspect(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """Preflight: every BMC asked about its system, virtual CD and boot override with its login (GET requests
         only, in check mode too), before anything is written; every refusal at once."""
@@ -85,7 +83,7 @@ class ActionModule(Day2Action):
         redfish = args["method"] == "redfish"
         for host in (host for host in args["hosts"] if redfish and host.get("state") not in INSTALLED):
             try:
-                media = self._bmc(host, args, task_vars).inspect()
+                media = self.bmc(host, task_vars, args["verify_certs"], args["ca_path"], args["timeout"]).inspect()
             except Day2Error as error:
                 problems.append(error.message)
                 continue

@@ -60,11 +60,9 @@ def _templated(value: Any, found: set[str]) -> set[str]:
 
 @functools.cache
 def _encrypted(path: str) -> bool:
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(len(VAULT_HEADER)) == VAULT_HEADER
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), open(path, "rb") as stream:
+        return stream.read(len(VAULT_HEADER)) == VAULT_HEADER
+    return False
 
 
 def _feeding(raw: dict[str, Any]) -> set[str]:
@@ -134,7 +132,6 @@ class ActionModule(Day2Action):
         hosts = []
         for name in (name for name in members if name in chosen):
             read, feeding = functools.partial(_read, hostvars[name].__getitem__), _feeding(dict(hostvars.raw_get(name)))
-            hosts.append(
-                variables.sort_variables(name, hostvars[name], read, HOST_KEYS, own.get(name, shared), feeding)
-            )
+            found = variables.sort_variables(name, hostvars[name], read, HOST_KEYS, own.get(name, shared), feeding)
+            hosts.append(found)
         return hosts

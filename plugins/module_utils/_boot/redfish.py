@@ -205,11 +205,9 @@ def login(host: dict[str, Any], hostvars: Any, verify: bool, ca_path: str, timeo
     password = (hostvars[host["name"]].get("bmc_password") if known else "") or ""
     if not password and host.get("source") not in (None, "inventory"):  # an agent-config host: from its file
         # (imported here: _check imports this module for the BMC addresses)
-        from ansible_collections.openshift_agent.day2.plugins.module_utils._check.agent_config import (
-            agent_config_password,
-        )
+        from ansible_collections.openshift_agent.day2.plugins.module_utils._check import agent_config
 
-        password = agent_config_password(str(host["source"]), str(host["name"]))
+        password = agent_config.agent_config_password(str(host["source"]), str(host["name"]))
     verify = verify if host.get("bmc_verify_certs") is None else host["bmc_verify_certs"]
     found = {"username": host.get("bmc_username") or "", "password": password, "validate_certs": verify}
     return dict(found, timeout=timeout, **({"ca_path": ca_path} if ca_path else {}))
@@ -273,9 +271,8 @@ class Bmc:
 
     def _command(self, media: Media, command: str, on_media: bool = False, **arguments: Any) -> None:
         category, ident = (media.category, media.media_id) if on_media else ("Systems", media.system_id)
-        self._call(
-            "community.general.redfish_command", dict(arguments, category=category, command=command, resource_id=ident)
-        )
+        arguments.update(category=category, command=command, resource_id=ident)
+        self._call("community.general.redfish_command", arguments)
 
     def plan(self, media: Media, image: str) -> str:
         """What a boot does, in words (check mode says it)."""

@@ -101,17 +101,15 @@ class IsoHandler(BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(NOT_FOUND)
             return
-        size = os.path.getsize(conf["file"])
-        mtime = os.path.getmtime(conf["file"])
+        size, mtime = os.path.getsize(conf["file"]), os.path.getmtime(conf["file"])
         etag, modified = f'"{int(mtime):x}-{size:x}"', self.date_time_string(mtime)
         try:
             wanted = parse_range(self.headers.get("Range"), size)
         except ValueError:
             self._answer(416, {"Content-Range": "bytes */%d" % size})
             return
-        if_range = self.headers.get("If-Range")
-        if wanted is not None and if_range and if_range not in (etag, modified):
-            wanted = None
+        if wanted is not None and (self.headers.get("If-Range") or etag) not in (etag, modified):
+            wanted = None  # an If-Range of another version of the file: the whole file
         first, last = wanted if wanted is not None else (0, size - 1)
         headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", "ETag": etag}
         headers["Last-Modified"] = modified

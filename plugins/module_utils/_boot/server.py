@@ -120,12 +120,7 @@ def start(
         # Controller side (the iso_serve action plugin), not a module: there is no AnsibleModule.run_command, and
         # the server must outlive this call in its own session.
         process = subprocess.Popen(  # pylint: disable=ansible-bad-function
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-            close_fds=True,
-            start_new_session=True,
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True
         )
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
@@ -133,14 +128,8 @@ def start(
         if info and info.get("pid") == process.pid:
             listening = "%s:%d" % (_bracket(host), info["port"])
             base = f"{'https' if cert else 'http'}://{listening}"
-            return {
-                "url": f"{base}/{token}/{name}",
-                "display_url": f"{base}/(secret)/{name}",
-                "pid": process.pid,
-                "pidfile": pidfile,
-                "log": log,
-                "address": listening,
-            }
+            urls = {"url": f"{base}/{token}/{name}", "display_url": f"{base}/(secret)/{name}"}
+            return dict(urls, pid=process.pid, pidfile=pidfile, log=log, address=listening)
         if process.poll() is not None:
             raise ServeError(
                 f"the server for {iso} on {_bracket(host)}:{port} exited ({process.returncode}): "

@@ -59,11 +59,10 @@ class ClusterAddresses:
                 fix = "give the host an address of its own: the VIP moves between the cluster's nodes"
                 report(owned.field, shown, f"is the cluster's {self.vips[shown]}", fix)
             owners = [node for node in self.owners.get(shown, []) if node.get("name") != host.hostname]
-            names = ", ".join(
-                f"{n.get('name')}{' (a control-plane node)' if is_control_plane(n) else ''}" for n in owners
-            )
+            names = [f"{n.get('name')}{' (a control-plane node)' if is_control_plane(n) else ''}" for n in owners]
             if names:
-                report(owned.field, shown, f"already belongs to Node {names}", "give the host a free address")
+                what = f"already belongs to Node {', '.join(names)}"
+                report(owned.field, shown, what, "give the host a free address")
 
     def _machine_network(self, host: CheckedHost, owned: OwnedAddress, report: Report) -> None:
         address, version = owned.address, owned.address.version

@@ -165,10 +165,8 @@ def _no_hosts(group: str, groups: list[str] | None, play: Json, limit: str, left
 
 def _serving(serve: Json, records: list[Json]) -> str:
     """The plan's words for an ISO this run serves (iso_serve): where it listens, over which scheme, what it holds."""
-    bmcs = sorted(
-        {str(record["bmc"]["bmc_base_url"]).rsplit("://", maxsplit=1)[-1] for record in records if record.get("bmc")}
-    )
-    where = serve.get("address") or f"this controller's address that routes to the BMCs ({', '.join(bmcs)})"
+    bmcs = {str(record["bmc"]["bmc_base_url"]).rsplit("://", maxsplit=1)[-1] for record in records if record.get("bmc")}
+    where = serve.get("address") or f"this controller's address that routes to the BMCs ({', '.join(sorted(bmcs))})"
     scheme = "HTTPS" if serve.get("tls_cert") else "plain HTTP (set day2_serve_tls_cert for HTTPS)"
     return (
         f"ISO: served by this controller over {scheme}, listening on {where} only (day2_serve_address), at a secret "
@@ -236,11 +234,10 @@ def check_workers(
     sources = {host.name: host.source for host in hosts if host.source}
     records = []
     for name, settings in settings_of.items():
-        records.append(_record(name, settings, checked_of.get(name), nodes, replace_node, sources.get(name), problems))
-        record, own = records[-1], (settings.get("node_labels"), settings.get("node_taints"))
-        record["labels"], record["taints"] = labels.merged_marks(
-            *own, play_labels, play_taints, problems.for_host(name)
-        )
+        record = _record(name, settings, checked_of.get(name), nodes, replace_node, sources.get(name), problems)
+        records.append(record)
+        marks = (settings.get("node_labels"), settings.get("node_taints"), play_labels, play_taints)
+        record["labels"], record["taints"] = labels.merged_marks(*marks, problems.for_host(name))
         if name in checked_of and record["state"] != "joined":
             cluster_addresses.check(checked_of[name], problems)
         if redfish and record["state"] not in ("joined", "half-joined"):  # (half-joined: installed, not booted again)

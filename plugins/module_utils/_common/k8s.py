@@ -174,12 +174,6 @@ class Target:
 def describe_api_error(error: BaseException, target: Target, api_url: str) -> ApiAccessError:
     """The ApiAccessError for an exception of the kubernetes client (or the network) while doing ``target``."""
     status, reason, doing = getattr(error, "status", None), getattr(error, "reason", None), target.describe()
-    if status is None:
-        return ApiAccessError(
-            f"cannot reach the API server {api_url} to {doing}: {reason or error}. Check the kubeconfig/host, the "
-            "network path and the proxy settings.",
-            target=target,
-        )
     body = getattr(error, "body", "")
     try:
         server_message = json.loads(body).get("message") or body
@@ -188,6 +182,8 @@ def describe_api_error(error: BaseException, target: Target, api_url: str) -> Ap
     server_message = server_message or reason or ""
     scope = f"a Role in namespace {target.namespace}" if target.namespace else "a ClusterRole"
     messages = {
+        None: f"cannot reach the API server {api_url} to {doing}: {reason or error}. Check the kubeconfig/host, the "
+        "network path and the proxy settings.",
         401: f"the API server {api_url} rejected the credentials (401 Unauthorized) while trying to {doing}: the token "
         "or client certificate is invalid or expired. Log in again or fix the kubeconfig/api_key.",
         403: f"permission denied (403 Forbidden) to {doing}: {server_message}; grant verb {target.verb!r} on resource "
@@ -293,12 +289,9 @@ class ApiClient:
             return forbidden
         labels = dig(found, "metadata", "labels", default={})
         if found is not None and any(labels.get(key) != value for key, value in wanted.items()):
-            raise ApiAccessError(
-                f"{target.resource} {name} already exists and is not the one this run created (its labels differ "
-                f"from {wanted}): delete it or let the run use another name",
-                status=409,
-                target=target,
-            )
+            what = f"{target.resource} {name} already exists and is not the one this run created"
+            fix = "delete it or let the run use another name"
+            raise ApiAccessError(f"{what} (its labels differ from {wanted}): {fix}", 409, target)
         return found
 
     def update_fresh(
@@ -388,16 +381,13 @@ def connection_error(error: BaseException, module: Any) -> ApiAccessError:
     used = describe_connection(module)
     if isinstance(error, _CONFIG_ERRORS):
         reason = " ".join(str(error).split())
-        if "context" in reason:
-            fix = (
-                "Set context to a context the kubeconfig defines (oc config get-contexts lists them), or leave it "
-                "unset and give the kubeconfig a current-context (oc config use-context)."
-            )
-        else:
-            fix = (
-                "Point kubeconfig (or K8S_AUTH_KUBECONFIG) at a readable kubeconfig of the cluster, such as the "
-                "installer's auth/kubeconfig or the one oc login writes, or pass host with api_key."
-            )
+        fix = (
+            "Set context to a context the kubeconfig defines (oc config get-contexts lists them), or leave it unset "
+            "and give the kubeconfig a current-context (oc config use-context)."
+            if "context" in reason
+            else "Point kubeconfig (or K8S_AUTH_KUBECONFIG) at a readable kubeconfig of the cluster, such as the "
+            "installer's auth/kubeconfig or the one oc login writes, or pass host with api_key."
+        )
         return ApiAccessError(f"cannot load {used}: {reason}. {fix}")
     if isinstance(error, OSError) and error.filename:
         return ApiAccessError(
