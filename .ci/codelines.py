@@ -10,10 +10,10 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# The architecture rework brought plugins/ from 10,203 to 6,846 code lines for the same behaviour (limit 7,000 then).
-# Behaviour added since (serving SANs on real NICs, the BMC preflight, platform External, node-joiner's early
-# failures, the 4.17 token rule, following from the cluster) has its own lines; the limit keeps growth deliberate.
-LIMIT = 7500
+# The architecture rework brought plugins/ from 10,203 to 6,846 code lines for the same behaviour. Behaviour added
+# since (serving SANs on real NICs, the BMC preflight, platform External, node-joiner's early failures, the 4.17 token
+# rule, following from the cluster) was paid for by folding what was written twice; the limit stays at 7,000.
+LIMIT = 7000
 DOC_STRINGS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 
