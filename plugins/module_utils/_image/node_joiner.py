@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import quote
 
+from ansible_collections.openshift_agent.day2.plugins.module_utils._boot.serve import process_alive, start_time_of
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common import k8s
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.clock import Deadline, parse_rfc3339
 from ansible_collections.openshift_agent.day2.plugins.module_utils._common.errors import Day2Error
@@ -596,35 +597,20 @@ class LeftoverError(Day2Error):
     """Objects of earlier runs that could not be removed; ``leftovers`` of its result names them (Kind/name)."""
 
 
-def _process_start(pid: int) -> str:
-    """The start time of process ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), "" if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
 def owner_tag(pid: int | None = None) -> str:
     """``<host> <pid> <start>`` of this process: what a run writes into its namespace's OWNER_ANNOTATION."""
     pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()} {pid} {_process_start(pid)}"
+    return f"{socket.gethostname()} {pid} {start_time_of(pid) or ''}"
 
 
 def owner_alive(tag: str | None) -> bool | None:
     """True when the process ``tag`` names still runs, False when it is gone, None when this host cannot tell
-    (another host, no tag)."""
+    (another host, no tag). A zombie is gone: a run killed in a container whose init does not reap orphans stays
+    one, and its objects are left over all the same (the ISO server's watch of its run reads processes so too)."""
     parts = (tag or "").split()
     if len(parts) < 2 or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return None
-    pid = int(parts[1])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # a process of another user: it exists
-    return len(parts) < 3 or _process_start(pid) == parts[2]
+    return process_alive(int(parts[1]), parts[2] if len(parts) > 2 else None)
 
 
 def is_left_over(namespace: dict[str, Any], now: datetime.datetime, max_age: float) -> bool:

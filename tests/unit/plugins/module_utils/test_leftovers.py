@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -34,6 +35,24 @@ def test_owner_tag_names_this_process_and_a_live_one_is_alive():
 def test_a_gone_process_or_a_reused_pid_is_not_alive():
     assert nj.owner_alive("%s %d 1" % (HOST, dead_pid())) is False
     assert nj.owner_alive("%s %d 1" % (HOST, os.getpid())) is False  # same pid, other start time
+
+
+def test_a_killed_run_that_no_one_reaped_is_not_alive():
+    # SIGKILL of a run in a container whose init does not reap orphans: its process stays a zombie.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        tag = nj.owner_tag(child.pid)
+        assert nj.owner_alive(tag) is True
+        child.kill()
+        for _poll in range(500):  # until the kernel made it a zombie (never reaped here before the assertion)
+            with open("/proc/%d/stat" % child.pid) as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        assert nj.owner_alive(tag) is False
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_another_host_or_no_tag_cannot_be_told():
