@@ -54,7 +54,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
 
 
 def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), None when it cannot be read."""
+    """The fields of ``/proc/<pid>/stat`` after the command name, None when it cannot be read: the state first (Z a
+    zombie, X dead), the start time in clock ticks twentieth -- torvalds/linux
+    fs/proc/array.c@9edd576d89a5b6d3e136d7dcab654d887c0d25b7 (``task_state_array``, ``do_task_stat``)."""
     with contextlib.suppress(OSError, IndexError), open("/proc/%d/stat" % pid) as handle:
         return handle.read().rsplit(")", 1)[1].split()
     return None

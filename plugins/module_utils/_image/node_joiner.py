@@ -606,7 +606,7 @@ def owner_tag(pid: int | None = None) -> str:
 def owner_alive(tag: str | None) -> bool | None:
     """True when the process ``tag`` names still runs, False when it is gone, None when this host cannot tell
     (another host, no tag). A zombie is gone: a run killed in a container whose init does not reap orphans stays
-    one, and its objects are left over all the same (the ISO server's watch of its run reads processes so too)."""
+    one, and its objects are left over all the same (serve.process_alive, which the ISO server's watch uses too)."""
     parts = (tag or "").split()
     if len(parts) < 2 or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return None
